@@ -1,0 +1,417 @@
+"""IFCA, the Iterative Federated Clustering Algorithm (Ghosh, Chung, Yin, Ramchandran 2020).
+
+Algorithm 2 of the arXiv text (Algorithm 1 of the NeurIPS version), for the squared loss of
+the linear model, with ``B`` independent replicas (restarts x step sizes) sharing one data set.
+Each round ``t``:
+
+1. the server picks the participating clients ``M_t`` and broadcasts ``theta_1..theta_k``;
+2. each participating client ``i`` estimates its identity
+   ``j_hat = argmin_j F_i(theta_j)`` with ``F_i(theta) = (1/n_i) sum_r (y_r - <x_r, theta>)^2``
+   (a per-client mean, as the official code's ``MSELoss``), ties to the lowest index;
+3. option I, *gradient averaging*:
+
+   .. math:: \\theta_j \\leftarrow \\theta_j - \\frac{\\gamma}{m}
+             \\sum_{i \\in M_t,\\ \\hat j_i = j} \\nabla F_i(\\theta_j),
+
+   divided by the **total** number of clients ``m``, not the cluster size nor ``|M_t|``;
+   option II, *model averaging*: each client runs ``tau`` full-batch gradient steps of size
+   ``gamma`` on ``F_i`` from ``theta_{j_hat}`` and the server averages the local models of each
+   estimated cluster (plain mean); a cluster that nobody chose keeps its parameters.
+
+With ``resample=True`` the analysis scheme of Sec. 5 / Theorem 1 is used: each client's ``n_i``
+points are split once into ``2T`` disjoint subsets of ``n'_i = floor(n_i / (2T))`` points, and
+round ``t`` uses subset ``2t`` for the identity estimate and subset ``2t + 1`` for the gradient,
+so every round sees fresh data independent of the current iterate.
+
+The work of a round is one GEMM for the ``k`` predictions of every replica (``2 N d B k`` flops),
+a Numba pass for losses, argmin and residuals, and per-client GEMMs for the gradient
+(``2 N d B`` flops): ``(k + 1) 2 N d`` flops per replica-round, the algorithm's own count.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels
+from ._validation import check_array, check_choice, check_int, check_real
+from .problems import Problem
+
+__all__ = [
+    "IFCAResult",
+    "IFCAHistory",
+    "ifca",
+    "initial_parameters",
+    "training_loss",
+    "OPTIONS",
+    "INIT_METHODS",
+]
+
+OPTIONS = ("gradient", "model")
+INIT_METHODS = ("official", "gaussian", "close", "truth")
+
+
+@dataclass(frozen=True)
+class IFCAHistory:
+    """Per-round metrics of every replica (row 0 is the initial point).
+
+    Entries of a replica are ``nan`` from the round in which it diverged on.
+
+    Attributes
+    ----------
+    nearest : ndarray of shape (T + 1, B)
+        Nearest-truth mean distance (official ``min_dist``).
+    matched_mean : ndarray of shape (T + 1, B)
+        Permutation-matched mean distance (IFCA paper's ``dist``); ``nan`` if ``k_hat != k``.
+    matched_max : ndarray of shape (T + 1, B)
+        Permutation-matched max distance (Su-Xu-Yang's ``d``); ``nan`` if ``k_hat != k``.
+    loss : ndarray of shape (T, B)
+        Round ``t``'s objective: mean over participating clients of ``min_j F_i(theta_j)`` on the
+        data used for the identity estimate in that round (before the update).
+    """
+
+    nearest: np.ndarray
+    matched_mean: np.ndarray
+    matched_max: np.ndarray
+    loss: np.ndarray
+
+
+@dataclass(frozen=True)
+class IFCAResult:
+    """Outcome of a batched IFCA run.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (B, k, d)
+        Final parameters; for a diverged replica, the last finite parameters (it is frozen).
+    assignments : ndarray of shape (B, m), int64
+        Final cluster identity of every client, estimated on all its data.
+    train_loss : ndarray of shape (B,)
+        Final training objective ``(1/m) sum_i min_j F_i(theta_j)`` on all data; ``nan`` for
+        diverged replicas, so that selecting the run with the lowest loss never picks one.
+    diverged : ndarray of shape (B,), bool
+        The replica produced a non-finite parameter or objective and was frozen.
+    diverged_round : ndarray of shape (B,), int64
+        Round in which it diverged, ``-1`` if it did not.
+    step_sizes : ndarray of shape (B,)
+    n_rounds : int
+        Rounds run.
+    stop_reason : str
+    wall_time : float
+        Seconds spent in the driver.
+    history : IFCAHistory or None
+    """
+
+    theta: np.ndarray
+    assignments: np.ndarray
+    train_loss: np.ndarray
+    diverged: np.ndarray
+    diverged_round: np.ndarray
+    step_sizes: np.ndarray
+    n_rounds: int
+    stop_reason: str
+    wall_time: float
+    history: IFCAHistory | None = None
+
+    @property
+    def finite(self) -> np.ndarray:
+        """``~diverged``."""
+        return ~self.diverged
+
+
+def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=None, scale=1.0, alpha=0.25):
+    """Initial parameters of shape ``(B, k, d)`` in the problem's dtype.
+
+    Parameters
+    ----------
+    problem : Problem
+    n_replicas : int >= 1
+        ``B``.
+    method : {"official", "gaussian", "close", "truth"}
+        ``"official"``: coordinates Bernoulli(1/2) times ``scale`` (official code: ``scale = 1``,
+        *not* scaled like ``theta*``); ``"gaussian"``: coordinates ``N(0, scale^2)``;
+        ``"close"``: ``theta*_j + alpha * Delta * u_j`` with ``u_j`` uniform on the unit sphere,
+        i.e. exactly at the boundary of Assumption 1 (``alpha = 1/4`` in the NeurIPS version,
+        ``1/2 - alpha`` of the arXiv version's closeness ``alpha``); ``"truth"``: ``theta*``
+        (oracle initialisation).
+    rng : numpy.random.Generator
+        Required for the random methods.
+    k : int, optional
+        Number of models; defaults to the problem's ``k`` (must equal it for "close"/"truth").
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
+    B = check_int("n_replicas", n_replicas, low=1)
+    check_choice("method", method, INIT_METHODS)
+    k = problem.k if k is None else check_int("k", k, low=1)
+    d = problem.d
+    if method in ("close", "truth") and k != problem.k:
+        raise ValueError(f"k must equal the problem's k={problem.k} for method={method!r}, got {k}")
+    if method != "truth" and rng is None:
+        raise ValueError(f"rng is required for method={method!r}")
+    if method == "official":
+        theta = rng.binomial(1, 0.5, size=(B, k, d)) * check_real("scale", scale, low=0.0)
+    elif method == "gaussian":
+        theta = rng.standard_normal((B, k, d)) * check_real("scale", scale, low=0.0)
+    elif method == "close":
+        alpha = check_real("alpha", alpha, low=0.0)
+        u = rng.standard_normal((B, k, d))
+        u /= np.linalg.norm(u, axis=2, keepdims=True)
+        theta = problem.theta_star[None] + alpha * problem.separation * u
+    else:
+        theta = np.broadcast_to(problem.theta_star, (B, k, d))
+    return np.array(theta, dtype=problem.dtype)
+
+
+def _resampled_rounds(problem, n_rounds, rng):
+    """Split each client's rows into ``2T`` disjoint random subsets (analysis scheme, Sec. 5)."""
+    sizes = problem.sizes
+    sub = sizes // (2 * n_rounds)
+    if np.any(sub < 1):
+        raise ValueError(
+            f"resample=True needs n_i >= 2 * n_rounds = {2 * n_rounds} points on every client; "
+            f"the smallest client has {int(sizes.min())}"
+        )
+    idx = np.empty((2 * n_rounds, int(sub.sum())), dtype=np.int64)
+    pos = 0
+    for i in range(problem.m):
+        perm = problem.offsets[i] + rng.permutation(int(sizes[i]))
+        s = int(sub[i])
+        idx[:, pos : pos + s] = perm[: 2 * n_rounds * s].reshape(2 * n_rounds, s)
+        pos += s
+    offsets = np.zeros(problem.m + 1, dtype=np.int64)
+    np.cumsum(sub, out=offsets[1:])
+    return problem.X[idx], problem.y[idx], offsets
+
+
+class _Workspace:
+    """Preallocated buffers of one data layout (one per distinct ``(N, offsets)``)."""
+
+    def __init__(self, X, y, offsets, B, k, d, dtype):
+        self.X, self.y, self.offsets = X, y, offsets
+        m = offsets.shape[0] - 1
+        N = X.shape[0]
+        self.n_equal = kernels.equal_sizes(offsets)
+        self.weights = (2.0 / np.diff(offsets)).astype(dtype)  # gradient of the per-client mean
+        self.P = np.empty((B * k, N), dtype=dtype)
+        self.losses = np.empty((B, m, k))
+        self.R = np.empty(B * N, dtype=dtype)
+        self.C = np.empty((m, B, d), dtype=dtype)
+
+
+def training_loss(problem, theta):
+    """Final objective and assignments on all data.
+
+    Returns
+    -------
+    loss : ndarray of shape (B,)
+        ``(1/m) sum_i min_j F_i(theta_j)``.
+    assignments : ndarray of shape (B, m)
+    """
+    theta = np.ascontiguousarray(theta, dtype=problem.dtype)
+    B, k, _ = theta.shape
+    P = kernels.predict(theta, problem.X)
+    losses = np.empty((B, problem.m, k))
+    kernels.client_losses(P, problem.y, problem.offsets, B, k, losses)
+    assign = np.empty((B, problem.m), dtype=np.int64)
+    best = np.empty((B, problem.m))
+    kernels.assign_clients(losses, np.ones(problem.m, dtype=np.bool_), assign, best)
+    return best.mean(axis=1), assign
+
+
+def ifca(
+    problem,
+    init,
+    step_size,
+    *,
+    n_rounds=300,
+    option="gradient",
+    local_steps=1,
+    resample=False,
+    participation=1.0,
+    rng=None,
+    history=False,
+):
+    """Run ``B`` replicas of IFCA on one problem.
+
+    Parameters
+    ----------
+    problem : Problem
+    init : array of shape (B, k, d) or (k, d)
+        Initial parameters (see :func:`initial_parameters`); cast to the problem's dtype.
+    step_size : float or array of shape (B,)
+        ``gamma`` of each replica, > 0.
+    n_rounds : int >= 1
+        ``T``.
+    option : {"gradient", "model"}
+        Option I (gradient averaging) or option II (model averaging).
+    local_steps : int >= 1
+        ``tau``, local full-batch steps of option II (ignored by option I).
+    resample : bool
+        Use the analysis scheme's fresh disjoint subsets (needs ``n_i >= 2T``).
+    participation : float in (0, 1]
+        Fraction of clients drawn (without replacement, ``max(1, round(q m))`` of them) each round
+        from ``rng``.  The draw is shared by all replicas of the batch, so replica ``b`` of a batch
+        equals a run of ``B = 1`` with the same generator.
+    rng : numpy.random.Generator
+        Required when ``resample`` or ``participation < 1``.
+    history : bool
+        Record :class:`IFCAHistory` (costs a metric evaluation per round).
+
+    Returns
+    -------
+    IFCAResult
+    """
+    start = time.perf_counter()
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
+    dtype = problem.dtype
+    theta = check_array("init", init, dtype=np.float64)
+    if theta.ndim == 2:
+        theta = theta[None]
+    if theta.ndim != 3 or theta.shape[2] != problem.d or theta.shape[1] < 1 or theta.shape[0] < 1:
+        raise ValueError(f"init must have shape (B, k, d) or (k, d) with d={problem.d}, got {np.shape(init)}")
+    theta = np.array(theta, dtype=dtype, order="C")  # a copy: the caller's init is never modified
+    B, k, d = theta.shape
+    gamma = np.broadcast_to(np.asarray(step_size, dtype=np.float64), (B,)) if np.ndim(step_size) == 0 else np.asarray(step_size, dtype=np.float64)
+    if gamma.shape != (B,):
+        raise ValueError(f"step_size must be a scalar or an array of shape (B,)=({B},), got shape {gamma.shape}")
+    if not np.all(np.isfinite(gamma)) or np.any(gamma <= 0):
+        raise ValueError(f"step_size must be finite and > 0, got {gamma.tolist()}")
+    T = check_int("n_rounds", n_rounds, low=1)
+    check_choice("option", option, OPTIONS)
+    tau = check_int("local_steps", local_steps, low=1)
+    q = check_real("participation", participation, low=0.0, high=1.0, low_inclusive=False)
+    if (resample or q < 1.0) and rng is None:
+        raise ValueError("rng is required when resample=True or participation < 1")
+    m = problem.m
+
+    full = _Workspace(problem.X, problem.y, problem.offsets, B, k, d, dtype)
+    if resample:
+        Xr, yr, offr = _resampled_rounds(problem, T, rng)
+        ws = _Workspace(Xr[0], yr[0], offr, B, k, d, dtype)
+    else:
+        ws = full
+    step = (gamma / m).astype(dtype)[:, None, None]
+    active = np.ones(m, dtype=np.bool_)
+    n_active = max(1, int(round(q * m)))
+    assign = np.empty((B, m), dtype=np.int64)
+    best = np.empty((B, m))
+    grad = np.empty((B, k, d), dtype=dtype)
+    local = np.empty((m, B, d), dtype=dtype) if (option == "model" or resample) else None
+    diverged = np.zeros(B, dtype=np.bool_)
+    diverged_round = np.full(B, -1, dtype=np.int64)
+    rec = _HistoryRecorder(problem, T, B, k) if history else None
+    if rec is not None:
+        rec.record(0, theta, diverged)
+
+    rounds_run = 0
+    stop_reason = f"completed {T} rounds"
+    # Divergence is detected explicitly below (non-finite parameters freeze the replica), so
+    # the floating-point warnings it causes on the way are silenced.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(T):
+            if q < 1.0:
+                active[:] = False
+                active[rng.choice(m, size=n_active, replace=False)] = True
+            # data of this round: identity estimate on `ident`, gradient on `gws`
+            if resample:
+                ident = ws
+                ident.X, ident.y = Xr[2 * t], yr[2 * t]
+            else:
+                ident = full
+            kernels.predict(theta, ident.X, out=ident.P)
+            kernels.client_losses(ident.P, ident.y, ident.offsets, B, k, ident.losses)
+            kernels.assign_clients(ident.losses, active, assign, best)
+            if rec is not None:
+                rec.loss[t] = np.where(diverged, np.nan, best[:, active].mean(axis=1))
+
+            if resample:
+                gX, gy = Xr[2 * t + 1], yr[2 * t + 1]
+            else:
+                gX, gy = full.X, full.y
+            if option == "gradient":
+                if resample:
+                    kernels.gather_selected(theta, assign, local)
+                    kernels.client_predictions(local, gX, ws.offsets, ws.R, ws.n_equal)
+                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
+                else:
+                    kernels.weighted_residuals(full.P, gy, full.offsets, assign, k, full.weights, full.R)
+                kernels.client_gradients(ws.R, gX, ws.offsets, ws.C, ws.n_equal)
+                kernels.scatter_add(ws.C, assign, grad)
+                new = theta - step * grad
+            else:
+                kernels.gather_selected(theta, assign, local)
+                loc_step = gamma.astype(dtype)[None, :, None]
+                for _ in range(tau):
+                    kernels.client_predictions(local, gX, ws.offsets, ws.R, ws.n_equal)
+                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
+                    kernels.client_gradients(ws.R, gX, ws.offsets, ws.C, ws.n_equal)
+                    local -= loc_step * ws.C
+                new = theta.copy()
+                kernels.cluster_average(local, assign, new)
+
+            # A replica diverges when its parameters or its objective (the losses of this round's
+            # identity estimate, which overflow first) stop being finite.
+            ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(best[:, active]).all(axis=1)
+            newly = ~ok & ~diverged
+            diverged_round[newly] = t
+            diverged |= newly
+            keep = ~diverged
+            theta[keep] = new[keep]  # a diverged replica is frozen at its last finite parameters
+            rounds_run = t + 1
+            if rec is not None:
+                rec.record(t + 1, theta, diverged)
+            if diverged.all():
+                stop_reason = f"all replicas diverged (last at round {t})"
+                break
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        train_loss, assignments = training_loss(problem, theta)
+    train_loss[diverged] = np.nan
+    return IFCAResult(
+        theta=theta,
+        assignments=assignments,
+        train_loss=train_loss,
+        diverged=diverged,
+        diverged_round=diverged_round,
+        step_sizes=gamma.copy(),
+        n_rounds=rounds_run,
+        stop_reason=stop_reason,
+        wall_time=time.perf_counter() - start,
+        history=None if rec is None else rec.result(rounds_run),
+    )
+
+
+class _HistoryRecorder:
+    def __init__(self, problem, T, B, k):
+        from . import metrics  # metrics are only needed when a history is asked for
+
+        self.metrics = metrics
+        self.theta_star = problem.theta_star
+        self.same_k = k == problem.k
+        self.nearest = np.full((T + 1, B), np.nan)
+        self.matched_mean = np.full((T + 1, B), np.nan)
+        self.matched_max = np.full((T + 1, B), np.nan)
+        self.loss = np.full((T, B), np.nan)
+
+    def record(self, t, theta, diverged):
+        live = ~diverged
+        if not live.any():
+            return
+        th = theta[live]
+        self.nearest[t, live] = self.metrics.nearest_truth_distance(th, self.theta_star)
+        if self.same_k:
+            self.matched_mean[t, live] = self.metrics.matched_mean_distance(th, self.theta_star)
+            self.matched_max[t, live] = self.metrics.matched_max_distance(th, self.theta_star)
+
+    def result(self, rounds_run):
+        loss = self.loss[:rounds_run].copy()
+        return IFCAHistory(
+            nearest=self.nearest[: rounds_run + 1],
+            matched_mean=self.matched_mean[: rounds_run + 1],
+            matched_max=self.matched_max[: rounds_run + 1],
+            loss=loss,
+        )

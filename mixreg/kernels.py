@@ -1,0 +1,229 @@
+"""Numba and BLAS kernels shared by the algorithm drivers.
+
+Conventions (the drivers guarantee them; kernels trust their inputs):
+
+* ``B`` replicas share one data set; parameters are ``theta`` of shape ``(B, k, d)``.
+* Stacked data ``X`` of shape ``(N, d)``, ``y`` of shape ``(N,)`` and client ``i`` owning rows
+  ``offsets[i]:offsets[i+1]``.
+* Predictions of all replicas and clusters come from one GEMM, ``P = theta.reshape(B*k, d) @ X.T``
+  of shape ``(B*k, N)``: row ``b*k + j`` holds ``<x_r, theta_{b,j}>`` for every sample ``r``.
+* Per-client work on ``B`` columns lives in a *client-major* flat buffer of length ``B*N``: client
+  ``i``'s block starts at ``B*offsets[i]`` and is a ``(B, n_i)`` row-major matrix.  With equal
+  ``n_i`` the buffer is simply an ``(m, B, n)`` array, so per-client products are one batched
+  ``matmul``.
+* Assignments are int64 arrays of shape ``(B, m)``; ``-1`` marks a client that did not take part
+  in the round.
+
+All reductions run in a fixed order whatever the number of threads (the parallel loop is over
+replicas, each of which writes only its own outputs), so results are bit-identical for any
+``numba`` thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = [
+    "predict",
+    "client_losses",
+    "assign_clients",
+    "weighted_residuals",
+    "selected_residuals",
+    "gather_selected",
+    "client_gradients",
+    "client_predictions",
+    "scatter_add",
+    "cluster_average",
+    "equal_sizes",
+]
+
+
+def predict(theta, X, out=None):
+    """``P = theta.reshape(B*k, d) @ X.T`` of shape ``(B*k, N)`` (one GEMM)."""
+    B, k, d = theta.shape
+    return np.matmul(theta.reshape(B * k, d), X.T, out=out)
+
+
+@njit(parallel=True, cache=True)
+def client_losses(P, y, offsets, B, k, out):
+    """Mean squared loss of every client under every model.
+
+    ``out[b, i, j] = (1/n_i) sum_{r in client i} (P[b*k + j, r] - y[r])^2`` (IFCA's ``F_i``, a
+    per-client mean as in the official code's ``MSELoss``).  Accumulates in float64.
+    """
+    m = offsets.shape[0] - 1
+    for b in prange(B):
+        for j in range(k):
+            row = P[b * k + j]
+            for i in range(m):
+                lo = offsets[i]
+                hi = offsets[i + 1]
+                s = 0.0
+                for r in range(lo, hi):
+                    e = np.float64(row[r]) - np.float64(y[r])
+                    s += e * e
+                out[b, i, j] = s / (hi - lo)
+
+
+@njit(parallel=True, cache=True)
+def assign_clients(losses, active, assign, best):
+    """Cluster identity estimate ``argmin_j losses[b, i, j]``, ties to the lowest index.
+
+    Inactive clients (``active[i] == False``) get ``-1``.  ``best[b, i]`` receives the minimum
+    loss (``nan`` if every loss is ``nan``, in which case the assignment is 0).
+    """
+    B, m, k = losses.shape
+    for b in prange(B):
+        for i in range(m):
+            if not active[i]:
+                assign[b, i] = -1
+                best[b, i] = np.nan
+                continue
+            a = 0
+            v = losses[b, i, 0]
+            for j in range(1, k):
+                w = losses[b, i, j]
+                if w < v or (v != v and w == w):  # strict: ties to the lowest index; skip nan
+                    a = j
+                    v = w
+            assign[b, i] = a
+            best[b, i] = v
+
+
+@njit(parallel=True, cache=True)
+def weighted_residuals(P, y, offsets, assign, k, weights, out):
+    """Client-major residuals of the assigned model, scaled per client.
+
+    ``out`` block of client ``i`` (shape ``(B, n_i)`` at ``B*offsets[i]``) holds
+    ``weights[i] * (P[b*k + a, r] - y[r])`` with ``a = assign[b, i]``, or 0 if ``a < 0``.
+    """
+    B = assign.shape[0]
+    m = offsets.shape[0] - 1
+    for i in prange(m):
+        lo = offsets[i]
+        n = offsets[i + 1] - lo
+        base = B * lo
+        w = weights[i]
+        for b in range(B):
+            a = assign[b, i]
+            o = base + b * n
+            if a < 0:
+                for r in range(n):
+                    out[o + r] = 0.0
+            else:
+                row = P[b * k + a]
+                for r in range(n):
+                    out[o + r] = w * (row[lo + r] - y[lo + r])
+
+
+@njit(parallel=True, cache=True)
+def selected_residuals(Q, y, offsets, assign, weights, out):
+    """In place on client-major predictions ``Q`` of each client's own model.
+
+    ``out = weights[i] * (Q - y)`` per client block, 0 where ``assign[b, i] < 0``.  ``Q`` and
+    ``out`` may be the same buffer.
+    """
+    B = assign.shape[0]
+    m = offsets.shape[0] - 1
+    for i in prange(m):
+        lo = offsets[i]
+        n = offsets[i + 1] - lo
+        base = B * lo
+        w = weights[i]
+        for b in range(B):
+            o = base + b * n
+            if assign[b, i] < 0:
+                for r in range(n):
+                    out[o + r] = 0.0
+            else:
+                for r in range(n):
+                    out[o + r] = w * (Q[o + r] - y[lo + r])
+
+
+@njit(parallel=True, cache=True)
+def gather_selected(theta, assign, out):
+    """``out[i, b] = theta[b, assign[b, i]]`` (model 0 for inactive clients)."""
+    B, k, d = theta.shape
+    m = assign.shape[1]
+    for i in prange(m):
+        for b in range(B):
+            a = assign[b, i]
+            if a < 0:
+                a = 0
+            for c in range(d):
+                out[i, b, c] = theta[b, a, c]
+
+
+@njit(parallel=True, cache=True)
+def scatter_add(C, assign, out):
+    """``out[b, j] = sum_{i : assign[b, i] = j} C[i, b]`` (clients summed in index order)."""
+    m, B, d = C.shape
+    k = out.shape[1]
+    for b in prange(B):
+        for j in range(k):
+            for c in range(d):
+                out[b, j, c] = 0.0
+        for i in range(m):
+            a = assign[b, i]
+            if a >= 0:
+                for c in range(d):
+                    out[b, a, c] += C[i, b, c]
+
+
+@njit(parallel=True, cache=True)
+def cluster_average(local, assign, theta):
+    """IFCA option II server step, in place on ``theta`` (B, k, d).
+
+    ``theta[b, j] = mean of local[i, b]`` over clients with ``assign[b, i] = j``; a cluster that no
+    client chose keeps its parameters (official code behaviour).
+    """
+    m, B, d = local.shape
+    k = theta.shape[1]
+    acc = np.zeros((B, k, d))
+    cnt = np.zeros((B, k), dtype=np.int64)
+    for b in prange(B):
+        for i in range(m):
+            a = assign[b, i]
+            if a >= 0:
+                cnt[b, a] += 1
+                for c in range(d):
+                    acc[b, a, c] += local[i, b, c]
+        for j in range(k):
+            if cnt[b, j] > 0:
+                for c in range(d):
+                    theta[b, j, c] = acc[b, j, c] / cnt[b, j]
+
+
+def equal_sizes(offsets):
+    """The common client size if all clients have the same number of rows, else ``None``."""
+    sizes = np.diff(offsets)
+    return int(sizes[0]) if sizes.size and np.all(sizes == sizes[0]) else None
+
+
+def client_gradients(R, X, offsets, out, n_equal=None):
+    """Per-client products ``out[i] = R_i @ X_i`` of shape ``(m, B, d)``.
+
+    ``R`` is a client-major buffer (block ``(B, n_i)`` per client).  Costs ``2 N d B`` flops, the
+    minimum for one gradient per replica; one batched GEMM call when all ``n_i`` are equal.
+    """
+    m, B, d = out.shape
+    if n_equal is not None:
+        np.matmul(R.reshape(m, B, n_equal), X.reshape(m, n_equal, d), out=out)
+        return out
+    for i in range(m):
+        lo, hi = offsets[i], offsets[i + 1]
+        np.matmul(R[B * lo : B * hi].reshape(B, hi - lo), X[lo:hi], out=out[i])
+    return out
+
+
+def client_predictions(theta_sel, X, offsets, out, n_equal=None):
+    """Client-major predictions ``out_i = theta_sel[i] @ X_i.T`` (block ``(B, n_i)``)."""
+    m, B, d = theta_sel.shape
+    if n_equal is not None:
+        np.matmul(theta_sel, X.reshape(m, n_equal, d).transpose(0, 2, 1), out=out.reshape(m, B, n_equal))
+        return out
+    for i in range(m):
+        lo, hi = offsets[i], offsets[i + 1]
+        np.matmul(theta_sel[i], X[lo:hi].T, out=out[B * lo : B * hi].reshape(B, hi - lo))
+    return out

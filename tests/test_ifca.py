@@ -1,0 +1,249 @@
+"""Tests of mixreg.ifca against a plain per-client NumPy implementation written here."""
+
+import numpy as np
+import pytest
+
+from mixreg import ifca as ifca_mod
+from mixreg.ifca import ifca, initial_parameters, training_loss
+from mixreg.problems import make_problem, make_problem_from_parameters
+
+
+def reference_ifca(problem, theta0, gamma, T, option="gradient", tau=1, rounds_data=None, active_sets=None):
+    """Algorithm 2, one replica, one client at a time, float64, no cleverness.
+
+    ``rounds_data[t] = (ident_rows, grad_rows)``: per client, the row indices used in round t.
+    ``active_sets[t]``: participating clients of round t.
+    """
+    X, y = problem.X.astype(np.float64), problem.y.astype(np.float64)
+    theta = np.array(theta0, dtype=np.float64)
+    k = theta.shape[0]
+    m = problem.m
+    for t in range(T):
+        new = theta.copy()
+        grads = np.zeros_like(theta)
+        members = [[] for _ in range(k)]
+        for i in range(m):
+            if active_sets is not None and i not in active_sets[t]:
+                continue
+            if rounds_data is None:
+                lo, hi = problem.offsets[i], problem.offsets[i + 1]
+                ident = grad_rows = np.arange(lo, hi)
+            else:
+                ident, grad_rows = rounds_data[t][0][i], rounds_data[t][1][i]
+            losses = [np.mean((y[ident] - X[ident] @ theta[j]) ** 2) for j in range(k)]
+            j = int(np.argmin(losses))  # first index on ties
+            Xi, yi = X[grad_rows], y[grad_rows]
+            if option == "gradient":
+                grads[j] += 2.0 / len(yi) * Xi.T @ (Xi @ theta[j] - yi)
+            else:
+                loc = theta[j].copy()
+                for _ in range(tau):
+                    loc -= gamma * 2.0 / len(yi) * Xi.T @ (Xi @ loc - yi)
+                members[j].append(loc)
+        if option == "gradient":
+            new = theta - gamma / m * grads
+        else:
+            for j in range(k):
+                if members[j]:
+                    new[j] = np.mean(members[j], axis=0)
+        theta = new
+    return theta
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    return make_problem(m=12, k=3, n=20, d=8, sigma=0.3, scale=1.0, rng=np.random.default_rng(1))
+
+
+@pytest.mark.parametrize("option,tau", [("gradient", 1), ("model", 1), ("model", 3)])
+def test_matches_reference(small_problem, option, tau):
+    pb = small_problem
+    theta0 = initial_parameters(pb, 2, "gaussian", rng=np.random.default_rng(2))
+    gammas = np.array([0.05, 0.2])
+    res = ifca(pb, theta0, gammas, n_rounds=15, option=option, local_steps=tau)
+    for b in range(2):
+        ref = reference_ifca(pb, theta0[b], gammas[b], 15, option=option, tau=tau)
+        np.testing.assert_allclose(res.theta[b], ref, rtol=1e-10, atol=1e-12)
+    assert not res.diverged.any()
+
+
+def test_unequal_client_sizes_match_reference():
+    rng = np.random.default_rng(3)
+    theta_star = rng.standard_normal((2, 5))
+    labels = np.array([0, 1, 0, 1, 1, 0, 0])
+    sizes = np.array([3, 9, 1, 15, 4, 7, 2])
+    pb = make_problem_from_parameters(theta_star, labels, sizes, 0.2, rng=rng)
+    theta0 = initial_parameters(pb, 3, "gaussian", rng=rng)
+    for option in ("gradient", "model"):
+        res = ifca(pb, theta0, 0.1, n_rounds=10, option=option, local_steps=2)
+        for b in range(3):
+            ref = reference_ifca(pb, theta0[b], 0.1, 10, option=option, tau=2)
+            np.testing.assert_allclose(res.theta[b], ref, rtol=1e-10, atol=1e-12)
+
+
+def test_batch_equals_separate_runs(small_problem):
+    pb = small_problem
+    theta0 = initial_parameters(pb, 4, "official", rng=np.random.default_rng(5))
+    gammas = np.array([0.01, 0.1, 0.3, 1.0])
+    batch = ifca(pb, theta0, gammas, n_rounds=20, participation=0.5, rng=np.random.default_rng(9))
+    for b in range(4):
+        one = ifca(pb, theta0[b], gammas[b], n_rounds=20, participation=0.5, rng=np.random.default_rng(9))
+        np.testing.assert_allclose(batch.theta[b], one.theta[0], rtol=1e-12, atol=1e-13)
+        np.testing.assert_array_equal(batch.assignments[b], one.assignments[0])
+
+
+def test_partial_participation_matches_reference(small_problem):
+    pb = small_problem
+    theta0 = initial_parameters(pb, 1, "gaussian", rng=np.random.default_rng(6))
+    res = ifca(pb, theta0, 0.2, n_rounds=8, participation=0.25, rng=np.random.default_rng(11))
+    # replay the generator: each round draws round(0.25 * 12) = 3 clients without replacement
+    rng = np.random.default_rng(11)
+    active_sets = [set(rng.choice(pb.m, size=3, replace=False).tolist()) for _ in range(8)]
+    ref = reference_ifca(pb, theta0[0], 0.2, 8, active_sets=active_sets)
+    np.testing.assert_allclose(res.theta[0], ref, rtol=1e-10, atol=1e-12)
+
+
+def test_resampling_uses_disjoint_fresh_subsets(small_problem, monkeypatch):
+    pb = make_problem(m=6, k=2, n=40, d=4, sigma=0.1, scale=1.0, rng=np.random.default_rng(7))
+    T = 5
+    Xr, yr, offr = ifca_mod._resampled_rounds(pb, T, np.random.default_rng(8))
+    # recover which original rows each subset holds
+    row_of = {tuple(np.round(r, 12)): i for i, r in enumerate(pb.X)}
+    used = []
+    for s in range(2 * T):
+        rows = np.array([row_of[tuple(np.round(r, 12))] for r in Xr[s]])
+        for i in range(pb.m):
+            part = rows[offr[i] : offr[i + 1]]
+            assert part.size == 40 // (2 * T)
+            assert np.all((part >= pb.offsets[i]) & (part < pb.offsets[i + 1]))  # the client's own rows
+        used.append(rows)
+    allrows = np.concatenate(used)
+    assert np.unique(allrows).size == allrows.size  # all 2T subsets are pairwise disjoint
+    np.testing.assert_array_equal(yr[3], pb.y[used[3]])
+
+
+def test_resampled_run_matches_reference():
+    pb = make_problem(m=6, k=2, n=40, d=4, sigma=0.1, scale=1.0, rng=np.random.default_rng(7))
+    T = 4
+    theta0 = initial_parameters(pb, 1, "close", rng=np.random.default_rng(1), alpha=0.25)
+    res = ifca(pb, theta0, 0.5, n_rounds=T, resample=True, rng=np.random.default_rng(8))
+    Xr, yr, offr = ifca_mod._resampled_rounds(pb, T, np.random.default_rng(8))
+    row_of = {tuple(np.round(r, 12)): i for i, r in enumerate(pb.X)}
+    def rows(s):
+        idx = np.array([row_of[tuple(np.round(r, 12))] for r in Xr[s]])
+        return [idx[offr[i] : offr[i + 1]] for i in range(pb.m)]
+    rounds_data = [(rows(2 * t), rows(2 * t + 1)) for t in range(T)]
+    ref = reference_ifca(pb, theta0[0], 0.5, T, rounds_data=rounds_data)
+    np.testing.assert_allclose(res.theta[0], ref, rtol=1e-10, atol=1e-12)
+
+
+def test_resampling_needs_enough_points(small_problem):
+    theta0 = initial_parameters(small_problem, 1, "truth")
+    with pytest.raises(ValueError, match="n_i >= 2 \\* n_rounds"):
+        ifca(small_problem, theta0, 0.1, n_rounds=11, resample=True, rng=np.random.default_rng(0))
+
+
+def test_noiseless_well_separated_converges_to_truth():
+    pb = make_problem(m=20, k=2, n=50, d=10, sigma=0.0, scale=1.0, rng=np.random.default_rng(4))
+    theta0 = initial_parameters(pb, 3, "close", rng=np.random.default_rng(5), alpha=0.25)
+    res = ifca(pb, theta0, 1.0, n_rounds=200, history=True)
+    err = np.abs(res.theta - pb.theta_star[None]).max()
+    assert err < 1e-8
+    assert np.all(res.history.matched_max[-1] < 1e-8)
+    assert np.all(res.train_loss < 1e-15)
+
+
+def test_nan_replica_frozen_and_flagged(small_problem):
+    pb = small_problem
+    theta0 = initial_parameters(pb, 3, "official", rng=np.random.default_rng(5))
+    res = ifca(pb, theta0, np.array([0.1, 1e8, 0.1]), n_rounds=60, history=True)
+    assert res.diverged.tolist() == [False, True, False]
+    assert res.diverged_round[1] >= 0 and res.diverged_round[0] == -1
+    assert np.all(np.isfinite(res.theta))  # frozen at the last finite parameters
+    assert np.isnan(res.train_loss[1]) and np.isfinite(res.train_loss[[0, 2]]).all()
+    assert np.isnan(res.history.nearest[-1, 1])
+    # the other replicas are unaffected
+    ok = ifca(pb, theta0[[0, 2]], 0.1, n_rounds=60)
+    np.testing.assert_allclose(res.theta[[0, 2]], ok.theta, rtol=1e-12)
+
+
+def test_all_diverged_stops_early(small_problem):
+    theta0 = initial_parameters(small_problem, 2, "official", rng=np.random.default_rng(5))
+    res = ifca(small_problem, theta0, 1e8, n_rounds=100)
+    assert res.diverged.all() and res.n_rounds < 100
+    assert "diverged" in res.stop_reason
+
+
+def test_float32_close_to_float64(small_problem):
+    pb64 = small_problem
+    pb32 = pb64.astype(np.float32)
+    theta0 = initial_parameters(pb64, 2, "close", rng=np.random.default_rng(3))
+    r64 = ifca(pb64, theta0, 0.5, n_rounds=30)
+    r32 = ifca(pb32, theta0.astype(np.float32), 0.5, n_rounds=30)
+    assert r32.theta.dtype == np.float32
+    np.testing.assert_allclose(r32.theta, r64.theta, rtol=1e-4, atol=1e-4)
+
+
+def test_training_loss_definition(small_problem):
+    pb = small_problem
+    theta = initial_parameters(pb, 2, "gaussian", rng=np.random.default_rng(0))
+    loss, assign = training_loss(pb, theta)
+    for b in range(2):
+        per = np.array([[np.mean((pb.client(i)[1] - pb.client(i)[0] @ theta[b, j]) ** 2) for j in range(pb.k)] for i in range(pb.m)])
+        np.testing.assert_allclose(loss[b], per.min(axis=1).mean(), rtol=1e-12)
+        np.testing.assert_array_equal(assign[b], per.argmin(axis=1))
+
+
+def test_ties_go_to_lowest_index():
+    pb = make_problem(m=4, k=2, n=5, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    theta0 = np.zeros((1, 2, 3))  # identical models: every client ties
+    res = ifca(pb, theta0, 0.1, n_rounds=1)
+    # all clients went to model 0, model 1 got no gradient
+    np.testing.assert_array_equal(res.theta[0, 1], 0.0)
+    assert np.any(res.theta[0, 0] != 0.0)
+
+
+def test_initial_parameters(small_problem):
+    pb = small_problem
+    rng = np.random.default_rng(0)
+    off = initial_parameters(pb, 5, "official", rng=rng)
+    assert off.shape == (5, pb.k, pb.d) and set(np.unique(off)) <= {0.0, 1.0}
+    close = initial_parameters(pb, 5, "close", rng=rng, alpha=0.25)
+    dist = np.linalg.norm(close - pb.theta_star[None], axis=2)
+    np.testing.assert_allclose(dist, 0.25 * pb.separation, rtol=1e-12)
+    np.testing.assert_array_equal(initial_parameters(pb, 2, "truth")[1], pb.theta_star)
+    assert initial_parameters(pb.astype(np.float32), 1, "truth").dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"step_size": 0.0}, "step_size"),
+        ({"step_size": -1.0}, "step_size"),
+        ({"step_size": np.array([0.1, 0.2, 0.3])}, "step_size"),
+        ({"n_rounds": 0}, "n_rounds"),
+        ({"option": "both"}, "option"),
+        ({"local_steps": 0}, "local_steps"),
+        ({"participation": 0.0}, "participation"),
+        ({"participation": 1.5}, "participation"),
+        ({"participation": 0.5}, "rng is required"),
+        ({"init": np.zeros((2, 3, 7))}, "init must have shape"),
+        ({"init": np.full((2, 3, 8), np.nan)}, "init must contain only finite"),
+    ],
+)
+def test_bad_input(small_problem, kwargs, match):
+    args = {"init": np.zeros((2, 3, 8)), "step_size": 0.1}
+    args.update(kwargs)
+    init = args.pop("init")
+    step = args.pop("step_size")
+    with pytest.raises((ValueError, TypeError), match=match):
+        ifca(small_problem, init, step, **args)
+
+
+def test_bad_init_method(small_problem):
+    with pytest.raises(ValueError, match="method"):
+        initial_parameters(small_problem, 1, "random")
+    with pytest.raises(ValueError, match="rng is required"):
+        initial_parameters(small_problem, 1, "gaussian")
+    with pytest.raises(ValueError, match="n_replicas"):
+        initial_parameters(small_problem, 0, "truth")
