@@ -12,7 +12,7 @@ An experiment script builds its own parser, adds its own flags, then::
 
 Flags
 -----
-``--jobs N``            local worker processes (default 1: run in this process)
+``--jobs N``            local worker processes (default: the experiment's, usually all cores)
 ``--scheduler ADDR``    run on an existing Dask cluster, e.g. ``tcp://10.0.0.5:8786``
 ``--dask-local N``      start a Dask LocalCluster of N single-threaded workers on 127.0.0.1
 ``--out DIR``           results directory (default: the script's own)
@@ -27,13 +27,14 @@ Flags
 from __future__ import annotations
 
 import argparse
+import os
 import dataclasses
 import pathlib
 import re
 
 from mixreg.montecarlo import dry_run, run_sweep
 
-__all__ = ["add_engine_arguments", "run_engine_from_args"]
+__all__ = ["add_engine_arguments", "run_engine_from_args", "default_jobs"]
 
 _SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 
@@ -65,6 +66,15 @@ def _scheduler(text):
     return text
 
 
+def default_jobs():
+    """Local worker processes when ``--jobs`` is not given: the cores of the machine, at most 8.
+
+    Trials are independent, so one single-threaded process per core is the most efficient way
+    to use a small machine; results do not depend on this number (see the README).
+    """
+    return max(1, min(8, os.cpu_count() or 1))
+
+
 def add_engine_arguments(parser):
     """Add the Monte Carlo engine's flags to ``parser`` (an ``argparse.ArgumentParser``).
 
@@ -73,8 +83,9 @@ def add_engine_arguments(parser):
     message.  Returns ``parser``.
     """
     group = parser.add_argument_group("Monte Carlo engine")
-    group.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
-                       help="local worker processes; 1 runs in this process (default: 1)")
+    group.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                       help="local worker processes; 1 runs in this process "
+                            "(default: the number of cores, at most 8)")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--scheduler", type=_scheduler, default=None, metavar="ADDRESS",
                        help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
@@ -122,16 +133,18 @@ def run_engine_from_args(sweep, args, default_out):
         with a Dask cluster), or :class:`mixreg.montecarlo.ConfigMismatchError` (a
         ``ValueError``) when the directory holds a different sweep.
     """
-    jobs = getattr(args, "jobs", 1)
+    jobs = getattr(args, "jobs", None)
     scheduler = getattr(args, "scheduler", None)
     dask_local = getattr(args, "dask_local", None)
     if scheduler is not None and dask_local is not None:
         raise ValueError("--scheduler and --dask-local are mutually exclusive")
-    if (scheduler is not None or dask_local is not None) and jobs != 1:
+    if (scheduler is not None or dask_local is not None) and jobs is not None:
         raise ValueError("--jobs applies to local processes; with --scheduler or --dask-local "
                          "the Dask workers set the parallelism (drop --jobs)")
     if getattr(args, "overwrite", False) and getattr(args, "new_dir", False):
         raise ValueError("--overwrite and --new-dir are mutually exclusive")
+    if jobs is None:
+        jobs = default_jobs() if scheduler is None and dask_local is None else 1
     seed = getattr(args, "seed", None)
     if seed is not None:
         sweep = dataclasses.replace(sweep, root_seed=seed)

@@ -157,14 +157,15 @@ def summarise(config, records):
     c_fit = fit_separation_constant([half[s] for s in positive], positive, p, config.d, config.m, config.n)
     xs = [row["separation_mean"] for row in rates]
     lo, hi = min(xs) / 3.0, max(xs) * 3.0
+    unit_label = "Thm 1 separation condition, unit constants (n' = n)"
+    fit_label = f"Thm 1 noise term (sigma/p) sqrt(d/(m n)), fitted C = {c_fit:.3g}"
     for sigma in half:
         unit = ifca_separation_threshold(sigma, p, config.d, config.m, config.n)
-        entries = []
-        if lo <= unit <= hi:
-            entries.append((unit, "Thm 1 separation, unit constants (n' = n)"))
+        entries = {}
+        if lo <= unit <= hi:  # for sigma = 0 it is exp(-n), far left of any plotted separation
+            entries[unit_label] = unit
         if np.isfinite(c_fit) and sigma > 0:
-            entries.append((c_fit * (sigma / p) * np.sqrt(config.d / (config.m * config.n)),
-                            f"Thm 1 noise term, fitted C = {c_fit:.3g}"))
+            entries[fit_label] = c_fit * (sigma / p) * np.sqrt(config.d / (config.m * config.n))
         lines[sigma] = entries
     ratios = [rec["separation"] / rec["r"] for rec in records if not rec.get("error")]
     return rates, lines, (float(np.mean(ratios)) if ratios and config.protocol == "official" else None), c_fit
