@@ -91,6 +91,10 @@ def bench_engine(tmp, trials=8):
     sweep = Sweep(name="bench", trial_fn=ifca_success_trial, cells=cells, n_trials=trials, root_seed=1,
                   config={"bench": True}, chunk_size=1)
     out = {}
+    # start the worker processes first (loky reuses them), so the timing is of the sweep only
+    warm = Sweep(name="warm", trial_fn=ifca_success_trial, cells=(dict(cell, d=10, m=10, n_rounds=2),),
+                 n_trials=2, root_seed=0, config={"warm": True}, chunk_size=1)
+    run_sweep(warm, pathlib.Path(tmp) / "warm", jobs=2, kernel_threads=1, progress=False, overwrite=True)
     for jobs in (1, 2):
         start = time.perf_counter()
         res = run_sweep(sweep, pathlib.Path(tmp) / f"jobs{jobs}", jobs=jobs, kernel_threads=1,
@@ -116,22 +120,27 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sizes = SIZES[:1] if args.quick else SIZES
     rounds = 3 if args.quick else 20
+    dtypes = (np.float32, np.float64)
     report = {"environment": environment_record(), "peak_gflops": {}, "ifca": []}
-    for dtype in (np.float32, np.float64):
-        report["peak_gflops"][np.dtype(dtype).name] = gemm_peak(dtype)
+    peaks = {np.dtype(t).name: [gemm_peak(t)] for t in dtypes}
+    rows = [bench_ifca(t, size, rounds=rounds, naive_rounds=1 if args.quick else 3) for size in sizes for t in dtypes]
+    # The peak is measured before and after the runs and the best is kept, so that a busy moment
+    # of a shared machine cannot make the fractions of peak look better than they are.
+    for t in dtypes:
+        peaks[np.dtype(t).name].append(gemm_peak(t))
+    report["peak_gflops"] = {name: max(v) for name, v in peaks.items()}
     print("matrix-multiply peak: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in report["peak_gflops"].items()))
     print(f"{'(m, n, d, k)':>22} {'dtype':>8} {'ms/replica-round':>17} {'GFLOP/s':>8} {'of peak':>8} "
           f"{'naive ms':>9} {'speed-up':>9}")
-    for size in sizes:
-        for dtype in (np.float32, np.float64):
-            row = bench_ifca(dtype, size, rounds=rounds, naive_rounds=1 if args.quick else 3)
-            row["fraction_of_peak"] = row["gflops"] / report["peak_gflops"][row["dtype"]]
-            report["ifca"].append(row)
-            print(f"{str(size):>22} {row['dtype']:>8} {1e3 * row['seconds_per_replica_round']:>17.3f} "
-                  f"{row['gflops']:>8.1f} {row['fraction_of_peak']:>8.0%} "
-                  f"{1e3 * row['naive_seconds_per_replica_round']:>9.2f} {row['speedup_vs_naive']:>8.1f}x")
+    for row in rows:
+        row["fraction_of_peak"] = row["gflops"] / report["peak_gflops"][row["dtype"]]
+        report["ifca"].append(row)
+        size = (row["m"], row["n"], row["d"], row["k"])
+        print(f"{str(size):>22} {row['dtype']:>8} {1e3 * row['seconds_per_replica_round']:>17.3f} "
+              f"{row['gflops']:>8.1f} {row['fraction_of_peak']:>8.0%} "
+              f"{1e3 * row['naive_seconds_per_replica_round']:>9.2f} {row['speedup_vs_naive']:>8.1f}x")
     args.out.mkdir(parents=True, exist_ok=True)
-    eng = bench_engine(args.out / "engine", trials=2 if args.quick else 8)
+    eng = bench_engine(args.out / "engine", trials=2 if args.quick else 12)
     report["engine"] = eng
     print(f"engine: {eng['tasks']} tasks, 1 worker {eng['seconds_1_worker']:.1f} s, 2 workers "
           f"{eng['seconds_2_workers']:.1f} s -> parallel efficiency {eng['parallel_efficiency']:.0%}; "

@@ -288,12 +288,11 @@ def ifca(
         raise ValueError("rng is required when resample=True or participation < 1")
     m = problem.m
 
-    full = _Workspace(problem.X, problem.y, problem.offsets, B, k, d, dtype)
     if resample:
         Xr, yr, offr = _resampled_rounds(problem, T, rng)
         ws = _Workspace(Xr[0], yr[0], offr, B, k, d, dtype)
     else:
-        ws = full
+        ws = _Workspace(problem.X, problem.y, problem.offsets, B, k, d, dtype)
     step = (gamma / m).astype(dtype)[:, None, None]
     active = np.ones(m, dtype=np.bool_)
     n_active = max(1, int(round(q * m)))
@@ -316,29 +315,26 @@ def ifca(
             if q < 1.0:
                 active[:] = False
                 active[rng.choice(m, size=n_active, replace=False)] = True
-            # data of this round: identity estimate on `ident`, gradient on `gws`
+            # Data of this round: the identity estimate uses (ws.X, ws.y), the update (gX, gy).
+            # Without resampling both are all the data; with it, fresh disjoint subsets 2t, 2t+1.
             if resample:
-                ident = ws
-                ident.X, ident.y = Xr[2 * t], yr[2 * t]
+                ws.X, ws.y = Xr[2 * t], yr[2 * t]
+                gX, gy = Xr[2 * t + 1], yr[2 * t + 1]
             else:
-                ident = full
-            kernels.predict(theta, ident.X, out=ident.P)
-            kernels.client_losses(ident.P, ident.y, ident.offsets, B, k, ident.losses)
-            kernels.assign_clients(ident.losses, active, assign, best)
+                gX, gy = ws.X, ws.y
+            kernels.predict(theta, ws.X, out=ws.P)
+            kernels.client_losses(ws.P, ws.y, ws.offsets, B, k, ws.losses)
+            kernels.assign_clients(ws.losses, active, assign, best)
             if rec is not None:
                 rec.loss[t] = np.where(diverged, np.nan, best[:, active].mean(axis=1))
 
-            if resample:
-                gX, gy = Xr[2 * t + 1], yr[2 * t + 1]
-            else:
-                gX, gy = full.X, full.y
             if option == "gradient":
-                if resample:
+                if resample:  # the round's predictions are on the identity subset: recompute
                     kernels.gather_selected(theta, assign, local)
                     kernels.client_predictions(local, gX, ws.offsets, ws.R, ws.n_equal)
                     kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
-                else:
-                    kernels.weighted_residuals(full.P, gy, full.offsets, assign, k, full.weights, full.R)
+                else:  # reuse this round's predictions of the assigned model
+                    kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, ws.weights, ws.R)
                 kernels.client_gradients(ws.R, gX, ws.offsets, ws.C, ws.n_equal)
                 kernels.scatter_add(ws.C, assign, grad)
                 new = theta - step * grad
