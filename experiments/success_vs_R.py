@@ -96,7 +96,7 @@ class Config:
 # separation within the grid.  The known-label floor is 0.5 sigma there, as in the paper's panel (a).
 PRESETS = {
     "quick": dict(k=2, m=100, n=20, d=200, sigmas=(0.0, 0.5, 1.0), rs=(0.03, 0.1, 0.2, 0.3, 0.5),
-                  trials=20, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float64"),
+                  trials=16, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float64"),
     "paper-a": dict(k=2, m=100, n=100, d=1000, sigmas=(0.0, 0.1, 0.2, 0.4), rs=(0.1, 0.25, 0.5, 0.75, 1.0),
                     trials=40, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float32"),
     "paper-b": dict(k=4, m=400, n=100, d=1000, sigmas=(0.0, 0.1, 0.2, 0.4), rs=(0.1, 0.25, 0.5, 0.75, 1.0),
