@@ -193,7 +193,7 @@ class _Workspace:
         self.X, self.y, self.offsets = X, y, offsets
         m = offsets.shape[0] - 1
         N = X.shape[0]
-        self.n_equal = kernels.equal_sizes(offsets)
+        self.layout = kernels.ClientLayout(offsets, d, B)
         self.weights = (2.0 / np.diff(offsets)).astype(dtype)  # gradient of the per-client mean
         self.P = np.empty((B * k, N), dtype=dtype)
         self.losses = np.empty((B, m, k))
@@ -331,20 +331,20 @@ def ifca(
             if option == "gradient":
                 if resample:  # the round's predictions are on the identity subset: recompute
                     kernels.gather_selected(theta, assign, local)
-                    kernels.client_predictions(local, gX, ws.offsets, ws.R, ws.n_equal)
+                    kernels.client_predictions(local, gX, ws.layout, ws.R)
                     kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
                 else:  # reuse this round's predictions of the assigned model
                     kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, ws.weights, ws.R)
-                kernels.client_gradients(ws.R, gX, ws.offsets, ws.C, ws.n_equal)
+                kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                 kernels.scatter_add(ws.C, assign, grad)
                 new = theta - step * grad
             else:
                 kernels.gather_selected(theta, assign, local)
                 loc_step = gamma.astype(dtype)[None, :, None]
                 for _ in range(tau):
-                    kernels.client_predictions(local, gX, ws.offsets, ws.R, ws.n_equal)
+                    kernels.client_predictions(local, gX, ws.layout, ws.R)
                     kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
-                    kernels.client_gradients(ws.R, gX, ws.offsets, ws.C, ws.n_equal)
+                    kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                     local -= loc_step * ws.C
                 new = theta.copy()
                 kernels.cluster_average(local, assign, new)

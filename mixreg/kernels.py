@@ -39,6 +39,7 @@ __all__ = [
     "scatter_add",
     "cluster_average",
     "equal_sizes",
+    "ClientLayout",
 ]
 
 
@@ -204,29 +205,92 @@ def equal_sizes(offsets):
     return int(sizes[0]) if sizes.size and np.all(sizes == sizes[0]) else None
 
 
-def client_gradients(R, X, offsets, out, n_equal=None):
+class ClientLayout:
+    """How the per-client products of one data layout are computed.
+
+    Equal client sizes: one batched GEMM.  Unequal sizes: clients whose product is so small that
+    a BLAS call would be mostly call overhead (``n_i d B <= small_work``, e.g. the one- and
+    two-point clients of heavy-tailed size laws) go to a Numba loop; the others get one BLAS
+    call each.
+    """
+
+    def __init__(self, offsets, d, B, small_work=16384):
+        self.offsets = offsets
+        self.n_equal = equal_sizes(offsets)
+        sizes = np.diff(offsets)
+        if self.n_equal is None:
+            small = sizes * d * B <= small_work
+            self.small = np.flatnonzero(small).astype(np.int64)
+            self.large = np.flatnonzero(~small).astype(np.int64)
+        else:
+            self.small = self.large = np.empty(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def _small_client_gradients(R, X, offsets, clients, out):
+    B = out.shape[1]
+    d = X.shape[1]
+    for ii in range(clients.shape[0]):
+        i = clients[ii]
+        lo = offsets[i]
+        n = offsets[i + 1] - lo
+        base = B * lo
+        for b in range(B):
+            for c in range(d):
+                out[i, b, c] = 0.0
+            for r in range(n):
+                w = R[base + b * n + r]
+                for c in range(d):
+                    out[i, b, c] += w * X[lo + r, c]
+
+
+@njit(cache=True)
+def _small_client_predictions(theta_sel, X, offsets, clients, out):
+    B = theta_sel.shape[1]
+    d = X.shape[1]
+    for ii in range(clients.shape[0]):
+        i = clients[ii]
+        lo = offsets[i]
+        n = offsets[i + 1] - lo
+        base = B * lo
+        for b in range(B):
+            for r in range(n):
+                s = 0.0
+                for c in range(d):
+                    s += theta_sel[i, b, c] * X[lo + r, c]
+                out[base + b * n + r] = s
+
+
+def client_gradients(R, X, layout, out):
     """Per-client products ``out[i] = R_i @ X_i`` of shape ``(m, B, d)``.
 
-    ``R`` is a client-major buffer (block ``(B, n_i)`` per client).  Costs ``2 N d B`` flops, the
-    minimum for one gradient per replica; one batched GEMM call when all ``n_i`` are equal.
+    ``R`` is a client-major buffer (block ``(B, n_i)`` per client) and ``layout`` a
+    :class:`ClientLayout` of the same offsets.  Costs ``2 N d B`` flops, the minimum for one
+    gradient per replica.
     """
     m, B, d = out.shape
-    if n_equal is not None:
-        np.matmul(R.reshape(m, B, n_equal), X.reshape(m, n_equal, d), out=out)
+    offsets = layout.offsets
+    if layout.n_equal is not None:
+        n = layout.n_equal
+        np.matmul(R.reshape(m, B, n), X.reshape(m, n, d), out=out)
         return out
-    for i in range(m):
+    _small_client_gradients(R, X, offsets, layout.small, out)
+    for i in layout.large:
         lo, hi = offsets[i], offsets[i + 1]
         np.matmul(R[B * lo : B * hi].reshape(B, hi - lo), X[lo:hi], out=out[i])
     return out
 
 
-def client_predictions(theta_sel, X, offsets, out, n_equal=None):
+def client_predictions(theta_sel, X, layout, out):
     """Client-major predictions ``out_i = theta_sel[i] @ X_i.T`` (block ``(B, n_i)``)."""
     m, B, d = theta_sel.shape
-    if n_equal is not None:
-        np.matmul(theta_sel, X.reshape(m, n_equal, d).transpose(0, 2, 1), out=out.reshape(m, B, n_equal))
+    offsets = layout.offsets
+    if layout.n_equal is not None:
+        n = layout.n_equal
+        np.matmul(theta_sel, X.reshape(m, n, d).transpose(0, 2, 1), out=out.reshape(m, B, n))
         return out
-    for i in range(m):
+    _small_client_predictions(theta_sel, X, offsets, layout.small, out)
+    for i in layout.large:
         lo, hi = offsets[i], offsets[i + 1]
         np.matmul(theta_sel[i], X[lo:hi].T, out=out[B * lo : B * hi].reshape(B, hi - lo))
     return out
