@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import dataclasses
 import pathlib
 import re
 
 from mixreg.montecarlo import dry_run, run_sweep
 
-__all__ = ["add_engine_arguments", "run_engine_from_args", "default_jobs"]
+__all__ = ["add_engine_arguments", "run_engine_from_args", "default_jobs", "experiment_main"]
 
 _SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 
@@ -163,3 +164,41 @@ def run_engine_from_args(sweep, args, default_out):
         progress=False if getattr(args, "no_progress", False) else None,
         kernel_threads=getattr(args, "kernel_threads", None),
     )
+
+
+def experiment_main(parser, argv, config_from_args, run, tables=()):
+    """The body of an experiment script's ``main``: parse, configure, run, report.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        Prepared with :func:`add_engine_arguments`.
+    argv : list of str or None
+    config_from_args : callable
+        ``args -> config``; raises ``ValueError`` naming the bad option.
+    run : callable
+        ``(config, args) -> (SweepResult or None, figure paths)``; ``None`` on a dry run.
+    tables : sequence of str
+        Files the experiment writes into the results directory besides the engine's.
+
+    Returns
+    -------
+    int
+        0, or 1 if any trial raised (the failures are in the manifest).  Bad options and
+        configuration errors exit through ``parser.error`` with status 2.
+    """
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+        result, paths = run(config, args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if result is None:
+        return 0
+    outdir = result.outdir
+    for path in [result.trials_csv, *(outdir / t for t in tables), outdir / "manifest.json", *paths]:
+        print(f"wrote {path}")
+    if result.failures:
+        print(f"{len(result.failures)} trial(s) raised; see {outdir / 'manifest.json'}", file=sys.stderr)
+        return 1
+    return 0

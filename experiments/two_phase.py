@@ -41,7 +41,7 @@ import sys
 
 import numpy as np
 
-from experiments._cli import add_engine_arguments, run_engine_from_args
+from experiments._cli import add_engine_arguments, experiment_main, run_engine_from_args
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_error_vs_rounds, plot_two_phase_scaling, save_figure
 from mixreg.problems import SIZE_LAWS, size_law
@@ -447,23 +447,7 @@ def run(config, args):
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        config = config_from_args(args)
-        result, paths = run(config, args)
-    except ValueError as exc:
-        parser.error(str(exc))
-    if result is None:
-        return 0
-    outdir = result.outdir
-    print(f"wrote {result.trials_csv}, {outdir / 'curves.csv'}, {outdir / 'scaling.csv'}, {outdir / 'manifest.json'}")
-    for p in paths:
-        print(f"wrote {p}")
-    if result.failures:
-        print(f"{len(result.failures)} trial(s) raised; see {outdir / 'manifest.json'}", file=sys.stderr)
-        return 1
-    return 0
+    return experiment_main(build_parser(), argv, config_from_args, run, tables=("curves.csv", "scaling.csv"))
 
 
 if __name__ == "__main__":
