@@ -2,7 +2,8 @@
 
 Run ``python -m experiments.two_phase`` for the quick default (a few minutes on two cores), or
 ``--preset paper`` for the full-scale stand-in.  The paper's numerical settings are not known
-(spec section 2.7): both presets follow **our** stand-in protocol, not the paper's:
+(the full text and its experiment section were not available to us): both presets follow
+**our** stand-in protocol, not the paper's:
 
 * :math:`\\theta^*_l` Gaussian, rescaled to minimum separation :math:`\\Delta`; features
   :math:`N(0, \\Sigma_l)` with random diagonal :math:`\\Sigma_l` (spectrum log-uniform in

@@ -11,7 +11,7 @@ their data, including the data used in Phase 1.  Round ``t`` from
    (ties to the lowest index: ours, the slides are silent);
 3. client ``i`` refines the chosen model with the local loss
    :math:`\\ell_i(\\theta) = \\frac{1}{2 n_i} \\sum_j (y_{ij} - \\langle x_{ij}, \\theta \\rangle)^2`
-   (our normalisation, spec 2.5: the slides write the plain sum :math:`L_i`, which with weights
+   (our normalisation: the slides write the plain sum :math:`L_i`, which with weights
    :math:`w_i \\propto n_i` would count a client :math:`\\propto n_i^2`):
 
    * FedAvg(s): :math:`\\theta^{(i)} = G_i^s(\\theta_{z_{i,t},t})`,

@@ -347,8 +347,8 @@ def nearest_truth_distance(theta_hat, theta_star):
         \frac{1}{\hat k} \sum_{j=1}^{\hat k} \min_{l \in [k]}
         \lVert \hat\theta_j - \theta^*_l \rVert_2 .
 
-    This is what the official IFCA code reports after the last round [1]_ (see
-    ``papers_spec`` section 3.8): each estimate is compared with its nearest truth, with no
+    This is what the official IFCA code reports after the last round [1]_
+    (``synthetic/train_cluster.py``): each estimate is compared with its nearest truth, with no
     matching.  It does **not** penalise two estimates collapsing onto one truth while another
     truth is left without an estimate.  With truths :math:`\theta^*_1 = (0, 0)`,
     :math:`\theta^*_2 = (2, 0)` and both estimates at :math:`(0, 0)` it is 0, although the
@@ -638,8 +638,8 @@ def oracle_ls_floor(sigma, d, cluster_sizes):
     :math:`E[(X^\top X)^{-1}] = I_d / (N - d - 1)` for :math:`N > d + 1` (mean of the inverse
     Wishart, e.g. Muirhead (1982), *Aspects of Multivariate Statistical Theory*, Sec. 3.2),
     giving :math:`\sigma^2 d / (N - d - 1)`.  No estimator that knows the labels does better
-    on average, so no clustering method can beat it; ``papers_spec`` section 3.8 uses it to
-    predict where IFCA's success rate must be 0.
+    on average, so no clustering method can beat it; it predicts where IFCA's success rate
+    must be 0 (see ``paper_checks/``).
 
     Parameters
     ----------

@@ -32,7 +32,7 @@ only :math:`\\tilde\\Omega(k)` points (slides "Federated Moment Descent in Actio
 7. after ``T`` rounds the anchors' estimates are clustered by thresholding their pairwise
    distances, and the ``k`` group centres are the output :math:`\\hat\\theta`.
 
-Where the slides are silent (spec section 2.4.3) our choices are parameters of
+Where the slides are silent our choices are parameters of
 :func:`moment_descent`, each documented there: the symmetrisation of ``Y`` and ``Z``, the sign of
 ``beta`` (first moment), the step :math:`\\eta = c \\sqrt{\\max(\\lambda_1(Z), 0)}`, fresh disjoint
 data every round, and the threshold rule with its fallback.  With these choices
@@ -400,7 +400,7 @@ def cluster_anchors(theta, k, *, threshold=None, on_mismatch="kmeans"):
         anchor per cluster (journal version) this is the identity.
     on_mismatch : {"kmeans", "largest", "raise"}
         What to do when the threshold gives a number of groups other than ``k`` (possible with a
-        user threshold, or ties): ``"kmeans"`` (default, spec 2.4.3) re-clusters the anchors by
+        user threshold, or ties): ``"kmeans"`` (default) re-clusters the anchors by
         Lloyd's k-means from a deterministic farthest-point start; ``"largest"`` keeps the ``k``
         most populated groups when there are more than ``k`` (anchors of the others get ``-1``,
         k-means when there are fewer); ``"raise"`` raises ``ValueError``.
@@ -578,7 +578,7 @@ def moment_descent(
         Default: the smallest anchor's ``n_a // (2 T)`` under ``anchor_sampling="fresh"``,
         ``n_a // 2`` under ``"reuse"``.
     step_constant : float > 0
-        ``c`` (ours, default 0.5; spec 2.4.3).  The expected step is a population gradient step
+        ``c`` (ours, default 0.5).  The expected step is a population gradient step
         of size ``c`` restricted to ``U``, stable for :math:`c < 2/\\lambda_{max}(\\Sigma_l)`.
     init : array of shape (d,) or (M_A, d), optional
         :math:`\\theta_0` (any initialisation is allowed by the theorem); zeros by default.

@@ -24,7 +24,7 @@ def _cell(m, n, r, sigma=0.1, k=2, d=1000):
 def test_success_impossible_where_the_oracle_floor_exceeds_the_threshold(m, n):
     """Fig. 3(c) grid: the known-label LS floor sigma sqrt(d/(N_l - d - 1)) is above 0.6 sigma for
     (n=50, m=50) (2.0 sigma) and (n=100, m=70) (0.63 sigma), so no rule may report success there,
-    whatever the separation (papers_spec §3.8, derived validation facts)."""
+    whatever the separation (the floor is derived in mixreg.metrics.oracle_ls_floor)."""
     floor = oracle_ls_floor(0.1, 1000, np.array([m * n // 2] * 2))
     assert np.all(floor > 0.6 * 0.1)
     for trial in range(5):
