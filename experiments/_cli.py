@@ -166,8 +166,8 @@ def run_engine_from_args(sweep, args, default_out):
     )
 
 
-def experiment_main(parser, argv, config_from_args, run, tables=()):
-    """The body of an experiment script's ``main``: parse, configure, run, report.
+def experiment_main(parser, argv, config_from_args, build_sweep, draw, *, name, tables=()):
+    """The body of an experiment script's ``main``: parse, configure, run, draw, report.
 
     Parameters
     ----------
@@ -175,9 +175,14 @@ def experiment_main(parser, argv, config_from_args, run, tables=()):
         Prepared with :func:`add_engine_arguments`.
     argv : list of str or None
     config_from_args : callable
-        ``args -> config``; raises ``ValueError`` naming the bad option.
-    run : callable
-        ``(config, args) -> (SweepResult or None, figure paths)``; ``None`` on a dry run.
+        ``args -> config`` (a dataclass with a ``preset`` field); raises ``ValueError`` naming
+        the bad option.
+    build_sweep : callable
+        ``config -> Sweep`` (``--seed`` replaces its root seed).
+    draw : callable
+        ``(config, records, outdir) -> list of figure paths``.
+    name : str
+        The experiment's name: results go to ``results/<name>/<preset>`` unless ``--out``.
     tables : sequence of str
         Files the experiment writes into the results directory besides the engine's.
 
@@ -190,11 +195,13 @@ def experiment_main(parser, argv, config_from_args, run, tables=()):
     args = parser.parse_args(argv)
     try:
         config = config_from_args(args)
-        result, paths = run(config, args)
+        result = run_engine_from_args(build_sweep(config), args,
+                                      default_out=pathlib.Path("results") / name / config.preset)
     except ValueError as exc:
         parser.error(str(exc))
-    if result is None:
+    if result is None:  # --dry-run
         return 0
+    paths = draw(config, result.records, result.outdir)
     outdir = result.outdir
     for path in [result.trials_csv, *(outdir / t for t in tables), outdir / "manifest.json", *paths]:
         print(f"wrote {path}")

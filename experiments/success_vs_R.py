@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from experiments._cli import add_engine_arguments, experiment_main, run_engine_from_args
+from experiments._cli import add_engine_arguments, experiment_main
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_success_vs_separation, save_figure
 from mixreg.problems import THETA_PROTOCOLS
@@ -179,7 +179,8 @@ def write_rates(path, rates):
             writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
 
 
-def make_figure(config, records, outdir):
+def draw(config, records, outdir):
+    """Write ``rates.csv`` and the figure (also into ``figures/`` for the paper presets)."""
     rates, lines, r_per_delta, c_fit = summarise(config, records)
     write_rates(outdir / "rates.csv", rates)
     footnote = (
@@ -202,7 +203,7 @@ def make_figure(config, records, outdir):
                                          title=f"IFCA success probability vs separation ({config.preset})",
                                          footnote=footnote)
         paths += save_figure(fig, REPO / "figures" / f"{NAME}_{config.preset}")
-    return rates, paths, c_fit
+    return paths
 
 
 def config_from_args(args):
@@ -243,19 +244,9 @@ def build_parser():
     return parser
 
 
-def run(config, args):
-    """Run the sweep for ``config`` with the engine flags in ``args``; return (result, paths)."""
-    seed = DEFAULT_SEED if args.seed is None else args.seed
-    sweep = build_sweep(config, root_seed=seed)
-    result = run_engine_from_args(sweep, args, default_out=pathlib.Path("results") / NAME / config.preset)
-    if result is None:
-        return None, []
-    rates, paths, c_fit = make_figure(config, result.records, result.outdir)
-    return result, paths
-
-
 def main(argv=None):
-    return experiment_main(build_parser(), argv, config_from_args, run, tables=("rates.csv",))
+    return experiment_main(build_parser(), argv, config_from_args, build_sweep, draw, name=NAME,
+                           tables=("rates.csv",))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import sys
 
 import numpy as np
 
-from experiments._cli import add_engine_arguments, experiment_main, run_engine_from_args
+from experiments._cli import add_engine_arguments, experiment_main
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_error_vs_rounds, plot_two_phase_scaling, save_figure
 from mixreg.problems import SIZE_LAWS, size_law
@@ -437,18 +437,9 @@ def build_parser():
     return parser
 
 
-def run(config, args):
-    """Run the sweep for ``config`` with the engine flags in ``args``; return (result, paths)."""
-    seed = DEFAULT_SEED if args.seed is None else args.seed
-    sweep = build_sweep(config, root_seed=seed)
-    result = run_engine_from_args(sweep, args, default_out=pathlib.Path("results") / NAME / config.preset)
-    if result is None:
-        return None, []
-    return result, make_figures(config, result.records, result.outdir)
-
-
 def main(argv=None):
-    return experiment_main(build_parser(), argv, config_from_args, run, tables=("curves.csv", "scaling.csv"))
+    return experiment_main(build_parser(), argv, config_from_args, build_sweep, make_figures, name=NAME,
+                           tables=("curves.csv", "scaling.csv"))
 
 
 if __name__ == "__main__":
