@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
+from ._replicas import accept_finite, check_initial_parameters, check_step_sizes
 from ._validation import check_array, check_choice, check_int
 from .fedx_kernels import decode_and_residuals
 from .problems import Problem
@@ -372,17 +373,10 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
     dtype = problem.dtype
-    theta = check_array("init", init, dtype=np.float64)
-    if theta.ndim == 2:
-        theta = theta[None]
-    if theta.ndim != 3 or theta.shape[2] != problem.d or theta.shape[1] < 1 or theta.shape[0] < 1:
-        raise ValueError(f"init must have shape (B, k, d) or (k, d) with d={problem.d}, got {np.shape(init)}")
-    theta = np.array(theta, dtype=dtype, order="C")
+    theta = check_initial_parameters(init, problem.d, dtype)
     B, k, d = theta.shape
-    eta, solver, s = _check_solver(step_size, local_solver, local_steps)
-    eta = np.broadcast_to(eta, (B,)).copy() if eta.ndim == 0 else eta.copy()  # never the caller's array
-    if eta.shape != (B,):
-        raise ValueError(f"step_size must be a scalar or an array of shape (B,)=({B},), got shape {eta.shape}")
+    eta = check_step_sizes(step_size, B)
+    _, solver, s = _check_solver(eta, local_solver, local_steps)
     T = check_int("n_rounds", n_rounds, low=1)
 
     values, which = np.unique(eta, return_inverse=True)
@@ -411,11 +405,7 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
             new = theta.copy()
             for g, rows, KT in zip(groups, model_rows, operators):
                 new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
-            ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(best).all(axis=1)
-            newly = ~ok & ~diverged
-            diverged_round[newly] = t
-            diverged |= newly
-            theta[~diverged] = new[~diverged]
+            accept_finite(theta, new, best, diverged, diverged_round, t)
             rounds_run = t + 1
             if rec is not None:
                 rec.record_point(t + 1, theta, diverged)

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
-from ._validation import check_array, check_choice, check_int, check_real
+from ._replicas import accept_finite, check_initial_parameters, check_step_sizes
+from ._validation import check_choice, check_int, check_real
 from .problems import Problem
 
 __all__ = [
@@ -268,18 +269,9 @@ def ifca(
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
     dtype = problem.dtype
-    theta = check_array("init", init, dtype=np.float64)
-    if theta.ndim == 2:
-        theta = theta[None]
-    if theta.ndim != 3 or theta.shape[2] != problem.d or theta.shape[1] < 1 or theta.shape[0] < 1:
-        raise ValueError(f"init must have shape (B, k, d) or (k, d) with d={problem.d}, got {np.shape(init)}")
-    theta = np.array(theta, dtype=dtype, order="C")  # a copy: the caller's init is never modified
+    theta = check_initial_parameters(init, problem.d, dtype)
     B, k, d = theta.shape
-    gamma = np.broadcast_to(np.asarray(step_size, dtype=np.float64), (B,)) if np.ndim(step_size) == 0 else np.asarray(step_size, dtype=np.float64)
-    if gamma.shape != (B,):
-        raise ValueError(f"step_size must be a scalar or an array of shape (B,)=({B},), got shape {gamma.shape}")
-    if not np.all(np.isfinite(gamma)) or np.any(gamma <= 0):
-        raise ValueError(f"step_size must be finite and > 0, got {gamma.tolist()}")
+    gamma = check_step_sizes(step_size, B)
     T = check_int("n_rounds", n_rounds, low=1)
     check_choice("option", option, OPTIONS)
     tau = check_int("local_steps", local_steps, low=1)
@@ -351,12 +343,7 @@ def ifca(
 
             # A replica diverges when its parameters or its objective (the losses of this round's
             # identity estimate, which overflow first) stop being finite.
-            ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(best[:, active]).all(axis=1)
-            newly = ~ok & ~diverged
-            diverged_round[newly] = t
-            diverged |= newly
-            keep = ~diverged
-            theta[keep] = new[keep]  # a diverged replica is frozen at its last finite parameters
+            accept_finite(theta, new, best[:, active], diverged, diverged_round, t)
             rounds_run = t + 1
             if rec is not None:
                 rec.record(t + 1, theta, diverged)
@@ -373,7 +360,7 @@ def ifca(
         train_loss=train_loss,
         diverged=diverged,
         diverged_round=diverged_round,
-        step_sizes=gamma.copy(),
+        step_sizes=gamma,
         n_rounds=rounds_run,
         stop_reason=stop_reason,
         wall_time=time.perf_counter() - start,

@@ -46,6 +46,7 @@ from .problems import (
     make_theta_star,
 )
 from .theory import chi_square_from_uniform, sxy_nu_terms
+from .trials import parse_floats
 
 __all__ = [
     "two_phase_trial",
@@ -227,7 +228,7 @@ def two_phase_trial(cell, seed):
     # IFCA: random restarts x step sizes, and the oracle start x step sizes, in one batch
     start = time.perf_counter()
     R = int(cell["ifca_restarts"])
-    steps = np.array([float(v) for v in str(cell["ifca_steps"]).split(",")])
+    steps = parse_floats(cell["ifca_steps"])
     L = steps.size
     inits = initial_parameters(problem, R, "gaussian", rng=np.random.default_rng(init_ss),
                                scale=separation / np.sqrt(2 * d))
