@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["plot_success_vs_separation", "save_figure"]
+__all__ = ["plot_success_vs_separation", "save_figure", "plot_error_vs_rounds", "plot_two_phase_scaling"]
 
 _RULE_TITLES = {
     "official": "official rule: best of all runs by distance to truth",
@@ -291,6 +291,3 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
         fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
     fig.tight_layout(rect=(0, 0.13 if footnote else 0.06, 1, 1))
     return fig
-
-
-__all__ += ["plot_error_vs_rounds", "plot_two_phase_scaling"]

@@ -30,6 +30,14 @@ __all__ = [
     "ifca_separation_threshold",
     "ifca_one_round_bound",
     "fit_separation_constant",
+    "chi_square_from_uniform",
+    "sxy_nu_terms",
+    "sxy_nu",
+    "sxy_floor_term",
+    "sxy_phase2_bound",
+    "sxy_phase2_recursion",
+    "sxy_phase2_fixed_point",
+    "fit_log_constant",
 ]
 
 
@@ -89,12 +97,13 @@ def ifca_separation_threshold(sigma, p, d, m, n_prime, *, C=1.0, c=1.0):
     c = check_real("c", c, low=0.0, low_inclusive=False)
     a = (sigma / p) * np.sqrt(d / (m * n_prime))
 
-    def rhs(delta):
-        ratio = 1.0 if sigma == 0 else delta**2 / (delta**2 + sigma**2)
-        return C * (a + np.exp(-c * ratio**2 * n_prime))
-
     if sigma == 0:  # rho = inf: the condition is explicit
         return C * (a + np.exp(-c * n_prime))
+
+    def rhs(delta):
+        ratio = delta**2 / (delta**2 + sigma**2)
+        return C * (a + np.exp(-c * ratio**2 * n_prime))
+
     lo, hi = C * a, C * (a + 1.0)  # the root is at least C a > 0, so 200 halvings resolve it
     for _ in range(200):
         mid = 0.5 * (lo + hi)
@@ -103,6 +112,23 @@ def ifca_separation_threshold(sigma, p, d, m, n_prime, *, C=1.0, c=1.0):
         else:
             hi = mid
     return hi
+
+
+def fit_log_constant(observed, reference):
+    """Least-squares fit of ``C`` in ``observed = C * reference`` on the log scale.
+
+    ``C = exp(mean(log(observed / reference)))`` over the pairs where both are finite and
+    positive; ``nan`` when there is no such pair.  Used to draw a theory curve whose constant
+    the paper does not give (the figure must say "fitted").
+    """
+    obs = np.asarray(observed, dtype=np.float64).ravel()
+    ref = np.asarray(reference, dtype=np.float64).ravel()
+    if obs.shape != ref.shape:
+        raise ValueError(f"observed and reference must have the same size, got {obs.size} and {ref.size}")
+    ok = np.isfinite(obs) & np.isfinite(ref) & (obs > 0) & (ref > 0)
+    if not ok.any():
+        return float("nan")
+    return float(np.exp(np.mean(np.log(obs[ok] / ref[ok]))))
 
 
 def fit_separation_constant(observed_delta, sigma, p, d, m, n_prime):
@@ -123,12 +149,7 @@ def fit_separation_constant(observed_delta, sigma, p, d, m, n_prime):
     d = check_int("d", d, low=1)
     m = check_int("m", m, low=1)
     n_prime = check_int("n_prime", n_prime, low=1)
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(obs) & (obs > 0) & (sig > 0)
-    if not ok.any():
-        return float("nan")
-    base = (sig[ok] / p) * np.sqrt(d / (m * n_prime))
-    return float(np.exp(np.mean(np.log(obs[ok] / base))))
+    return fit_log_constant(obs, (sig / p) * np.sqrt(d / (m * n_prime)))  # sigma = 0: reference 0, skipped
 
 
 # --------------------------------------------------------------------------------------------
@@ -290,32 +311,3 @@ def sxy_phase2_fixed_point(p_min, nu, *, C1=1.0, C2=1.0):
     """
     rate = _contraction(p_min, C1)
     return sxy_floor_term(nu, C2=C2) / (1.0 - rate)
-
-
-def fit_log_constant(observed, reference):
-    """Least-squares fit of ``C`` in ``observed = C * reference`` on the log scale.
-
-    ``C = exp(mean(log(observed / reference)))`` over the pairs where both are finite and
-    positive; ``nan`` when there is no such pair.  Used to draw a theory curve whose constant
-    the paper does not give (the figure must say "fitted").
-    """
-    obs = np.asarray(observed, dtype=np.float64).ravel()
-    ref = np.asarray(reference, dtype=np.float64).ravel()
-    if obs.shape != ref.shape:
-        raise ValueError(f"observed and reference must have the same size, got {obs.size} and {ref.size}")
-    ok = np.isfinite(obs) & np.isfinite(ref) & (obs > 0) & (ref > 0)
-    if not ok.any():
-        return float("nan")
-    return float(np.exp(np.mean(np.log(obs[ok] / ref[ok]))))
-
-
-__all__ += [
-    "chi_square_from_uniform",
-    "sxy_nu_terms",
-    "sxy_nu",
-    "sxy_floor_term",
-    "sxy_phase2_bound",
-    "sxy_phase2_recursion",
-    "sxy_phase2_fixed_point",
-    "fit_log_constant",
-]
