@@ -16,7 +16,6 @@ runs never touch ``figures/``.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import pathlib
 import sys
@@ -24,7 +23,7 @@ import sys
 import numpy as np
 
 from experiments._cli import add_engine_arguments, experiment_main
-from mixreg.montecarlo import Sweep
+from mixreg.montecarlo import Sweep, write_table
 from mixreg.plotting import plot_success_vs_separation, save_figure
 from mixreg.problems import THETA_PROTOCOLS
 from mixreg.ifca import INIT_METHODS
@@ -171,18 +170,10 @@ def summarise(config, records):
     return rates, lines, (float(np.mean(ratios)) if ratios and config.protocol == "official" else None), c_fit
 
 
-def write_rates(path, rates):
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rates[0]))
-        writer.writeheader()
-        for row in rates:
-            writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
-
-
 def draw(config, records, outdir):
     """Write ``rates.csv`` and the figure (also into ``figures/`` for the paper presets)."""
     rates, lines, r_per_delta, c_fit = summarise(config, records)
-    write_rates(outdir / "rates.csv", rates)
+    write_table(outdir / "rates.csv", rates)
     footnote = (
         f"{config.preset}: k={config.k}, m={config.m}, n={config.n}, d={config.d}, T={config.n_rounds}, "
         f"{config.n_inits} inits x step sizes {list(config.step_sizes)}, {config.trials} trials per point, "

@@ -35,7 +35,6 @@ The paper preset also writes the figures to ``figures/two_phase_<name>_paper.{pn
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import pathlib
 import sys
@@ -43,7 +42,7 @@ import sys
 import numpy as np
 
 from experiments._cli import add_engine_arguments, experiment_main
-from mixreg.montecarlo import Sweep
+from mixreg.montecarlo import Sweep, write_table
 from mixreg.plotting import plot_error_vs_rounds, plot_two_phase_scaling, save_figure
 from mixreg.problems import SIZE_LAWS, size_law
 from mixreg.theory import fit_log_constant
@@ -295,14 +294,6 @@ def summarise_scaling(config, records):
     return rows, c_nu, c1
 
 
-def _write_csv(path, rows):
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
-
-
 def _footnote(config):
     return (
         f"{config.preset} (our stand-in protocol; the paper's settings are unknown): k={config.k}, d={config.d}, "
@@ -320,7 +311,7 @@ def make_figures(config, records, outdir):
     outdir = pathlib.Path(outdir)
     labels = _labels(config)
     rows, floor, theory = summarise_curves(config, records)
-    _write_csv(outdir / "curves.csv", rows)
+    write_table(outdir / "curves.csv", rows)
     curves = []
     for method in ("ifca", "oracle", "fedavg", "fedprox"):
         sel = [r for r in rows if r["method"] == method]
@@ -336,7 +327,7 @@ def make_figures(config, records, outdir):
                                     footnote=_footnote(config))
 
     scaling, c_nu, c1 = summarise_scaling(config, records)
-    _write_csv(outdir / "scaling.csv", scaling)
+    write_table(outdir / "scaling.csv", scaling)
     methods = ("fedavg", "fedprox", "ifca", "oracle")
 
     def series(sel):

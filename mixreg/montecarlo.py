@@ -80,6 +80,7 @@ __all__ = [
     "SweepResult",
     "run_sweep",
     "dry_run",
+    "write_table",
     "replay_trial",
     "ConfigMismatchError",
     "SweepWarning",
@@ -925,6 +926,21 @@ def _csv_text(columns, rows):
     for row in rows:
         writer.writerow([_format_value(row.get(c)) for c in columns])
     return buffer.getvalue()
+
+
+def write_table(path, rows):
+    """Write ``rows`` (dicts with the keys of the first row) as CSV, atomically.
+
+    Floats are written with ``repr`` so they read back exactly; ``None`` is an empty field.
+    The format of the engine's own ``trials.csv`` and ``summary.csv``, for an experiment's
+    derived tables.
+    """
+    rows = list(rows)
+    if not rows:
+        raise ValueError(f"rows must hold at least one row to write {path}")
+    path = pathlib.Path(path)
+    _write_atomic(path, _csv_text(list(rows[0]), rows))
+    return path
 
 
 def _summarise(sweep, records, param_cols, middle):

@@ -483,3 +483,18 @@ def test_resume_with_another_chunk_size_reuses_every_finished_trial(reference, t
         "cell00002_t000000-000003.json", "cell00002_t000003-000004.json",
         "cell00002_t000004-000006.json"]
     assert _records(second) == _records(reference)
+
+
+def test_write_table_round_trips_floats_and_refuses_no_rows(tmp_path):
+    import csv as _csv
+
+    from mixreg.montecarlo import write_table
+
+    rows = [{"a": 0.1 + 0.2, "b": "x", "c": None}, {"a": 1e-300, "b": "y", "c": 3}]
+    path = write_table(tmp_path / "t.csv", rows)
+    with open(path, newline="") as fh:
+        back = list(_csv.DictReader(fh))
+    assert [float(r["a"]) for r in back] == [0.1 + 0.2, 1e-300]
+    assert back[0]["c"] == "" and back[1]["b"] == "y"
+    with pytest.raises(ValueError, match="rows must hold at least one row"):
+        write_table(tmp_path / "empty.csv", [])
