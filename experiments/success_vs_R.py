@@ -188,13 +188,8 @@ def draw(config, records, outdir):
         title=f"IFCA success probability vs separation (k = {config.k}, m = {config.m}, n = {config.n}, d = {config.d})",
         footnote=footnote,
     )
-    paths = list(save_figure(fig, outdir / NAME))
-    if config.preset.startswith("paper"):
-        fig = plot_success_vs_separation(rates, separation_lines=lines, r_per_delta=r_per_delta,
-                                         title=f"IFCA success probability vs separation ({config.preset})",
-                                         footnote=footnote)
-        paths += save_figure(fig, REPO / "figures" / f"{NAME}_{config.preset}")
-    return paths
+    paper_copy = [REPO / "figures" / f"{NAME}_{config.preset}"] if config.preset.startswith("paper") else []
+    return save_figure(fig, outdir / NAME, *paper_copy)
 
 
 def config_from_args(args):

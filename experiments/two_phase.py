@@ -359,11 +359,11 @@ def make_figures(config, records, outdir):
     def scaling_figure():
         return plot_two_phase_scaling(by_M, by_law, rates, title=scaling_title, footnote=_footnote(config))
 
-    paths = list(save_figure(rounds_figure(), outdir / f"{NAME}_rounds"))
-    paths += save_figure(scaling_figure(), outdir / f"{NAME}_scaling")
-    if config.preset == "paper":
-        paths += save_figure(rounds_figure(), REPO / "figures" / f"{NAME}_rounds_paper")
-        paths += save_figure(scaling_figure(), REPO / "figures" / f"{NAME}_scaling_paper")
+    def copies(kind):  # the paper preset's figures also go to figures/
+        return [REPO / "figures" / f"{NAME}_{kind}_paper"] if config.preset == "paper" else []
+
+    paths = save_figure(rounds_figure(), outdir / f"{NAME}_rounds", *copies("rounds"))
+    paths += save_figure(scaling_figure(), outdir / f"{NAME}_scaling", *copies("scaling"))
     return paths
 
 

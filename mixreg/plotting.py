@@ -108,17 +108,23 @@ def _plain(value, _pos=None):
     return f"{value:g}"
 
 
-def save_figure(fig, path_without_suffix):
-    """Write ``<path>.png`` (150 dpi) and ``<path>.pdf``; return both paths."""
+def save_figure(fig, path_without_suffix, *more_paths):
+    """Write ``<path>.png`` (150 dpi) and ``<path>.pdf`` for each path given, then close ``fig``.
+
+    Returns the written paths, PNG then PDF for each path in order.
+    """
     from pathlib import Path
 
-    base = Path(path_without_suffix)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    png, pdf = base.with_suffix(".png"), base.with_suffix(".pdf")
-    fig.savefig(png, dpi=150)
-    fig.savefig(pdf)
+    written = []
+    for base in (path_without_suffix, *more_paths):
+        base = Path(base)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        png, pdf = base.with_suffix(".png"), base.with_suffix(".pdf")
+        fig.savefig(png, dpi=150)
+        fig.savefig(pdf)
+        written += [png, pdf]
     plt.close(fig)
-    return png, pdf
+    return written
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,3 +32,11 @@ def test_figure_has_labels_theory_and_legend(tmp_path):
     assert any("σ = 0.5" in l for l in labels)
     png, pdf = save_figure(fig, tmp_path / "fig")
     assert png.stat().st_size > 10000 and pdf.stat().st_size > 1000
+
+
+def test_save_figure_writes_every_copy_of_one_drawing(tmp_path):
+    fig = plot_success_vs_separation(_summary())
+    paths = save_figure(fig, tmp_path / "results" / "fig", tmp_path / "figures" / "fig_paper")
+    assert [p.name for p in paths] == ["fig.png", "fig.pdf", "fig_paper.png", "fig_paper.pdf"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+    assert (tmp_path / "results" / "fig.png").read_bytes() == (tmp_path / "figures" / "fig_paper.png").read_bytes()
