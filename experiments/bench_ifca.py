@@ -29,7 +29,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mixreg.ifca import ifca, initial_parameters
+from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, run_sweep
 from mixreg.problems import make_problem
 from mixreg.provenance import environment_record

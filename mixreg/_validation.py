@@ -75,7 +75,11 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
 
     ``shape`` may contain ``None`` for free axes.
     """
-    arr = np.asarray(value, dtype=dtype)
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        want = "an array" if dtype is None else f"an array of {np.dtype(dtype).name}"
+        raise ValueError(f"{name} must be {want}, got {type(value).__name__}: {exc}") from None
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
     if shape is not None:

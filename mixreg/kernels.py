@@ -30,7 +30,9 @@ from numba import njit
 __all__ = [
     "predict",
     "client_losses",
+    "argmin_skip_nan",
     "assign_clients",
+    "decode_and_residuals",
     "weighted_residuals",
     "selected_residuals",
     "gather_selected",
@@ -70,12 +72,31 @@ def client_losses(P, y, offsets, B, k, out):
                 out[b, i, j] = s / (hi - lo)
 
 
+@njit(cache=True, inline="always")
+def argmin_skip_nan(values):
+    """Index of the smallest of ``values`` (1-D): ties to the lowest index, ``nan`` skipped.
+
+    The one argmin rule of every decoder (IFCA's identity estimate, the ML decoder of FedX, the
+    assignment steps of the clustering baselines): strict comparison, so the lowest index wins a
+    tie; a ``nan`` entry never wins against a number; all ``nan`` gives 0.
+    """
+    a = 0
+    v = values[0]
+    for j in range(1, values.shape[0]):
+        w = values[j]
+        if w < v or (v != v and w == w):
+            a = j
+            v = w
+    return a
+
+
 @njit(cache=True)
 def assign_clients(losses, active, assign, best):
     """Cluster identity estimate ``argmin_j losses[b, i, j]``, ties to the lowest index.
 
     Inactive clients (``active[i] == False``) get ``-1``.  ``best[b, i]`` receives the minimum
-    loss (``nan`` if every loss is ``nan``, in which case the assignment is 0).
+    loss (``nan`` if every loss is ``nan``, in which case the assignment is 0); the rule is
+    :func:`argmin_skip_nan`.
     """
     B, m, k = losses.shape
     for b in range(B):
@@ -84,15 +105,9 @@ def assign_clients(losses, active, assign, best):
                 assign[b, i] = -1
                 best[b, i] = np.nan
                 continue
-            a = 0
-            v = losses[b, i, 0]
-            for j in range(1, k):
-                w = losses[b, i, j]
-                if w < v or (v != v and w == w):  # strict: ties to the lowest index; skip nan
-                    a = j
-                    v = w
+            a = argmin_skip_nan(losses[b, i])
             assign[b, i] = a
-            best[b, i] = v
+            best[b, i] = losses[b, i, a]
 
 
 @njit(cache=True)
@@ -294,3 +309,43 @@ def client_predictions(theta_sel, X, layout, out):
         lo, hi = offsets[i], offsets[i + 1]
         np.matmul(theta_sel[i], X[lo:hi].T, out=out[B * lo : B * hi].reshape(B, hi - lo))
     return out
+
+
+@njit(cache=True)
+def decode_and_residuals(P, y, offsets, B, k, frozen, assign, best, R):
+    """ML decoder of every client and the residual matrix of the decoded models, in one pass.
+
+    For replica ``b`` and client ``i`` (rows ``offsets[i]:offsets[i+1]``):
+
+    * ``L[l] = sum_r (y_r - P[b*k + l, r])^2`` (Su-Xu-Yang's ``L_i(theta, l)``, a plain sum,
+      accumulated in float64);
+    * ``assign[b, i] = argmin_l L[l]`` by :func:`argmin_skip_nan`; ``best[b, i] = L[assign]``;
+    * ``R[b*k + l, r] = y_r - P[b*k + l, r]`` for the decoded ``l = assign[b, i]`` and 0 for the
+      other models, so that ``R @ K`` sums, per model, the local updates of the clients that chose
+      it.  A frozen replica (``frozen[b]``) gets all-zero rows.
+    """
+    m = offsets.shape[0] - 1
+    losses = np.empty(k)
+    for b in range(B):
+        for i in range(m):
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            for l in range(k):
+                row = P[b * k + l]
+                s = 0.0
+                for r in range(lo, hi):
+                    e = np.float64(y[r]) - np.float64(row[r])
+                    s += e * e
+                losses[l] = s
+            a = argmin_skip_nan(losses)
+            assign[b, i] = a
+            best[b, i] = losses[a]
+            for l in range(k):
+                out = R[b * k + l]
+                if l == a and not frozen[b]:
+                    row = P[b * k + l]
+                    for r in range(lo, hi):
+                        out[r] = y[r] - row[r]
+                else:
+                    for r in range(lo, hi):
+                        out[r] = 0.0

@@ -1,12 +1,14 @@
-"""Tests of mixreg.moment_descent (Phase 1 of Su-Xu-Yang) against the mathematics of the slides."""
+"""Tests of mixreg.algorithms.moment_descent (Phase 1 of Su-Xu-Yang) against the mathematics of the slides."""
 
 import numpy as np
 import pytest
 from scipy.linalg import subspace_angles
 
-from mixreg import moment_descent as md
+import importlib
+
+md = importlib.import_module("mixreg.algorithms.moment_descent")
 from mixreg.metrics import matched_max_distance
-from mixreg.moment_descent import (
+from mixreg.algorithms.moment_descent import (
     anchor_direction,
     cluster_anchors,
     moment_descent,

@@ -1,9 +1,9 @@
-"""Tests of mixreg.fedx (Phase 2 of Su-Xu-Yang) against plain per-client NumPy written here."""
+"""Tests of mixreg.algorithms.fedx (Phase 2 of Su-Xu-Yang) against plain per-client NumPy written here."""
 
 import numpy as np
 import pytest
 
-from mixreg.fedx import fedx, fedx_linear_rates, local_update_operator, stacked_update_operators
+from mixreg.algorithms.fedx import fedx, fedx_linear_rates, local_update_operator, stacked_update_operators
 from mixreg.problems import make_problem_from_parameters
 
 

@@ -1,10 +1,12 @@
-"""Tests of mixreg.ifca against a plain per-client NumPy implementation written here."""
+"""Tests of mixreg.algorithms.ifca against a plain per-client NumPy implementation written here."""
 
 import numpy as np
 import pytest
 
-from mixreg import ifca as ifca_mod
-from mixreg.ifca import ifca, initial_parameters, training_loss
+import importlib
+
+ifca_mod = importlib.import_module("mixreg.algorithms.ifca")
+from mixreg.algorithms.ifca import ifca, initial_parameters, training_loss
 from mixreg.problems import make_problem, make_problem_from_parameters
 
 

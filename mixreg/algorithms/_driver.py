@@ -1,0 +1,364 @@
+"""What every batched algorithm driver does, in one place.
+
+A driver runs ``B`` independent *replicas* (restarts x step sizes) on one data set, with
+parameters of shape ``(B, k, d)``.  A public driver function reads, in this order:
+
+1. **validate** its arguments once (:func:`check_problem`, :func:`check_initial_parameters`,
+   :func:`check_step_sizes`, ...);
+2. **plan** (buffers, operators, data schedules);
+3. **run** its loop in a private function; each round ends with :meth:`Replicas.accept`, which
+   takes the new parameters of the replicas that stayed finite and freezes, and flags, the others;
+   :meth:`Replicas.stop_reason` says whether to stop and why;
+4. **build** its result, a frozen dataclass derived from :class:`DriverResult`, whose common
+   fields (parameters, divergence flags, rounds run, stop reason, wall time, history) every
+   driver fills the same way.
+
+Per-round metrics are recorded by one :class:`HistoryRecorder` for every driver.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_array, check_real
+from ..problems import Problem
+
+__all__ = [
+    "check_problem",
+    "check_initial_parameters",
+    "check_step_sizes",
+    "check_tolerance",
+    "Replicas",
+    "DriverResult",
+    "History",
+    "HistoryRecorder",
+    "HISTORY_FIELDS",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Validation at the public boundary
+# --------------------------------------------------------------------------------------------
+
+
+def check_problem(problem):
+    """``problem`` itself, or ``TypeError`` if it is not a :class:`mixreg.problems.Problem`."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
+    return problem
+
+
+def check_initial_parameters(init, d, dtype):
+    """``init`` of shape (B, k, d) or (k, d) as a new C-ordered (B, k, d) array of ``dtype``.
+
+    Always a copy: a driver updates it in place and never modifies the caller's array.
+    """
+    theta = check_array("init", init, dtype=np.float64)
+    if theta.ndim == 2:
+        theta = theta[None]
+    if theta.ndim != 3 or theta.shape[2] != d or theta.shape[1] < 1 or theta.shape[0] < 1:
+        raise ValueError(f"init must have shape (B, k, d) or (k, d) with d={d}, got {np.shape(init)}")
+    return np.array(theta, dtype=dtype, order="C")
+
+
+def check_step_sizes(step_size, B):
+    """A scalar or an array of shape (B,), finite and > 0, as a new float64 array of shape (B,)."""
+    eta = np.asarray(step_size, dtype=np.float64)
+    eta = np.broadcast_to(eta, (B,)).copy() if eta.ndim == 0 else eta.copy()
+    if eta.shape != (B,):
+        raise ValueError(f"step_size must be a scalar or an array of shape (B,)=({B},), got shape {eta.shape}")
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"step_size must be finite and > 0, got {eta.tolist()}")
+    return eta
+
+
+def check_tolerance(tol):
+    """``None`` (run every round) or a finite float >= 0 (see :meth:`Replicas.stop_reason`)."""
+    return None if tol is None else check_real("tol", tol, low=0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Replicas: divergence and stop rules
+# --------------------------------------------------------------------------------------------
+
+
+class Replicas:
+    """Divergence flags of ``B`` replicas and the stop rules of a driver's loop.
+
+    A replica *diverges* in round ``t`` when its new parameters or its objective of that round
+    are not all finite.  It is then frozen at its last finite parameters, flagged
+    (``diverged``, ``diverged_round = t``) and never updated again; the others go on.
+
+    Parameters
+    ----------
+    B : int
+        Number of replicas.
+    n_rounds : int
+        ``T``, the most rounds the driver runs.
+    tol : float or None
+        Convergence tolerance of :meth:`stop_reason`; ``None`` runs all ``T`` rounds.
+    """
+
+    def __init__(self, B, n_rounds, tol=None):
+        self.n_rounds = n_rounds
+        self.tol = tol
+        self.diverged = np.zeros(B, dtype=np.bool_)
+        self.diverged_round = np.full(B, -1, dtype=np.int64)
+        self.rounds_run = 0
+        self.change = np.full(B, np.inf)
+        self.reason = f"completed {n_rounds} rounds"
+
+    @property
+    def live(self):
+        """Mask of the replicas that have not diverged."""
+        return ~self.diverged
+
+    def accept(self, theta, new, objective, t):
+        """End round ``t``: in place, ``theta[b] = new[b]`` for every replica that stays finite.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (B, k, d)
+            IN/OUT: the current parameters.
+        new : ndarray of shape (B, k, d)
+            IN: the round's proposed parameters.
+        objective : ndarray of shape (B, ...)
+            IN: the round's objective values (they overflow before the parameters do).
+        t : int
+            The round.
+        """
+        B = len(theta)
+        ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective).reshape(B, -1).all(axis=1)
+        newly = ~ok & ~self.diverged
+        self.diverged_round[newly] = t
+        self.diverged |= newly
+        keep = ~self.diverged
+        if self.tol is not None:
+            self.change[keep] = np.abs(new[keep] - theta[keep]).max(axis=(1, 2))
+        theta[keep] = new[keep]
+        self.rounds_run = t + 1
+
+    def finished(self, t):
+        """After round ``t``: ``True`` to stop now (``reason`` then says why)."""
+        reason = self.stop_reason(t)
+        if reason is not None:
+            self.reason = reason
+        return reason is not None
+
+    def stop_reason(self, t):
+        """After round ``t``: why to stop now, or ``None`` to go on.
+
+        * ``"all replicas diverged (last at round t)"``;
+        * ``"converged: every replica moved less than tol in round t"`` when a tolerance was
+          given and the largest coordinate change of every live replica in round ``t`` is at
+          most ``tol``;
+        * ``"completed T rounds"`` after the last round.
+        """
+        if self.diverged.all():
+            return f"all replicas diverged (last at round {t})"
+        if self.tol is not None and np.all(self.change[self.live] <= self.tol):
+            return f"converged: every replica moved less than tol={self.tol:g} in round {t}"
+        if t + 1 >= self.n_rounds:
+            return f"completed {self.n_rounds} rounds"
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class History:
+    """Per-round metrics of every replica (row 0 of the ``T + 1`` arrays is the initial point).
+
+    Entries of a replica are ``nan`` from the round in which it diverged on; a metric a driver
+    does not record is ``None``.  Distances need the model count to equal the problem's ``k``
+    (else ``nan``), except ``nearest``.
+
+    Attributes
+    ----------
+    nearest : ndarray of shape (T + 1, B) or None
+        Nearest-truth mean distance (the official IFCA code's ``min_dist``).
+    matched_mean : ndarray of shape (T + 1, B) or None
+        Permutation-matched mean distance (the IFCA paper's ``dist``).
+    matched_max : ndarray of shape (T + 1, B) or None
+        Permutation-matched max distance (Su-Xu-Yang's ``d``).
+    theta : ndarray of shape (T + 1, B, k, d) or None
+        The iterates.
+    loss : ndarray of shape (T, B)
+        Round ``t``'s objective as the driver defines it (see the driver's docstring), on the
+        data of that round's identity estimate, before the update.
+    misclustered_clients : ndarray of shape (T, B) or None
+        Fraction of participating clients whose estimated identity in round ``t`` is not the
+        model matched to their true cluster (matching: the permutation of ``matched_max``).
+    misclustered_data : ndarray of shape (T, B) or None
+        The same, weighted by :math:`w_i = n_i / N`.
+    """
+
+    nearest: np.ndarray | None = None
+    matched_mean: np.ndarray | None = None
+    matched_max: np.ndarray | None = None
+    theta: np.ndarray | None = None
+    loss: np.ndarray
+    misclustered_clients: np.ndarray | None = None
+    misclustered_data: np.ndarray | None = None
+
+
+#: The metrics a :class:`HistoryRecorder` can record.
+HISTORY_FIELDS = ("nearest", "matched_mean", "matched_max", "theta", "misclustering")
+
+
+class HistoryRecorder:
+    """Records :class:`History` for ``B`` replicas over at most ``T`` rounds.
+
+    Parameters
+    ----------
+    problem : Problem
+    T, B, k : int
+    fields : sequence of str
+        Subset of :data:`HISTORY_FIELDS`.  With ``"misclustering"``, ``matched_max`` is the
+        distance under the bottleneck permutation that also matches the identities (one matching
+        per iterate serves both; equal to :func:`mixreg.metrics.matched_max_distance` up to
+        rounding); without it, it is :func:`mixreg.metrics.matched_max_distance` itself.
+    """
+
+    def __init__(self, problem, T, B, k, fields):
+        from .. import metrics  # metrics are only needed when a history is asked for
+
+        unknown = sorted(set(fields) - set(HISTORY_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown history fields {unknown}; allowed: {list(HISTORY_FIELDS)}")
+        self.metrics = metrics
+        self.problem = problem
+        self.fields = frozenset(fields)
+        self.same_k = k == problem.k
+        self.w = problem.sizes / problem.N
+        nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
+        self.nearest = nan(T + 1, B) if "nearest" in self.fields else None
+        self.matched_mean = nan(T + 1, B) if "matched_mean" in self.fields else None
+        self.matched_max = nan(T + 1, B) if "matched_max" in self.fields or "misclustering" in self.fields else None
+        self.theta = nan(T + 1, B, k, problem.d) if "theta" in self.fields else None
+        self.loss = nan(T, B)
+        mis = "misclustering" in self.fields
+        self.mis_clients = nan(T, B) if mis else None
+        self.mis_data = nan(T, B) if mis else None
+        self.perm = None
+
+    def record_point(self, t, theta, diverged):
+        """Record the iterate ``theta_t`` (B, k, d) of the live replicas."""
+        live = ~diverged
+        self.perm = None
+        if self.theta is not None:
+            self.theta[t, live] = theta[live]
+        if not live.any():
+            return
+        th = theta[live]
+        star = self.problem.theta_star
+        if self.nearest is not None:
+            self.nearest[t, live] = self.metrics.nearest_truth_distance(th, star)
+        if not self.same_k:
+            return
+        if self.matched_mean is not None:
+            self.matched_mean[t, live] = self.metrics.matched_mean_distance(th, star)
+        if self.mis_clients is not None:
+            perm = self.metrics.best_permutation(th, star, objective="max")
+            aligned = np.take_along_axis(th.astype(np.float64), perm[:, :, None], axis=1)
+            self.matched_max[t, live] = np.linalg.norm(aligned - star, axis=2).max(axis=1)
+            self.perm = perm
+        elif self.matched_max is not None:
+            self.matched_max[t, live] = self.metrics.matched_max_distance(th, star)
+
+    def record_round(self, t, assign, loss, diverged):
+        """Record round ``t``'s objective (B,) and identities (B, m) (``-1``: not taking part)."""
+        live = ~diverged
+        self.loss[t] = np.where(diverged, np.nan, loss)
+        if self.perm is not None:
+            a = assign[live]
+            wrong = a != self.perm[:, self.problem.labels]
+            part = a >= 0
+            self.mis_clients[t, live] = (wrong & part).sum(axis=1) / np.maximum(part.sum(axis=1), 1)
+            self.mis_data[t, live] = (wrong & part) @ self.w
+
+    def result(self, rounds_run):
+        """The :class:`History` of the first ``rounds_run`` rounds."""
+        cut = lambda a, n: None if a is None else a[:n]  # noqa: E731
+        return History(
+            nearest=cut(self.nearest, rounds_run + 1),
+            matched_mean=cut(self.matched_mean, rounds_run + 1),
+            matched_max=cut(self.matched_max, rounds_run + 1),
+            theta=cut(self.theta, rounds_run + 1),
+            loss=self.loss[:rounds_run].copy(),
+            misclustered_clients=cut(self.mis_clients, rounds_run),
+            misclustered_data=cut(self.mis_data, rounds_run),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverResult:
+    """Fields every batched driver's result has.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (B, k, d)
+        Final parameters; for a diverged replica, its last finite parameters (it is frozen).
+    assignments : ndarray of shape (B, m), int64
+        Final cluster identity of every client under the final parameters, on all its data.
+    train_loss : ndarray of shape (B,)
+        Final training objective on all data (each driver states its own); ``nan`` for a
+        diverged replica, so selecting the replica with the lowest loss never picks one.
+    diverged : ndarray of shape (B,), bool
+        The replica produced a non-finite parameter or objective and was frozen.
+    diverged_round : ndarray of shape (B,), int64
+        Round in which it diverged, ``-1`` if it did not.
+    step_sizes : ndarray of shape (B,)
+    n_rounds : int
+        Rounds run.
+    stop_reason : str
+        Why the loop ended (see :meth:`Replicas.stop_reason`).
+    wall_time : float
+        Seconds spent in the driver.
+    history : History or None
+    """
+
+    theta: np.ndarray
+    assignments: np.ndarray
+    train_loss: np.ndarray
+    diverged: np.ndarray
+    diverged_round: np.ndarray
+    step_sizes: np.ndarray
+    n_rounds: int
+    stop_reason: str
+    wall_time: float
+    history: History | None = None
+
+    @property
+    def finite(self) -> np.ndarray:
+        """``~diverged``."""
+        return ~self.diverged
+
+    def best_replica(self, among=None):
+        """Index of the replica with the lowest final training loss, or ``None`` if all diverged.
+
+        The run a user could choose without knowing the truth (ties: the lowest index).
+        Diverged replicas are never chosen; when every candidate diverged there is no choice,
+        and callers must report that (as ``nan``), not fall back to an arbitrary replica.
+
+        Parameters
+        ----------
+        among : int array, optional
+            Candidate replicas (default: all).
+        """
+        among = np.arange(self.theta.shape[0]) if among is None else np.asarray(among)
+        loss = np.where(self.diverged[among], np.nan, self.train_loss[among])
+        if not np.isfinite(loss).any():
+            return None
+        return int(among[np.nanargmin(loss)])
+
+
+def elapsed(start):
+    """Seconds since ``start`` (a :func:`time.perf_counter` value)."""
+    return time.perf_counter() - start

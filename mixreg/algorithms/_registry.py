@@ -1,0 +1,107 @@
+"""The registry of algorithms: what the contract test suite and the experiments iterate over.
+
+Every entry names a *replica driver*: a function
+
+    run(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False) -> DriverResult
+
+that runs ``B`` replicas (``init`` of shape (B, k, d), one step size each) on one problem and
+returns a result with the common fields of :class:`mixreg.algorithms.DriverResult`.  Entries
+adapt the drivers' own keyword arguments (IFCA's option, FedX's local solver) to that signature.
+Registering an algorithm puts it under the contract suite (``tests/test_algorithms_contract.py``):
+batching, divergence, bad input and determinism are then checked for it with no new test code.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Callable
+
+__all__ = ["Algorithm", "ALGORITHMS", "register", "get_algorithm"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Algorithm:
+    """One registered algorithm.
+
+    Attributes
+    ----------
+    name : str
+        Registry key (also its name in tables and figures).
+    run : callable
+        The replica driver, with the signature of the module docstring.
+    source : str
+        The paper and algorithm box it implements.
+    sends : str
+        What a client sends the server per round (the protocol's communication).
+    uses_rng : bool
+        The driver draws random numbers (it then needs ``rng``; the same Generator state must
+        give the same result).
+    options : dict
+        The driver keyword arguments this entry fixes (documentation; already bound in ``run``).
+    """
+
+    name: str
+    run: Callable
+    source: str
+    sends: str
+    uses_rng: bool = False
+    options: dict = field(default_factory=dict)
+
+
+ALGORITHMS: dict[str, Algorithm] = {}
+
+
+def register(algorithm):
+    """Add ``algorithm`` (an :class:`Algorithm`) to :data:`ALGORITHMS`; its name must be new."""
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
+    if algorithm.name in ALGORITHMS:
+        raise ValueError(f"an algorithm named {algorithm.name!r} is already registered")
+    ALGORITHMS[algorithm.name] = algorithm
+    return algorithm
+
+
+def get_algorithm(name):
+    """The registered :class:`Algorithm` called ``name``; ``ValueError`` listing the names otherwise."""
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {name!r}; registered: {', '.join(sorted(ALGORITHMS))}") from None
+
+
+def _bind(driver, *, uses_rng, **options):
+    """``driver`` with ``options`` fixed, taking (and, if it draws nothing, ignoring) ``rng``."""
+
+    @functools.wraps(driver)
+    def run(problem, init, step_size, *, rng=None, **kwargs):
+        if uses_rng:
+            kwargs["rng"] = rng
+        return driver(problem, init, step_size, **options, **kwargs)
+
+    return run
+
+
+def register_builtin():
+    """Register the drivers of this package (called once on import)."""
+    from .fedx import fedx
+    from .ifca import ifca
+
+    register(Algorithm(
+        name="ifca", run=_bind(ifca, uses_rng=True, option="gradient"), uses_rng=True, options={"option": "gradient"},
+        source="Ghosh et al. 2020, Algorithm 2 (arXiv) / Algorithm 1 (NeurIPS), option I",
+        sends="k losses to pick an identity, then one d-vector gradient"))
+    register(Algorithm(
+        name="ifca_model", run=_bind(ifca, uses_rng=True, option="model", local_steps=2), uses_rng=True,
+        options={"option": "model", "local_steps": 2},
+        source="Ghosh et al. 2020, Algorithm 2 (arXiv), option II (model averaging, tau local steps)",
+        sends="k losses to pick an identity, then one d-vector local model"))
+    register(Algorithm(
+        name="fedavg", run=_bind(fedx, uses_rng=False, local_solver="fedavg", local_steps=2),
+        options={"local_solver": "fedavg", "local_steps": 2},
+        source="Su, Xu, Yang 2022, Phase 2 (slides 'FedX + Clustering in Action'), FedAvg(s)",
+        sends="its decoded label and one d-vector local model"))
+    register(Algorithm(
+        name="fedprox", run=_bind(fedx, uses_rng=False, local_solver="fedprox"), options={"local_solver": "fedprox"},
+        source="Su, Xu, Yang 2022, Phase 2 (slides 'FedX + Clustering in Action'), FedProx",
+        sends="its decoded label and one d-vector local model"))

@@ -1,0 +1,282 @@
+"""Phase 2 of Su, Xu and Yang (2022): FedX with clustering (FedAvg(s) or FedProx).
+
+Slides "FedX + Clustering in Action", steps 1-4; all clients take part every round and reuse all
+their data, including the data used in Phase 1.  Round ``t`` from
+:math:`\\theta_t = (\\theta_{1,t}, \\dots, \\theta_{k,t})`:
+
+1. broadcast the ``k`` models to all clients;
+2. client ``i`` decodes its label with the ML decoder
+   :math:`z_{i,t} \\in \\arg\\min_l L_i(\\theta_t, l)`,
+   :math:`L_i(\\theta, l) = \\sum_{j=1}^{n_i} (y_{ij} - \\langle x_{ij}, \\theta_l \\rangle)^2`
+   (ties to the lowest index: ours, the slides are silent);
+3. client ``i`` refines the chosen model with the local loss
+   :math:`\\ell_i(\\theta) = \\frac{1}{2 n_i} \\sum_j (y_{ij} - \\langle x_{ij}, \\theta \\rangle)^2`
+   (our normalisation: the slides write the plain sum :math:`L_i`, which with weights
+   :math:`w_i \\propto n_i` would count a client :math:`\\propto n_i^2`):
+
+   * FedAvg(s): :math:`\\theta^{(i)} = G_i^s(\\theta_{z_{i,t},t})`,
+     :math:`G_i(\\theta) = \\theta - \\eta \\nabla \\ell_i(\\theta)`;
+   * FedProx: :math:`\\theta^{(i)} = \\arg\\min_\\theta \\ell_i(\\theta) + \\frac{1}{2\\eta}
+     \\lVert \\theta - \\theta_{z_{i,t},t} \\rVert^2`;
+
+4. the server averages the full ``k``-tuples over all clients with :math:`w_i = n_i / \\sum n`:
+   :math:`\\theta_{t+1} = \\sum_i w_i \\theta_{i,t}`, i.e. per model
+
+   .. math::
+
+      \\theta_{l,t+1} = \\theta_{l,t} + \\sum_{i:\\, z_{i,t} = l} w_i\\, (\\theta^{(i)} - \\theta_{l,t}),
+
+   with no renormalisation within a cluster: a model nobody chose keeps its value, and a
+   model's step is damped by the fraction of data that chose it (the source of the
+   :math:`1 - C_1 p_{min}` contraction).
+
+Implementation: for the squared loss both local solvers are *affine in the broadcast model*:
+:math:`\\theta^{(i)} - \\theta = K_i (y_i - X_i \\theta)` with a ``d x n_i`` matrix :math:`K_i`
+that depends only on :math:`X_i`, :math:`\\eta` and the solver (:func:`local_update_operator`):
+
+* FedAvg(s): :math:`K_i = \\frac{\\eta}{n_i} \\sum_{j=0}^{s-1} (I - \\eta H_i)^j X_i^\\top`,
+  :math:`H_i = X_i^\\top X_i / n_i` (unrolling ``s`` gradient steps);
+* FedProx: :math:`K_i = \\eta X_i^\\top (n_i I + \\eta X_i X_i^\\top)^{-1}
+  = (H_i + I/\\eta)^{-1} X_i^\\top / n_i` (closed form of the proximal step; the smaller of the
+  :math:`n_i \\times n_i` and :math:`d \\times d` systems is solved).
+
+So the operators :math:`w_i K_i` are computed once, stacked like the data (one ``N x d``
+array), and a round is two GEMMs of ``2 B k N d`` flops each (predictions for the decoder, then
+``R @ K``) plus a Numba pass, for any ``s``: local steps cost nothing per round.  FedAvg(1) with
+these weights is exactly one gradient step of size :math:`\\eta` on the pooled per-cluster least
+squares :math:`\\frac{1}{2N}\\lVert X_{S_l}\\theta - y_{S_l}\\rVert^2`.
+
+References
+----------
+.. [1] L. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed Regression",
+   NeurIPS 2022 (arXiv:2206.07279); J. Xu, Allerton 2022 talk slides.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from .._validation import check_int
+from ..local_solvers import LOCAL_SOLVERS, check_solver, local_update_operator, stacked_update_operators
+from ._driver import (
+    DriverResult,
+    History,
+    HistoryRecorder,
+    Replicas,
+    check_initial_parameters,
+    check_problem,
+    check_step_sizes,
+    check_tolerance,
+    elapsed,
+)
+
+__all__ = [
+    "FedXResult",
+    "FedXHistory",
+    "fedx",
+    "local_update_operator",
+    "stacked_update_operators",
+    "fedx_linear_rates",
+    "LOCAL_SOLVERS",
+]
+
+
+#: Phase 2 records the matched max distance, the iterates and the misclustering every round,
+#: and its objective :math:`\frac{1}{2N} \sum_i \min_l L_i(\theta_t, l)` at the decoding.
+FedXHistory = History
+HISTORY = ("matched_max", "theta", "misclustering")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FedXResult(DriverResult):
+    """Outcome of a batched FedX-with-clustering run: the common fields of
+    :class:`mixreg.algorithms.DriverResult` and the local solver.
+
+    ``assignments`` are the ML-decoded labels under the final models and ``train_loss`` is
+    :math:`\\frac{1}{2N} \\sum_i \\min_l L_i(\\theta_T, l)`.
+
+    Attributes
+    ----------
+    local_solver : str
+    local_steps : int
+        ``s`` of FedAvg(s) (1 for FedProx).
+    """
+
+    local_solver: str
+    local_steps: int
+
+
+def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, *, labels=None):
+    """Per-cluster contraction factor of Phase 2 when the decoder is always right.
+
+    With the labels fixed, model ``l`` follows the affine map
+    :math:`\\theta_l \\mapsto A_l \\theta_l + b_l`, :math:`A_l = I - \\sum_{i \\in S_l} w_i K_i X_i`
+    (symmetric: :math:`K_i X_i` is a spectral function of :math:`H_i`), so the error to its
+    fixed point contracts exactly by the spectral radius of :math:`A_l` per round.  This is the
+    realised value of the theorem's :math:`1 - C_1 p_{min}` (for FedAvg(1) and large clusters,
+    :math:`\\approx 1 - \\eta\\, (N_l/N)\\, \\lambda_{min}(\\Sigma_l)`).
+
+    Parameters
+    ----------
+    problem : Problem
+    step_size, local_solver, local_steps
+        As for :func:`fedx`.
+    labels : int array of shape (m,), optional
+        The fixed labels (default: the true ones).
+
+    Returns
+    -------
+    rates : ndarray of shape (k,)
+        :math:`\\max_j |\\lambda_j(A_l)|`; ``nan`` for a cluster with no client.
+    """
+    KT = stacked_update_operators(problem, step_size, local_solver, local_steps)
+    labels = problem.labels if labels is None else np.asarray(labels)
+    if labels.shape != (problem.m,):
+        raise ValueError(f"labels must have shape (m,)=({problem.m},), got {labels.shape}")
+    row_label = np.repeat(labels, problem.sizes)
+    X = problem.X.astype(np.float64)
+    rates = np.full(problem.k, np.nan)
+    for l in range(problem.k):
+        rows = row_label == l
+        if rows.any():
+            A = np.eye(problem.d) - KT[rows].T @ X[rows]
+            rates[l] = np.abs(np.linalg.eigvalsh(0.5 * (A + A.T))).max()
+    return rates
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------
+
+
+def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_rounds=100, tol=None,
+         history=False):
+    r"""Run ``B`` replicas of Phase 2 (FedX with clustering) on one problem.
+
+    Round ``t`` (slides "FedX + Clustering in Action", steps 1-4): decode
+    :math:`z_i = \arg\min_l L_i(\theta_t, l)`, refine locally, average the ``k``-tuples,
+
+    .. math::
+
+        \theta_{l,t+1} = \theta_{l,t} + \sum_{i:\, z_{i,t} = l} w_i K_i
+        (y_i - X_i \theta_{l,t}), \qquad w_i = n_i / N,
+
+    with :math:`K_i` the local solver's operator (:func:`mixreg.local_solvers.
+    local_update_operator`).
+
+    Parameters
+    ----------
+    problem : Problem
+    init : array of shape (B, k, d) or (k, d)
+        Starting models, e.g. the Phase-1 centres (:class:`mixreg.algorithms.
+        MomentDescentResult`); cast to the problem's dtype, never modified.
+    step_size : float or array of shape (B,)
+        :math:`\eta` of each replica, > 0 (the slides give no value).  FedAvg(1): the model of
+        cluster ``l`` moves by a gradient step on :math:`\frac{1}{2N}\lVert X_{S_l}\theta -
+        y_{S_l}\rVert^2`, stable for :math:`\eta < 2 N / \lambda_{max}(X_{S_l}^\top X_{S_l})`.
+        FedAvg(s > 1) also needs every client's local steps to be stable,
+        :math:`\eta < 2 / \lambda_{max}(X_i^\top X_i / n_i)`, which for a one-point client is
+        :math:`2 / \lVert x \rVert^2 \approx 2/d`.  FedProx is stable for every :math:`\eta`.
+    local_solver : {"fedavg", "fedprox"}
+    local_steps : int >= 1
+        ``s`` of FedAvg(s); ignored by FedProx.
+    n_rounds : int >= 1
+    tol : float >= 0, optional
+        Stop once every live replica moved by at most ``tol`` in a round (largest coordinate
+        change); by default all rounds run.
+    history : bool
+        Record :class:`mixreg.algorithms.History` (matched max distance, iterates,
+        misclustering, objective; a metric evaluation per round).
+
+    Returns
+    -------
+    FedXResult
+
+    Notes
+    -----
+    A replica whose models or decoder losses stop being finite is frozen at its last finite
+    models and flagged (``diverged``), as in every driver of :mod:`mixreg.algorithms`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem
+    >>> pb = make_problem(m=40, k=2, n=20, d=5, sigma=0.1, scale=2.0, protocol="gaussian",
+    ...                   rng=np.random.default_rng(0))
+    >>> res = fedx(pb, pb.theta_star + 0.3, 1.0, local_solver="fedprox", n_rounds=30)
+    >>> res.theta.shape, bool(res.train_loss[0] < 0.01)
+    ((1, 2, 5), True)
+    """
+    start = time.perf_counter()
+    check_problem(problem)
+    theta = check_initial_parameters(init, problem.d, problem.dtype)
+    B, k, d = theta.shape
+    eta = check_step_sizes(step_size, B)
+    _, solver, s = check_solver(eta, local_solver, local_steps)
+    T = check_int("n_rounds", n_rounds, low=1)
+    tol = check_tolerance(tol)
+
+    # plan: the operators w_i K_i^T of each distinct step size, stacked like the data
+    values, which = np.unique(eta, return_inverse=True)
+    operators = [stacked_update_operators(problem, v, solver, s).astype(problem.dtype) for v in values]
+    groups = [np.flatnonzero(which == u) for u in range(values.size)]
+    replicas = Replicas(B, T, tol)
+    rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
+    _run(problem, theta, groups, operators, replicas, rec)
+
+    # the final decoding, on all data
+    P = kernels.predict(theta, problem.X)
+    R = np.empty_like(P)
+    assign = np.empty((B, problem.m), dtype=np.int64)
+    best = np.empty((B, problem.m))
+    with np.errstate(over="ignore", invalid="ignore"):
+        kernels.decode_and_residuals(P, problem.y, problem.offsets, B, k, replicas.diverged, assign, best, R)
+    train_loss = best.sum(axis=1) / (2 * problem.N)
+    train_loss[replicas.diverged] = np.nan
+    return FedXResult(
+        theta=theta,
+        assignments=assign,
+        train_loss=train_loss,
+        diverged=replicas.diverged,
+        diverged_round=replicas.diverged_round,
+        step_sizes=eta,
+        local_solver=solver,
+        local_steps=s,
+        n_rounds=replicas.rounds_run,
+        stop_reason=replicas.reason,
+        wall_time=elapsed(start),
+        history=None if rec is None else rec.result(replicas.rounds_run),
+    )
+
+
+def _run(problem, theta, groups, operators, replicas, rec):
+    """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
+    B, k, d = theta.shape
+    N, m = problem.N, problem.m
+    model_rows = [(g[:, None] * k + np.arange(k)).ravel() for g in groups]
+    P = np.empty((B * k, N), dtype=problem.dtype)
+    R = np.empty((B * k, N), dtype=problem.dtype)
+    assign = np.empty((B, m), dtype=np.int64)
+    best = np.empty((B, m))
+    if rec is not None:
+        rec.record_point(0, theta, replicas.diverged)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(replicas.n_rounds):
+            # ML decoder z_i = argmin_l L_i(theta_t, l), and the residuals of the decoded models
+            kernels.predict(theta, problem.X, out=P)
+            kernels.decode_and_residuals(P, problem.y, problem.offsets, B, k, replicas.diverged, assign, best, R)
+            if rec is not None:
+                rec.record_round(t, assign, best.sum(axis=1) / (2 * N), replicas.diverged)
+            # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l)
+            new = theta.copy()
+            for g, rows, KT in zip(groups, model_rows, operators):
+                new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
+            replicas.accept(theta, new, best, t)
+            if rec is not None:
+                rec.record_point(t + 1, theta, replicas.diverged)
+            if replicas.finished(t):
+                break

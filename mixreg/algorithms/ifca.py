@@ -1,0 +1,352 @@
+"""IFCA, the Iterative Federated Clustering Algorithm (Ghosh, Chung, Yin, Ramchandran 2020).
+
+Algorithm 2 of the arXiv text (Algorithm 1 of the NeurIPS version), for the squared loss of
+the linear model, with ``B`` independent replicas (restarts x step sizes) sharing one data set.
+Each round ``t``:
+
+1. the server picks the participating clients ``M_t`` and broadcasts ``theta_1..theta_k``;
+2. each participating client ``i`` estimates its identity
+   ``j_hat = argmin_j F_i(theta_j)`` with ``F_i(theta) = (1/n_i) sum_r (y_r - <x_r, theta>)^2``
+   (a per-client mean, as the official code's ``MSELoss``), ties to the lowest index;
+3. option I, *gradient averaging*:
+
+   .. math:: \\theta_j \\leftarrow \\theta_j - \\frac{\\gamma}{m}
+             \\sum_{i \\in M_t,\\ \\hat j_i = j} \\nabla F_i(\\theta_j),
+
+   divided by the **total** number of clients ``m``, not the cluster size nor ``|M_t|``;
+   option II, *model averaging*: each client runs ``tau`` full-batch gradient steps of size
+   ``gamma`` on ``F_i`` from ``theta_{j_hat}`` and the server averages the local models of each
+   estimated cluster (plain mean); a cluster that nobody chose keeps its parameters.
+
+With ``resample=True`` the analysis scheme of Sec. 5 / Theorem 1 is used: each client's ``n_i``
+points are split once into ``2T`` disjoint subsets of ``n'_i = floor(n_i / (2T))`` points, and
+round ``t`` uses subset ``2t`` for the identity estimate and subset ``2t + 1`` for the gradient,
+so every round sees fresh data independent of the current iterate.
+
+The work of a round is one GEMM for the ``k`` predictions of every replica (``2 N d B k`` flops),
+a Numba pass for losses, argmin and residuals, and per-client GEMMs for the gradient
+(``2 N d B`` flops): ``(k + 1) 2 N d`` flops per replica-round, the algorithm's own count.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from .._validation import check_choice, check_int, check_real
+from ._driver import (
+    DriverResult,
+    History,
+    HistoryRecorder,
+    Replicas,
+    check_initial_parameters,
+    check_problem,
+    check_step_sizes,
+    check_tolerance,
+    elapsed,
+)
+
+__all__ = [
+    "IFCAResult",
+    "IFCAHistory",
+    "ifca",
+    "initial_parameters",
+    "training_loss",
+    "OPTIONS",
+    "INIT_METHODS",
+]
+
+OPTIONS = ("gradient", "model")
+INIT_METHODS = ("official", "gaussian", "close", "truth")
+
+
+#: IFCA records the nearest-truth and both matched distances every round, and its objective
+#: ``(1/|M_t|) sum_{i in M_t} min_j F_i(theta_j)`` on the identity-estimate data.
+IFCAHistory = History
+HISTORY = ("nearest", "matched_mean", "matched_max")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IFCAResult(DriverResult):
+    """Outcome of a batched IFCA run (the common fields of :class:`DriverResult`).
+
+    ``train_loss`` is ``(1/m) sum_i min_j F_i(theta_j)`` on all data; ``assignments`` the
+    identity estimate of every client on all its data.
+    """
+
+
+def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=None, scale=1.0, alpha=0.25):
+    """Initial parameters of shape ``(B, k, d)`` in the problem's dtype.
+
+    Parameters
+    ----------
+    problem : Problem
+    n_replicas : int >= 1
+        ``B``.
+    method : {"official", "gaussian", "close", "truth"}
+        ``"official"``: coordinates Bernoulli(1/2) times ``scale`` (official code: ``scale = 1``,
+        *not* scaled like ``theta*``); ``"gaussian"``: coordinates ``N(0, scale^2)``;
+        ``"close"``: ``theta*_j + alpha * Delta * u_j`` with ``u_j`` uniform on the unit sphere,
+        i.e. exactly at the boundary of Assumption 1 (``alpha = 1/4`` in the NeurIPS version,
+        ``1/2 - alpha`` of the arXiv version's closeness ``alpha``); ``"truth"``: ``theta*``
+        (oracle initialisation).
+    rng : numpy.random.Generator
+        Required for the random methods.
+    k : int, optional
+        Number of models; defaults to the problem's ``k`` (must equal it for "close"/"truth").
+    """
+    check_problem(problem)
+    B = check_int("n_replicas", n_replicas, low=1)
+    check_choice("method", method, INIT_METHODS)
+    k = problem.k if k is None else check_int("k", k, low=1)
+    d = problem.d
+    if method in ("close", "truth") and k != problem.k:
+        raise ValueError(f"k must equal the problem's k={problem.k} for method={method!r}, got {k}")
+    if method != "truth" and rng is None:
+        raise ValueError(f"rng is required for method={method!r}")
+    if method == "official":
+        theta = rng.binomial(1, 0.5, size=(B, k, d)) * check_real("scale", scale, low=0.0)
+    elif method == "gaussian":
+        theta = rng.standard_normal((B, k, d)) * check_real("scale", scale, low=0.0)
+    elif method == "close":
+        alpha = check_real("alpha", alpha, low=0.0)
+        u = rng.standard_normal((B, k, d))
+        u /= np.linalg.norm(u, axis=2, keepdims=True)
+        theta = problem.theta_star[None] + alpha * problem.separation * u
+    else:
+        theta = np.broadcast_to(problem.theta_star, (B, k, d))
+    return np.array(theta, dtype=problem.dtype)
+
+
+def _resampled_rounds(problem, n_rounds, rng):
+    """Split each client's rows into ``2T`` disjoint random subsets (analysis scheme, Sec. 5)."""
+    sizes = problem.sizes
+    sub = sizes // (2 * n_rounds)
+    if np.any(sub < 1):
+        raise ValueError(
+            f"resample=True needs n_i >= 2 * n_rounds = {2 * n_rounds} points on every client; "
+            f"the smallest client has {int(sizes.min())}"
+        )
+    idx = np.empty((2 * n_rounds, int(sub.sum())), dtype=np.int64)
+    pos = 0
+    for i in range(problem.m):
+        perm = problem.offsets[i] + rng.permutation(int(sizes[i]))
+        s = int(sub[i])
+        idx[:, pos : pos + s] = perm[: 2 * n_rounds * s].reshape(2 * n_rounds, s)
+        pos += s
+    offsets = np.zeros(problem.m + 1, dtype=np.int64)
+    np.cumsum(sub, out=offsets[1:])
+    return problem.X[idx], problem.y[idx], offsets
+
+
+class _Workspace:
+    """Preallocated buffers of one data layout (one per distinct ``(N, offsets)``)."""
+
+    def __init__(self, X, y, offsets, B, k, d, dtype):
+        self.X, self.y, self.offsets = X, y, offsets
+        m = offsets.shape[0] - 1
+        N = X.shape[0]
+        self.layout = kernels.ClientLayout(offsets, d, B)
+        self.weights = (2.0 / np.diff(offsets)).astype(dtype)  # gradient of the per-client mean
+        self.P = np.empty((B * k, N), dtype=dtype)
+        self.losses = np.empty((B, m, k))
+        self.R = np.empty(B * N, dtype=dtype)
+        self.C = np.empty((m, B, d), dtype=dtype)
+
+
+def training_loss(problem, theta):
+    """Final objective and assignments on all data.
+
+    Returns
+    -------
+    loss : ndarray of shape (B,)
+        ``(1/m) sum_i min_j F_i(theta_j)``.
+    assignments : ndarray of shape (B, m)
+    """
+    theta = np.ascontiguousarray(theta, dtype=problem.dtype)
+    B, k, _ = theta.shape
+    P = kernels.predict(theta, problem.X)
+    losses = np.empty((B, problem.m, k))
+    kernels.client_losses(P, problem.y, problem.offsets, B, k, losses)
+    assign = np.empty((B, problem.m), dtype=np.int64)
+    best = np.empty((B, problem.m))
+    kernels.assign_clients(losses, np.ones(problem.m, dtype=np.bool_), assign, best)
+    return best.mean(axis=1), assign
+
+
+def ifca(
+    problem,
+    init,
+    step_size,
+    *,
+    n_rounds=300,
+    option="gradient",
+    local_steps=1,
+    resample=False,
+    participation=1.0,
+    rng=None,
+    tol=None,
+    history=False,
+):
+    r"""Run ``B`` replicas of IFCA (Algorithm 2 of the arXiv text) on one problem.
+
+    Round ``t``, for every replica at once: each participating client :math:`i \in M_t` takes
+    :math:`\hat j_i = \arg\min_j F_i(\theta_j)` (ties to the lowest index), then
+
+    .. math::
+
+        \text{option I:}\quad \theta_j \leftarrow \theta_j - \frac{\gamma}{m}
+        \sum_{i \in M_t,\ \hat j_i = j} \nabla F_i(\theta_j), \qquad
+        \text{option II:}\quad \theta_j \leftarrow \operatorname{mean}_{i:\ \hat j_i = j}
+        G_i^{\tau}(\theta_j),
+
+    with :math:`F_i(\theta) = \frac{1}{n_i}\sum_r (y_r - \langle x_r, \theta\rangle)^2` and
+    :math:`G_i` one gradient step of size :math:`\gamma` on :math:`F_i`.
+
+    Parameters
+    ----------
+    problem : Problem
+    init : array of shape (B, k, d) or (k, d)
+        Initial parameters (see :func:`initial_parameters`); cast to the problem's dtype.
+    step_size : float or array of shape (B,)
+        ``gamma`` of each replica, > 0.
+    n_rounds : int >= 1
+        ``T``.
+    option : {"gradient", "model"}
+        Option I (gradient averaging) or option II (model averaging).
+    local_steps : int >= 1
+        ``tau``, local full-batch steps of option II (ignored by option I).
+    resample : bool
+        Use the analysis scheme's fresh disjoint subsets (needs ``n_i >= 2T``).
+    participation : float in (0, 1]
+        Fraction of clients drawn (without replacement, ``max(1, round(q m))`` of them) each round
+        from ``rng``.  The draw is shared by all replicas of the batch, so replica ``b`` of a batch
+        equals a run of ``B = 1`` with the same generator.
+    rng : numpy.random.Generator
+        Required when ``resample`` or ``participation < 1``.
+    tol : float >= 0, optional
+        Stop once every live replica's parameters moved by at most ``tol`` (largest coordinate
+        change) in a round; by default all ``T`` rounds run.
+    history : bool
+        Record :class:`mixreg.algorithms.History` (nearest, matched mean and max distances, and
+        the round's objective; costs a metric evaluation per round).
+
+    Returns
+    -------
+    IFCAResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem
+    >>> rng = np.random.default_rng(0)
+    >>> pb = make_problem(m=40, k=2, n=30, d=10, sigma=0.1, scale=1.0, rng=rng)
+    >>> res = ifca(pb, initial_parameters(pb, 4, "close", rng=rng), 0.5, n_rounds=50)
+    >>> res.theta.shape, res.stop_reason, bool(res.diverged.any())
+    ((4, 2, 10), 'completed 50 rounds', False)
+    """
+    start = time.perf_counter()
+    check_problem(problem)
+    theta = check_initial_parameters(init, problem.d, problem.dtype)
+    B, k, d = theta.shape
+    gamma = check_step_sizes(step_size, B)
+    T = check_int("n_rounds", n_rounds, low=1)
+    check_choice("option", option, OPTIONS)
+    tau = check_int("local_steps", local_steps, low=1)
+    q = check_real("participation", participation, low=0.0, high=1.0, low_inclusive=False)
+    tol = check_tolerance(tol)
+    if (resample or q < 1.0) and rng is None:
+        raise ValueError("rng is required when resample=True or participation < 1")
+
+    replicas = Replicas(B, T, tol)
+    rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
+    _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        train_loss, assignments = training_loss(problem, theta)
+    train_loss[replicas.diverged] = np.nan
+    return IFCAResult(
+        theta=theta,
+        assignments=assignments,
+        train_loss=train_loss,
+        diverged=replicas.diverged,
+        diverged_round=replicas.diverged_round,
+        step_sizes=gamma,
+        n_rounds=replicas.rounds_run,
+        stop_reason=replicas.reason,
+        wall_time=elapsed(start),
+        history=None if rec is None else rec.result(replicas.rounds_run),
+    )
+
+
+def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng):
+    """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
+    B, k, d = theta.shape
+    m, T, dtype = problem.m, replicas.n_rounds, problem.dtype
+    if resample:
+        Xr, yr, offr = _resampled_rounds(problem, T, rng)
+        ws = _Workspace(Xr[0], yr[0], offr, B, k, d, dtype)
+    else:
+        ws = _Workspace(problem.X, problem.y, problem.offsets, B, k, d, dtype)
+    step = (gamma / m).astype(dtype)[:, None, None]
+    active = np.ones(m, dtype=np.bool_)
+    n_active = max(1, int(round(q * m)))
+    assign = np.empty((B, m), dtype=np.int64)
+    best = np.empty((B, m))
+    grad = np.empty((B, k, d), dtype=dtype)
+    local = np.empty((m, B, d), dtype=dtype) if (option == "model" or resample) else None
+    if rec is not None:
+        rec.record_point(0, theta, replicas.diverged)
+
+    # Divergence is detected explicitly (Replicas.accept freezes non-finite replicas), so the
+    # floating-point warnings it causes on the way are silenced.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(T):
+            if q < 1.0:
+                active[:] = False
+                active[rng.choice(m, size=n_active, replace=False)] = True
+            # Data of this round: the identity estimate uses (ws.X, ws.y), the update (gX, gy).
+            # Without resampling both are all the data; with it, fresh disjoint subsets 2t, 2t+1.
+            if resample:
+                ws.X, ws.y = Xr[2 * t], yr[2 * t]
+                gX, gy = Xr[2 * t + 1], yr[2 * t + 1]
+            else:
+                gX, gy = ws.X, ws.y
+
+            # identity estimate: j_hat = argmin_j F_i(theta_j)
+            kernels.predict(theta, ws.X, out=ws.P)
+            kernels.client_losses(ws.P, ws.y, ws.offsets, B, k, ws.losses)
+            kernels.assign_clients(ws.losses, active, assign, best)
+            if rec is not None:
+                rec.record_round(t, assign, best[:, active].mean(axis=1), replicas.diverged)
+
+            if option == "gradient":  # theta_j -= (gamma / m) sum_{i: j_hat_i = j} grad F_i(theta_j)
+                if resample:  # the round's predictions are on the identity subset: recompute
+                    kernels.gather_selected(theta, assign, local)
+                    kernels.client_predictions(local, gX, ws.layout, ws.R)
+                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
+                else:  # reuse this round's predictions of the assigned model
+                    kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, ws.weights, ws.R)
+                kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
+                kernels.scatter_add(ws.C, assign, grad)
+                new = theta - step * grad
+            else:  # theta_j = mean of the tau-step local models of the clients that chose j
+                kernels.gather_selected(theta, assign, local)
+                loc_step = gamma.astype(dtype)[None, :, None]
+                for _ in range(tau):
+                    kernels.client_predictions(local, gX, ws.layout, ws.R)
+                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
+                    kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
+                    local -= loc_step * ws.C
+                new = theta.copy()
+                kernels.cluster_average(local, assign, new)
+
+            # the losses of the identity estimate overflow before the parameters do
+            replicas.accept(theta, new, best[:, active], t)
+            if rec is not None:
+                rec.record_point(t + 1, theta, replicas.diverged)
+            if replicas.finished(t):
+                break

@@ -1,0 +1,439 @@
+"""What a client computes locally for the squared loss of a linear model.
+
+Client ``i`` owns rows ``offsets[i]:offsets[i+1]`` of the stacked data ``X`` of shape
+``(N, d)`` and ``y`` of shape ``(N,)`` (the layout of :class:`mixreg.problems.Problem`), and its
+local loss is
+
+.. math::
+
+    \\ell_i(\\theta) = \\frac{1}{2 n_i} \\lVert X_i \\theta - y_i \\rVert_2^2,
+    \\qquad \\nabla \\ell_i(\\theta) = \\frac{1}{n_i} X_i^\\top (X_i \\theta - y_i),
+    \\qquad H_i = \\frac{1}{n_i} X_i^\\top X_i .
+
+The local steps of the clustered-FL algorithms are computed here for all clients at once:
+
+* :func:`gradient_steps`: ``s`` full-batch gradient steps (FedAvg(s), IFCA model averaging);
+* :func:`proximal_step`: the exact proximal step (FedProx);
+* :func:`local_least_squares`: each client's own estimate (one-shot clustering, FeSEM, k-FED);
+* :func:`local_update_operator`, :func:`stacked_update_operators`: the same FedAvg(s) and
+  FedProx updates written as linear operators, :math:`\\theta^{(i)} = \\theta + K_i (y_i -
+  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.fedx.fedx` precomputes once.
+
+Clients are never visited one at a time: row-wise work is a segmented sum over the stacked rows,
+and systems are solved in one batched call per distinct client size.  All results are float64.
+
+References
+----------
+.. [1] B. McMahan, E. Moore, D. Ramage, S. Hampson, B. Agüera y Arcas, "Communication-efficient
+   learning of deep networks from decentralized data", AISTATS 2017 (FedAvg).
+.. [2] T. Li, A. K. Sahu, M. Zaheer, M. Sanjabi, A. Talwalkar, V. Smith, "Federated optimization
+   in heterogeneous networks", MLSys 2020 (FedProx).
+.. [3] L. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed Regression",
+   NeurIPS 2022 (arXiv:2206.07279).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_array, check_choice, check_int, check_real
+from .problems import Problem
+
+__all__ = [
+    "LOCAL_SOLVERS",
+    "LEAST_SQUARES_METHODS",
+    "DEFAULT_RELATIVE_RIDGE",
+    "gradient_steps",
+    "proximal_step",
+    "local_least_squares",
+    "local_update_operator",
+    "stacked_update_operators",
+    "check_solver",
+]
+
+LOCAL_SOLVERS = ("fedavg", "fedprox")
+LEAST_SQUARES_METHODS = ("min_norm", "ridge")
+
+#: Default ridge penalty of :func:`local_least_squares`, relative to the client's mean feature
+#: variance :math:`\\operatorname{tr}(H_i) / d`.
+DEFAULT_RELATIVE_RIDGE = 1e-3
+
+
+# --------------------------------------------------------------------------------------------
+# Validation of the stacked layout
+# --------------------------------------------------------------------------------------------
+
+
+def _check_stacked(X, y, offsets):
+    """``X`` (N, d), ``y`` (N,) as float64 and ``offsets`` (m + 1,) int64 with sizes >= 1."""
+    X = check_array("X", X, ndim=2, dtype=np.float64)
+    N, d = X.shape
+    y = check_array("y", y, shape=(N,), dtype=np.float64)
+    offsets = np.asarray(offsets)
+    if offsets.ndim != 1 or offsets.size < 2 or offsets.dtype.kind not in "iu":
+        raise ValueError(f"offsets must be a 1-D integer array of length m + 1 >= 2, got shape {offsets.shape} "
+                         f"and dtype {offsets.dtype}")
+    offsets = offsets.astype(np.int64)
+    if offsets[0] != 0 or offsets[-1] != N:
+        raise ValueError(f"offsets must start at 0 and end at N={N}, got {offsets[0]} and {offsets[-1]}")
+    if np.any(np.diff(offsets) < 1):
+        raise ValueError("offsets must be strictly increasing (every client owns at least one row)")
+    return X, y, offsets
+
+
+def _check_start(theta, m, d):
+    theta = check_array("theta", theta, dtype=np.float64)
+    if theta.shape == (d,):
+        return np.repeat(theta[None], m, axis=0)
+    if theta.shape == (m, d):
+        return theta.copy()
+    raise ValueError(f"theta must have shape (d,)=({d},) or (m, d)=({m}, {d}), got {theta.shape}")
+
+
+def _size_groups(offsets):
+    """For every distinct client size ``n``: (n, clients, row indices of shape (c, n))."""
+    sizes = np.diff(offsets)
+    for n in np.unique(sizes):
+        clients = np.flatnonzero(sizes == n)
+        yield int(n), clients, offsets[clients][:, None] + np.arange(n)
+
+
+# --------------------------------------------------------------------------------------------
+# Local updates on the data
+# --------------------------------------------------------------------------------------------
+
+
+def gradient_steps(X, y, offsets, theta, step_size, n_steps):
+    """Every client runs ``n_steps`` full-batch gradient steps on its own loss.
+
+    From :math:`\\theta_i^{(0)} = \\theta_i`, for :math:`j = 0, \\dots, s - 1`:
+
+    .. math::
+
+        \\theta_i^{(j+1)} = \\theta_i^{(j)} - \\eta \\nabla \\ell_i(\\theta_i^{(j)})
+        = \\theta_i^{(j)} - \\frac{\\eta}{n_i} X_i^\\top (X_i \\theta_i^{(j)} - y_i),
+
+    the local update of FedAvg(s) [1]_ (Su-Xu-Yang Phase 2 with ``local_solver="fedavg"``).
+    Equals :math:`\\theta_i + K_i (y_i - X_i \\theta_i)` with ``K_i =``
+    :func:`local_update_operator` ``(X_i, eta, "fedavg", s)`` up to rounding; this function
+    costs ``O(s N d)`` and needs no precomputation.
+
+    Parameters
+    ----------
+    X : array of shape (N, d)
+    y : array of shape (N,)
+    offsets : int array of shape (m + 1,)
+        Client ``i`` owns rows ``offsets[i]:offsets[i+1]`` (at least one).
+    theta : array of shape (m, d) or (d,)
+        One start per client, or the same start for all.
+    step_size : float > 0
+        :math:`\\eta`.  Stable when :math:`\\eta < 2 / \\lambda_{max}(H_i)`; an unstable step
+        returns non-finite rows without a warning (the caller flags divergence).
+    n_steps : int >= 0
+        ``s`` (0 returns the starts).
+
+    Returns
+    -------
+    theta : ndarray of shape (m, d), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    >>> y = np.array([1.0, 2.0, 3.0])
+    >>> gradient_steps(X, y, [0, 2, 3], np.zeros(2), 0.5, 1).tolist()  # one step from 0
+    [[0.25, 1.0], [1.5, 1.5]]
+    """
+    X, y, offsets = _check_stacked(X, y, offsets)
+    m, d = offsets.size - 1, X.shape[1]
+    theta = _check_start(theta, m, d)
+    eta = check_real("step_size", step_size, low=0.0, low_inclusive=False)
+    s = check_int("n_steps", n_steps, low=0)
+    sizes = np.diff(offsets)
+    owner = np.repeat(np.arange(m), sizes)
+    scale = (eta / sizes)[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(s):
+            resid = np.einsum("nd,nd->n", X, theta[owner]) - y
+            theta = theta - scale * np.add.reduceat(X * resid[:, None], offsets[:-1], axis=0)
+    return theta
+
+
+def proximal_step(X, y, offsets, theta, step_size):
+    """Every client's exact proximal step (the local update of FedProx [2]_).
+
+    .. math::
+
+        \\theta_i^{+} = \\arg\\min_w \\frac{1}{2 n_i} \\lVert X_i w - y_i \\rVert^2
+        + \\frac{1}{2\\eta} \\lVert w - \\theta_i \\rVert^2
+        = \\theta_i + \\eta X_i^\\top (n_i I + \\eta X_i X_i^\\top)^{-1} (y_i - X_i \\theta_i)
+        = (H_i + I/\\eta)^{-1} (X_i^\\top y_i / n_i + \\theta_i / \\eta) .
+
+    The ``n_i x n_i`` form is solved when :math:`n_i \\le d`, the ``d x d`` form otherwise
+    (one batched solve per distinct client size).  Both systems are positive definite for every
+    :math:`\\eta > 0`.
+
+    Parameters
+    ----------
+    X : array of shape (N, d)
+    y : array of shape (N,)
+    offsets : int array of shape (m + 1,)
+    theta : array of shape (m, d) or (d,)
+        The proximal centres (the broadcast model of each client).
+    step_size : float > 0
+        :math:`\\eta`.
+
+    Returns
+    -------
+    theta : ndarray of shape (m, d), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([2.0, 4.0])
+    >>> proximal_step(X, y, [0, 1, 2], np.zeros(2), 1.0).tolist()  # w = 2 / (1 + 1) on x = e_1
+    [[1.0, 0.0], [0.0, 2.0]]
+    """
+    X, y, offsets = _check_stacked(X, y, offsets)
+    m, d = offsets.size - 1, X.shape[1]
+    theta = _check_start(theta, m, d)
+    eta = check_real("step_size", step_size, low=0.0, low_inclusive=False)
+    out = np.empty((m, d))
+    for n, clients, rows in _size_groups(offsets):
+        Xg, yg, tg = X[rows], y[rows], theta[clients]  # (c, n, d), (c, n), (c, d)
+        if n <= d:
+            G = eta * np.matmul(Xg, Xg.transpose(0, 2, 1))
+            G[:, np.arange(n), np.arange(n)] += n
+            resid = yg - np.matmul(Xg, tg[:, :, None])[:, :, 0]
+            out[clients] = tg + eta * np.matmul(Xg.transpose(0, 2, 1), np.linalg.solve(G, resid[:, :, None]))[:, :, 0]
+        else:
+            A = np.matmul(Xg.transpose(0, 2, 1), Xg) / n
+            A[:, np.arange(d), np.arange(d)] += 1.0 / eta
+            b = np.matmul(Xg.transpose(0, 2, 1), yg[:, :, None])[:, :, 0] / n + tg / eta
+            out[clients] = np.linalg.solve(A, b[:, :, None])[:, :, 0]
+    return out
+
+
+def local_least_squares(X, y, offsets, *, method="min_norm", ridge=None):
+    """Every client's own least-squares estimate (one-shot clustering, FeSEM, k-FED).
+
+    ``method="min_norm"`` (default): the minimum-norm minimiser of
+    :math:`\\lVert X_i w - y_i \\rVert^2`,
+
+    .. math::
+
+        \\hat\\theta_i = X_i^{+} y_i ,
+
+    with :math:`X_i^+` the Moore-Penrose pseudo-inverse (SVD; singular values below
+    :math:`\\max(n_i, d)\\, \\varepsilon\\, \\sigma_{max}` are treated as zero, the rule of
+    :func:`numpy.linalg.lstsq`).  It is the ordinary least-squares estimate when
+    :math:`X_i` has rank ``d``; when :math:`n_i < d` the problem is underdetermined and this is
+    the interpolating solution of smallest norm (its component in the null space of
+    :math:`X_i` is 0).
+
+    ``method="ridge"``: the solution of
+
+    .. math::
+
+        (X_i^\\top X_i / n_i + \\lambda_i I)\\, w = X_i^\\top y_i / n_i ,
+
+    solved as :math:`w = X_i^\\top (X_i X_i^\\top / n_i + \\lambda_i I)^{-1} y_i / n_i` when
+    :math:`n_i < d` (the smaller system).  ``ridge`` given: :math:`\\lambda_i` = ``ridge`` for
+    every client.  ``ridge=None`` (default, ours): :math:`\\lambda_i = 10^{-3}
+    \\operatorname{tr}(H_i)/d`, a thousandth of the client's mean feature variance, which is
+    :math:`\\approx 10^{-3}` for the unit-variance features of the IFCA and Su-Xu-Yang problems.
+    Relative, so the estimate is equivariant under a rescaling of the features; small, so the
+    shrinkage bias is negligible next to the least-squares noise of a well-conditioned client,
+    while the noise gain :math:`\\sigma_j / (\\sigma_j^2 + \\lambda)` of a nearly singular client
+    (:math:`n_i \\approx d`) stays below :math:`1 / (2\\sqrt{\\lambda})` instead of blowing up.
+    As :math:`\\lambda \\to 0` the ridge estimate tends to the minimum-norm one.
+
+    Parameters
+    ----------
+    X : array of shape (N, d)
+    y : array of shape (N,)
+    offsets : int array of shape (m + 1,)
+    method : {"min_norm", "ridge"}
+    ridge : float > 0, optional
+        :math:`\\lambda` (absolute), only with ``method="ridge"``.
+
+    Returns
+    -------
+    theta : ndarray of shape (m, d), float64
+
+    Notes
+    -----
+    Clients of equal size are solved in one batched call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 4.0]])
+    >>> y = np.array([1.0, 2.0, 5.0])
+    >>> local_least_squares(X, y, [0, 2, 3]).round(6).tolist()  # second client: n < d
+    [[1.0, 2.0], [0.6, 0.8]]
+    >>> local_least_squares(X, y, [0, 2, 3], method="ridge", ridge=1.0).round(6).tolist()
+    [[0.333333, 0.666667], [0.576923, 0.769231]]
+    """
+    X, y, offsets = _check_stacked(X, y, offsets)
+    check_choice("method", method, LEAST_SQUARES_METHODS)
+    if ridge is not None:
+        if method != "ridge":
+            raise ValueError(f"ridge is only used with method='ridge', got method={method!r} and ridge={ridge!r}")
+        ridge = check_real("ridge", ridge, low=0.0, low_inclusive=False)
+    m, d = offsets.size - 1, X.shape[1]
+    out = np.empty((m, d))
+    eps = np.finfo(np.float64).eps
+    for n, clients, rows in _size_groups(offsets):
+        Xg, yg = X[rows], y[rows]  # (c, n, d), (c, n)
+        if method == "min_norm":
+            pinv = np.linalg.pinv(Xg, rcond=max(n, d) * eps)  # (c, d, n)
+            out[clients] = np.matmul(pinv, yg[:, :, None])[:, :, 0]
+            continue
+        if ridge is None:
+            lam = DEFAULT_RELATIVE_RIDGE * (Xg**2).sum(axis=(1, 2)) / (n * d)
+            lam = np.where(lam > 0, lam, DEFAULT_RELATIVE_RIDGE)  # an all-zero client: w = 0
+        else:
+            lam = np.full(clients.size, ridge)
+        if n < d:  # dual form: w = X^T (X X^T / n + lam I)^-1 y / n
+            G = np.matmul(Xg, Xg.transpose(0, 2, 1)) / n
+            G[:, np.arange(n), np.arange(n)] += lam[:, None]
+            alpha = np.linalg.solve(G, yg[:, :, None])
+            out[clients] = np.matmul(Xg.transpose(0, 2, 1), alpha)[:, :, 0] / n
+        else:
+            A = np.matmul(Xg.transpose(0, 2, 1), Xg) / n
+            A[:, np.arange(d), np.arange(d)] += lam[:, None]
+            b = np.matmul(Xg.transpose(0, 2, 1), yg[:, :, None]) / n
+            out[clients] = np.linalg.solve(A, b)[:, :, 0]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Local solvers as linear operators (used by mixreg.fedx)
+# --------------------------------------------------------------------------------------------
+
+
+def _operators_transposed(Xg, eta, solver, s):
+    """``K_i^T`` of shape (c, n, d) for ``c`` clients of equal size ``n`` (float64)."""
+    c, n, d = Xg.shape
+    if solver == "fedprox":
+        if n <= d:  # n x n system: K^T = eta (n I + eta X X^T)^-1 X
+            G = eta * np.matmul(Xg, Xg.transpose(0, 2, 1))
+            G[:, np.arange(n), np.arange(n)] += n
+            return eta * np.linalg.solve(G, Xg)
+        H = np.matmul(Xg.transpose(0, 2, 1), Xg) / n  # d x d system: K^T = X (H + I / eta)^-1 / n
+        H[:, np.arange(d), np.arange(d)] += 1.0 / eta
+        return np.linalg.solve(H, Xg.transpose(0, 2, 1)).transpose(0, 2, 1) / n
+    base = (eta / n) * Xg  # FedAvg: K_{j+1}^T = K_j^T (I - eta H) + (eta / n) X
+    KT = base.copy()
+    H = np.matmul(Xg.transpose(0, 2, 1), Xg) / n if n > d else None
+    for _ in range(s - 1):
+        if H is None:
+            KT = KT - (eta / n) * np.matmul(np.matmul(KT, Xg.transpose(0, 2, 1)), Xg) + base
+        else:
+            KT = KT - eta * np.matmul(KT, H) + base
+    return KT
+
+
+def local_update_operator(X, step_size, local_solver="fedavg", local_steps=1):
+    """The matrix :math:`K` with local model :math:`\\theta^{(i)} = \\theta + K (y - X \\theta)`.
+
+    For the squared loss both local solvers are affine in the broadcast model :math:`\\theta`:
+
+    .. math::
+
+        K_{\\text{FedAvg}(s)} = \\frac{\\eta}{n} \\sum_{j=0}^{s-1} (I - \\eta H)^j X^\\top,
+        \\qquad
+        K_{\\text{FedProx}} = \\eta X^\\top (n I + \\eta X X^\\top)^{-1}
+        = (H + I/\\eta)^{-1} X^\\top / n,
+
+    with :math:`H = X^\\top X / n` (unrolling ``s`` gradient steps; the closed form of the
+    proximal step).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        One client's features.
+    step_size : float > 0
+        :math:`\\eta` (the local step of FedAvg, the proximal parameter of FedProx).
+    local_solver : {"fedavg", "fedprox"}
+    local_steps : int >= 1
+        ``s`` of FedAvg(s); ignored by FedProx.
+
+    Returns
+    -------
+    K : ndarray of shape (d, n), float64
+        FedAvg(s): :math:`\\frac{\\eta}{n}\\sum_{j<s}(I - \\eta X^\\top X/n)^j X^\\top`; FedProx:
+        :math:`\\eta X^\\top (n I + \\eta X X^\\top)^{-1}` (solved as a ``n x n`` system when
+        ``n <= d``, else as :math:`(X^\\top X / n + I/\\eta)^{-1} X^\\top / n`, a ``d x d`` one).
+
+    See Also
+    --------
+    gradient_steps, proximal_step : the same updates applied directly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[2.0, 0.0]])  # one point: H = diag(4, 0)
+    >>> local_update_operator(x, 0.25, "fedavg", 2).tolist()  # 0.25 (I + (I - 0.25 H)) x^T
+    [[0.5], [0.0]]
+    >>> local_update_operator(x, 0.5, "fedprox").tolist()  # 0.5 x^T / (1 + 0.5 * 4)
+    [[0.3333333333333333], [0.0]]
+    """
+    X = check_array("X", X, ndim=2, dtype=np.float64)
+    eta, solver, s = check_solver(step_size, local_solver, local_steps)
+    return _operators_transposed(X[None], float(eta), solver, s)[0].T
+
+
+def check_solver(step_size, local_solver, local_steps):
+    """Validated ``(eta, local_solver, s)``: ``eta`` finite and > 0 (array), ``s = 1`` for FedProx."""
+    eta = np.asarray(step_size, dtype=np.float64)
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"step_size must be finite and > 0, got {np.asarray(step_size).tolist()}")
+    check_choice("local_solver", local_solver, LOCAL_SOLVERS)
+    s = check_int("local_steps", local_steps, low=1)
+    return eta, local_solver, (s if local_solver == "fedavg" else 1)
+
+
+def stacked_update_operators(problem, step_size, local_solver="fedavg", local_steps=1, *, weighted=True):
+    """All clients' :math:`w_i K_i^\\top`, stacked like the data.
+
+    Parameters
+    ----------
+    problem : Problem
+    step_size : float > 0
+    local_solver, local_steps
+        See :func:`local_update_operator`.
+    weighted : bool
+        Multiply client ``i``'s rows by :math:`w_i = n_i / N` (default) or not.
+
+    Returns
+    -------
+    KT : ndarray of shape (N, d), float64
+        Rows ``offsets[i]:offsets[i+1]`` hold :math:`w_i K_i^\\top`, so that the server step of
+        a model ``l`` is ``R_l @ KT`` with ``R_l`` the residuals of the clients that chose it.
+        Clients of equal size are processed together (one batched solve per distinct size).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem_from_parameters
+    >>> pb = make_problem_from_parameters(np.eye(2), np.array([0, 1, 1]), np.array([1, 3, 3]), 0.1,
+    ...                                   rng=np.random.default_rng(0))
+    >>> stacked_update_operators(pb, 0.1, "fedprox").shape
+    (7, 2)
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
+    eta, solver, s = check_solver(step_size, local_solver, local_steps)
+    if eta.ndim != 0:
+        raise ValueError(f"step_size must be a scalar here, got shape {eta.shape}")
+    sizes = problem.sizes
+    KT = np.empty((problem.N, problem.d))
+    for n in np.unique(sizes):
+        clients = np.flatnonzero(sizes == n)
+        rows = problem.offsets[clients][:, None] + np.arange(n)
+        KT[rows] = _operators_transposed(problem.X[rows].astype(np.float64), float(eta), solver, s)
+    if weighted:
+        KT *= np.repeat(sizes / problem.N, sizes)[:, None]
+    return KT
