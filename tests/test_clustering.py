@@ -316,6 +316,7 @@ def test_single_linkage_threshold_is_connected_components(cloud, threshold):
     np.testing.assert_array_equal(res.labels, expected)
 
 
+@pytest.mark.filterwarnings("ignore::mixreg.clustering.ClusteringWarning")  # duplicated points
 @FAST
 @given(point_clouds())
 def test_single_linkage_cut_is_the_anchor_clustering_threshold(cloud):

@@ -1,10 +1,13 @@
-"""Tests of mixreg.plotting: the figure has what a reader needs."""
+"""Tests of mixreg.plotting's common helpers and success figure: the figure has what a reader needs.
+
+The registry of method names, labels and colours is tested in ``tests/test_plotting_methods.py``."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 from mixreg.plotting import plot_success_vs_separation, save_figure  # noqa: E402
+from mixreg.plotting._common import _plain  # noqa: E402
 
 
 def _summary():
@@ -40,3 +43,7 @@ def test_save_figure_writes_every_copy_of_one_drawing(tmp_path):
     assert [p.name for p in paths] == ["fig.png", "fig.pdf", "fig_paper.png", "fig_paper.pdf"]
     assert all(p.stat().st_size > 1000 for p in paths)
     assert (tmp_path / "results" / "fig.png").read_bytes() == (tmp_path / "figures" / "fig_paper.png").read_bytes()
+
+
+def test_plain_tick_labels_have_no_scientific_notation():
+    assert [_plain(v) for v in (0.03, 0.1, 2.0, 40.0, 500.0)] == ["0.03", "0.1", "2", "40", "500"]

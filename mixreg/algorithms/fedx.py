@@ -132,6 +132,15 @@ def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, 
     -------
     rates : ndarray of shape (k,)
         :math:`\\max_j |\\lambda_j(A_l)|`; ``nan`` for a cluster with no client.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem
+    >>> pb = make_problem(m=20, k=2, n=50, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    >>> rates = fedx_linear_rates(pb, 1.0)  # about 1 - (N_l / N) lambda_min: near 1/2 here
+    >>> rates.shape, bool(np.all((0.3 < rates) & (rates < 0.7)))
+    ((2,), True)
     """
     KT = stacked_update_operators(problem, step_size, local_solver, local_steps)
     labels = problem.labels if labels is None else np.asarray(labels)

@@ -97,6 +97,15 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
         Required for the random methods.
     k : int, optional
         Number of models; defaults to the problem's ``k`` (must equal it for "close"/"truth").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem
+    >>> pb = make_problem(m=10, k=2, n=5, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    >>> theta = initial_parameters(pb, 4, "close", rng=np.random.default_rng(1))
+    >>> theta.shape, np.allclose(np.linalg.norm(theta - pb.theta_star, axis=2), 0.25 * pb.separation)
+    ((4, 2, 3), True)
     """
     check_problem(problem)
     B = check_int("n_replicas", n_replicas, low=1)
@@ -165,6 +174,15 @@ def training_loss(problem, theta):
     loss : ndarray of shape (B,)
         ``(1/m) sum_i min_j F_i(theta_j)``.
     assignments : ndarray of shape (B, m)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem
+    >>> pb = make_problem(m=10, k=2, n=5, d=3, sigma=0.0, scale=1.0, rng=np.random.default_rng(0))
+    >>> loss, assign = training_loss(pb, pb.theta_star[None])
+    >>> float(loss[0]), bool((assign[0] == pb.labels).all())
+    (0.0, True)
     """
     theta = np.ascontiguousarray(theta, dtype=problem.dtype)
     B, k, _ = theta.shape

@@ -200,6 +200,14 @@ def moment_vectors(X, y, theta):
     eps : ndarray of shape (n, d) or (A, n, d)
         :math:`E[\\varepsilon \\mid \\text{cluster } l] = \\Sigma_l(\\theta^*_l - \\theta)` (zero-mean
         noise independent of ``x``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([3.0, 2.0])
+    >>> moment_vectors(X, y, np.zeros(2))  # (y - <x, 0>) x
+    array([[3., 0.],
+           [0., 4.]])
     """
     X = np.asarray(X)
     y = np.asarray(y)
@@ -240,6 +248,16 @@ def top_subspace(E1, E2, k, *, symmetrize=True, solver="auto"):
         Orthonormal columns.
     values : ndarray of shape (k,) or (A, k)
         The ``k`` leading eigenvalues (singular values), descending.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> v = np.array([3.0, 0.0, 0.0, 0.0])  # E[Y] = v v^T: the subspace is e_1
+    >>> E1 = v + 0.1 * rng.standard_normal((200, 4)); E2 = v + 0.1 * rng.standard_normal((200, 4))
+    >>> U, values = top_subspace(E1, E2, 1)
+    >>> bool(abs(U[0, 0]) > 0.99), round(float(values[0]))
+    (True, 9)
     """
     E1 = np.asarray(E1, dtype=np.float64)
     E2 = np.asarray(E2, dtype=np.float64)
@@ -307,6 +325,14 @@ def anchor_direction(P1, P2, *, symmetrize=True, sign="first_moment", rng=None):
         Unit vectors.
     lambda1 : ndarray of shape () or (A,)
         Leading eigenvalue (singular value) of ``Z``, :math:`\\approx \\lVert v \\rVert^2`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.tile([[0.6, 0.8]], (50, 1))  # every projected vector is v = (0.6, 0.8)
+    >>> beta, lam = anchor_direction(P, P)
+    >>> np.round(beta, 6).tolist(), round(float(lam), 6)
+    ([0.6, 0.8], 1.0)
     """
     P1 = np.asarray(P1, dtype=np.float64)
     P2 = np.asarray(P2, dtype=np.float64)
@@ -371,6 +397,14 @@ def cluster_anchors(theta, k, *, threshold=None, on_mismatch="kmeans"):
     Returns
     -------
     AnchorClustering
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> theta = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.0, 5.1]])
+    >>> res = cluster_anchors(theta, 2)
+    >>> res.groups.tolist(), res.method, res.centres.tolist()
+    ([0, 0, 1, 1], 'threshold', [[0.05, 0.0], [5.0, 5.05]])
     """
     theta = check_array("theta", theta, ndim=2, dtype=np.float64, finite=False)
     n_a, d = theta.shape
@@ -571,6 +605,18 @@ def moment_descent(
         Naming the parameter: an anchor index out of range or repeated, an anchor with fewer
         than 2 points, ``k > M_A``, ``clients_per_round`` larger than the eligible clients (or
         than the fresh pairs allow), an anchor too small for ``n_rounds`` fresh rounds, ...
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import ProblemSpec
+    >>> spec = ProblemSpec(m=3000, k=2, d=5, sigma=0.1, scale=3.0, protocol="gaussian", n=4,
+    ...                    anchor_mode="per_cluster", anchor_points=400)
+    >>> rng = np.random.default_rng(1)
+    >>> pb, anchors = spec.with_anchors(spec.generate(rng), rng)
+    >>> res = moment_descent(pb, anchors, 2, rng=rng, anchor_sampling="reuse")
+    >>> res.centres.shape, res.stop_reason
+    ((2, 5), 'completed 10 rounds')
     """
     start = time.perf_counter()
     plan = _plan(problem, anchors, k, rng=rng, n_rounds=n_rounds, clients_per_round=clients_per_round,

@@ -1,0 +1,68 @@
+"""What every figure shares: the backend, saving, tick formatting and method-styled error bars."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)  # a no-op when a backend was already chosen
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .methods import METHODS, MethodStyle, method_label  # noqa: E402
+
+__all__ = ["save_figure"]
+
+# Drawn for a key the registry does not know: matplotlib's colour cycle, no marker.
+_UNREGISTERED = MethodStyle("", "", None, None, "-")
+
+
+def _style(key):
+    """The registry's style of method ``key``, or a neutral one for an unregistered key."""
+    return METHODS.get(key, _UNREGISTERED)
+
+
+def _label(key, label):
+    """``label`` when the caller gave one, else the registry's label of method ``key``."""
+    return method_label(key) if label is None else label
+
+
+def _plain(value, _pos=None):
+    """Tick label without scientific notation: 0.03, 0.1, 2, 40."""
+    return f"{value:g}"
+
+
+def save_figure(fig, path_without_suffix, *more_paths):
+    """Write ``<path>.png`` (150 dpi) and ``<path>.pdf`` for each path given, then close ``fig``.
+
+    Returns the written paths, PNG then PDF for each path in order.
+    """
+    from pathlib import Path
+
+    written = []
+    for base in (path_without_suffix, *more_paths):
+        base = Path(base)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        png, pdf = base.with_suffix(".png"), base.with_suffix(".pdf")
+        fig.savefig(png, dpi=150)
+        fig.savefig(pdf)
+        written += [png, pdf]
+    plt.close(fig)
+    return written
+
+
+def _errorbars(ax, x, series, *, spread=0.0):
+    """Median markers with quartile bars for each ``(key, label, median, low, high)``.
+
+    Colour, marker and line style are the registry's for ``key``; ``label=None`` takes the
+    registry's label too.  With ``spread > 0`` the series are shifted side by side on a linear
+    x axis and drawn without connecting lines.
+    """
+    n = len(series)
+    for j, (key, label, med, lo, hi) in enumerate(series):
+        style = _style(key)
+        shift = spread * (j - (n - 1) / 2)
+        xs = np.asarray(x, dtype=float) + shift
+        med, lo, hi = (np.asarray(v, dtype=float) for v in (med, lo, hi))
+        ax.errorbar(xs, med, yerr=[med - lo, hi - med], marker=style.marker or "o", ms=5,
+                    ls=style.linestyle if spread == 0 else "none", color=style.color, lw=1.4, capsize=2,
+                    label=_label(key, label))

@@ -1,0 +1,184 @@
+"""Tests of mixreg.plotting.methods: the one registry of method names, labels and colours.
+
+Every figure function is drawn on tiny synthetic inputs and its legend texts, panel titles and
+line colours are checked against the registry.
+"""
+
+import dataclasses
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.colors  # noqa: E402
+import matplotlib.container  # noqa: E402
+import matplotlib.lines  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import mixreg.plotting  # noqa: E402
+from mixreg.plotting import (  # noqa: E402
+    METHODS,
+    RULES,
+    MethodStyle,
+    method_label,
+    plot_error_vs_rounds,
+    plot_success_vs_separation,
+    plot_two_phase_scaling,
+    rule_title,
+)
+from mixreg.trials import SUCCESS_RULES  # noqa: E402
+from mixreg.trials_two_phase import CURVE_METHODS  # noqa: E402
+
+STYLES = [*METHODS.values(), *RULES.values()]
+
+
+def test_registry_holds_the_methods_and_rules_the_records_name():
+    assert set(CURVE_METHODS) | {"ls"} <= set(METHODS)
+    assert {"ifca", "oracle", "fedavg", "fedprox", "ls"} <= set(METHODS)
+    assert set(RULES) == set(SUCCESS_RULES) == {"official", "honest", "oracle"}
+    assert all(key == style.name for registry in (METHODS, RULES) for key, style in registry.items())
+
+
+def test_every_method_has_a_distinct_colour_and_marker():
+    colours = [matplotlib.colors.to_rgba(style.color) for style in METHODS.values()]
+    assert len(set(colours)) == len(METHODS)
+    assert len({style.marker for style in METHODS.values()}) == len(METHODS)
+    for style in STYLES:
+        assert matplotlib.colors.is_color_like(style.color) or (style.color is None and style in RULES.values())
+
+
+@pytest.mark.parametrize("style", STYLES, ids=[f"{s.name}:{s.label[:12]}" for s in STYLES])
+def test_labels_are_non_empty_and_styles_are_drawable(style):
+    assert style.label.strip() and style.short.strip()
+    assert style.linestyle in ("-", "--", ":", "-.")
+    assert style.marker is None or style.marker in matplotlib.lines.Line2D.markers
+    assert set(style.params) >= set(MethodStyle("", style.short, None, None, "-").params)
+
+
+def test_the_current_texts_are_kept():
+    assert method_label("fedavg") == "FMD → FedAvg(s)"
+    assert method_label("ifca") == "IFCA, random init (best of restarts by training loss)"
+    assert method_label("oracle") == "IFCA started at θ* (oracle)"
+    assert method_label("fedprox") == "FMD → FedProx"
+    assert method_label("ls") == "known-label least squares"
+    assert rule_title("official") == "official rule: best of all runs by distance to truth"
+    assert rule_title("honest") == "honest rule: run with lowest training loss, matched distance"
+    assert RULES["oracle"].label == "known-label LS oracle (ceiling)"
+    assert rule_title("custom") == "custom"  # an unregistered rule is titled by its name
+
+
+def test_method_label_fills_the_templates():
+    assert method_label("fedavg", s=3) == "FMD → FedAvg(3)"
+    assert method_label("fedavg", short=True, s=5) == "FedAvg(5)"
+    assert method_label("ifca", short=True) == "IFCA"
+    assert METHODS["fedavg"].params == ("s",) and METHODS["ifca"].params == ()
+    for name, style in METHODS.items():
+        if not style.params:
+            assert method_label(name) == style.label
+    with pytest.raises(ValueError, match=r"takes parameters \['s'\], got \['t'\]"):
+        method_label("fedavg", t=3)
+    with pytest.raises(ValueError, match=r"takes parameters \[\], got \['s'\]"):
+        method_label("ifca", s=3)
+    with pytest.raises(ValueError, match="method must be one of ifca, oracle, fedavg, fedprox, ls, got 'sgd'"):
+        method_label("sgd")
+
+
+def test_registry_is_read_only():
+    with pytest.raises(TypeError):
+        METHODS["sgd"] = METHODS["ifca"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        METHODS["ifca"].color = "red"
+
+
+def test_no_registered_label_or_colour_is_spelled_elsewhere_in_plotting():
+    package = pathlib.Path(mixreg.plotting.__file__).parent
+    for path in package.glob("*.py"):
+        if path.name == "methods.py":
+            continue
+        source = path.read_text(encoding="utf-8")
+        for style in STYLES:
+            assert style.label not in source, (path.name, style.label)
+            if style.color and style.color.startswith("#"):
+                assert style.color.lower() not in source.lower(), (path.name, style.color)
+
+
+# --------------------------------------------------------------------------------------------
+# Every figure function on tiny synthetic inputs: legends, titles and colours from the registry
+# --------------------------------------------------------------------------------------------
+
+
+def _legend_texts(fig):
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return [text.get_text() for legend in legends for text in legend.get_texts()]
+
+
+def _line_colours(ax):
+    return {line.get_label(): matplotlib.colors.to_rgba(line.get_color()) for line in ax.get_lines()}
+
+
+def _rgba(key):
+    return matplotlib.colors.to_rgba(METHODS[key].color)
+
+
+def test_success_figure_takes_titles_and_legend_from_the_registry():
+    rows = []
+    for sigma in (0.0, 0.5):
+        for delta, rate in ((0.5, 0.1), (1.0, 0.5), (2.0, 0.9)):
+            row = {"sigma": sigma, "separation_mean": delta}
+            for rule in RULES:
+                row[f"{rule}_success_rate"] = rate
+                row[f"{rule}_success_low"] = max(rate - 0.1, 0)
+                row[f"{rule}_success_high"] = min(rate + 0.1, 1)
+            rows.append(row)
+    fig = plot_success_vs_separation(rows, rules=tuple(RULES))
+    assert [ax.get_title() for ax in fig.axes] == [rule_title(rule) for rule in RULES]
+    texts = _legend_texts(fig)
+    ifca = method_label("ifca", short=True)
+    assert texts == [f"{ifca}, σ = 0", RULES["oracle"].label, f"{ifca}, σ = 0.5"]
+    plt.close(fig)
+
+
+def test_rounds_figure_takes_labels_and_colours_from_the_registry():
+    rounds = np.arange(0, 21, 5)
+    keys = ("ifca", "oracle", "fedavg", "fedprox")
+    curves = [dict(key=key, rounds=rounds, median=np.exp(-rounds / (5.0 + j)), low=0.8 * np.exp(-rounds / (5.0 + j)),
+                   high=1.2 * np.exp(-rounds / (5.0 + j))) for j, key in enumerate(keys)]
+    curves[2]["label"] = method_label("fedavg", s=2)
+    fig = plot_error_vs_rounds(curves, floor=(1e-3, None), switch_round=5)
+    expected = [method_label("ifca"), method_label("oracle"), "FMD → FedAvg(2)", method_label("fedprox"),
+                method_label("ls")]
+    assert _legend_texts(fig) == expected
+    colours = _line_colours(fig.axes[0])
+    for key, label in zip((*keys, "ls"), expected):
+        assert colours[label] == _rgba(key), key
+    assert [line.get_marker() for line in fig.axes[0].get_lines()[:4]] == [METHODS[k].marker for k in keys]
+    plt.close(fig)
+
+
+def test_scaling_figure_takes_labels_and_colours_from_the_registry():
+    keys = ("fedavg", "fedprox", "ifca", "oracle", "ls")
+
+    def series(n):
+        return [(key, None, 0.1 * (j + 1) / np.arange(1, n + 1), 0.09 * (j + 1) / np.arange(1, n + 1),
+                 0.11 * (j + 1) / np.arange(1, n + 1)) for j, key in enumerate(keys)]
+
+    by_M = dict(M=np.array([100, 200, 400]), series=series(3), theory=(0.2 / np.arange(1, 4), "theory"))
+    by_law = dict(laws=["equal", "zipf"], chi2=[0.0, 1.5], series=series(2), theory=None)
+    rng = np.random.default_rng(0)
+    rates = [dict(key=key, p=rng.uniform(0.05, 0.3, 5), measured=rng.uniform(0.01, 0.1, 5),
+                  linear=rng.uniform(0.01, 0.1, 5), C1=0.3, C1_label="line") for key in ("fedavg", "fedprox")]
+    fig = plot_two_phase_scaling(by_M, by_law, rates)
+    texts = _legend_texts(fig)
+    assert texts[: len(keys)] == [method_label(key) for key in keys]  # the shared legend
+    for key in ("fedavg", "fedprox"):
+        assert f"{method_label(key)}: measured 1 − ρ" in texts and f"{method_label(key)}: exact linear rate" in texts
+    for ax in fig.axes[:2]:  # error bars: their data line carries the method's colour and marker
+        drawn = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+        assert [c.get_label() for c in drawn] == [method_label(key) for key in keys]
+        for key, container in zip(keys, drawn):
+            assert matplotlib.colors.to_rgba(container.lines[0].get_color()) == _rgba(key)
+            assert container.lines[0].get_marker() == METHODS[key].marker
+    plt.close(fig)
