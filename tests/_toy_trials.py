@@ -1,12 +1,21 @@
-"""Module-level toy trial functions for tests/test_montecarlo.py.
+"""Module-level toy trial functions and shared helpers for tests/test_montecarlo_*.py.
 
-They live in their own module so that worker processes (loky, Dask) can import them by name.
-Each is a deterministic function of its cell and seed.
+The trial functions live in their own module so that worker processes (loky, Dask) can
+import them by name.  Each is a deterministic function of its cell and seed.
 """
 
+import csv
+import json
+import os
+import pathlib
 import time
 
 import numpy as np
+
+TESTS_DIR = pathlib.Path(__file__).resolve().parent
+REPO_DIR = TESTS_DIR.parent
+
+CELLS = [{"R": r, "noise": s} for r in (0.5, 1.0, 2.0) for s in (0.1, 1.0)]
 
 
 def least_squares_trial(cell, seed):
@@ -73,3 +82,64 @@ def sleepy_sweep(root_seed=7):
     cells = [{"sleep": 0.1, "group": g} for g in ("a", "b")]
     return Sweep(name="sleepy", trial_fn=sleepy_trial, cells=cells, n_trials=4,
                  root_seed=root_seed, config={"purpose": "kill test"}, chunk_size=1)
+
+
+def step_sizes_trial(cell, seed):
+    """Use a list of step sizes given as a tuple, or as the comma text it replaced."""
+    steps = cell["steps"]
+    if isinstance(steps, str):
+        steps = tuple(float(v) for v in steps.split(","))
+    elif not isinstance(steps, tuple):
+        raise TypeError(f"steps reached the trial as a {type(steps).__name__}, not a tuple")
+    rng = np.random.default_rng(seed)
+    return {"n_steps": len(steps), "last_step": float(steps[-1]),
+            "draw": float(rng.standard_normal()) * cell["k"], "label": f"k{cell['k']}"}
+
+
+def awkward_values_trial(cell, seed):
+    """Values that are hard to write to CSV and read back exactly; trial 1 of cell 1 fails."""
+    if cell["k"] == 1 and seed.spawn_key[-1] == 1:
+        raise ArithmeticError("deliberate failure")
+    rng = np.random.default_rng(seed)
+    u = float(rng.random())
+    return {"third": u / 3.0, "tiny": 5e-324 * (1 + seed.spawn_key[-1]), "neg_zero": -0.0,
+            "inf": float("inf"), "nan": float("nan"), "big_int": 2**62 + 1, "flag": u < 0.5,
+            "digits": "0123", "true_text": "True", "empty": "", "mixed": 1 if u < 0.5 else 2.5}
+
+
+# --------------------------------------------------------------------------- test helpers
+
+
+def toy_sweep(trial_fn=least_squares_trial, cells=CELLS, n_trials=6, root_seed=2024,
+              config=None, **kwargs):
+    """The least-squares toy sweep of the engine's tests (arguments override its fields)."""
+    from mixreg.montecarlo import Sweep
+
+    config = {"experiment": "toy", "lr": 0.1} if config is None else config
+    return Sweep(name="toy", trial_fn=trial_fn, cells=cells, n_trials=n_trials,
+                 root_seed=root_seed, config=config, **kwargs)
+
+
+def csv_rows(path, drop=("wall_time",)):
+    """trials.csv as a list of rows (strings), without the run-dependent columns."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    keep = [i for i, name in enumerate(rows[0]) if name not in drop]
+    return [[row[i] for i in keep] for row in rows]
+
+
+def records_json(records, drop=("wall_time",)):
+    """Records (or a result's records) as JSON text, without the run-dependent columns.
+
+    JSON tells ``1`` from ``1.0``, ``True`` and ``"1"``, and writes NaN, so equal texts mean
+    equal values of equal types.
+    """
+    records = getattr(records, "records", records)
+    return json.dumps([{k: v for k, v in r.items() if k not in drop} for r in records])
+
+
+def subprocess_env():
+    """Environment for a Python subprocess that imports mixreg and this module."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_DIR), str(TESTS_DIR), env.get("PYTHONPATH", "")])
+    return env

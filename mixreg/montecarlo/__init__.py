@@ -1,0 +1,80 @@
+"""Monte Carlo engine: run a grid of cells times trials, resumably and reproducibly.
+
+A *sweep* is a grid of cells (one parameter combination each, a dict of scalars and tuples
+of numbers) times ``n_trials`` trials.  A trial is the unit of randomness:
+``trial_fn(cell, seed)`` receives its own :class:`numpy.random.SeedSequence` and returns a
+small dict of scalars.  Trials of a cell are batched into chunks, the unit of work and of
+storage.
+
+Guarantees
+----------
+Same numbers wherever it runs
+    The seed of trial ``t`` of a cell depends only on the root seed, an exact, stable
+    encoding of the cell's parameters and ``t`` (:func:`trial_seed`): not on the cell's
+    position in the grid, the chunking, the backend or the process.  Adding a value to a grid
+    leaves the records of the cells already there unchanged.  Parallel workers (loky
+    processes, Dask workers) run their kernels with one BLAS thread and one numba thread,
+    see ``kernel_threads`` in :func:`run_sweep` for the one caveat.
+Never loses finished work
+    Each finished chunk is written by the coordinating process to its own file under a
+    temporary name, flushed to disk and renamed, so a kill at any moment leaves either the
+    whole file or none.  Re-running the same call loads the finished chunks and computes
+    only the missing trials.  A truncated or corrupted chunk file (checksum or record count)
+    is reported with a :class:`SweepWarning` and recomputed.
+Never mixes two configurations
+    ``manifest.json`` holds the sweep's identity (name, trial function, root seed, number of
+    trials, cells, config).  Running a different sweep into the same directory raises
+    :class:`ConfigMismatchError`, naming the differing keys, unless ``overwrite=True`` (start
+    fresh) or ``new_dir=True`` (write into ``<dir>-2``, ``<dir>-3``, ...).
+
+Layout of a results directory (read it back with :func:`mixreg.montecarlo.reader.read_results`)::
+
+    <outdir>/
+        manifest.json            identity + provenance + runs + failures
+        trials.csv               one row per (cell, trial), ordered by cell then trial
+        summary.csv              one row per cell: counts and per-cell means
+        chunks/
+            cell00000_t000000-000050.json    records of trials [0, 50) of cell 0
+            ...
+        .lock                    held (flock) while a run writes into the directory
+
+The engine is split into private modules: ``_cells`` (cell values, canonical encoding,
+seeds), ``_store`` (atomic files, chunk files, manifest, directory lock), ``_backends``
+(running chunks in-process, on loky or on Dask), ``_tables`` (CSV writing and the summary),
+``_sweep`` (the sweep, planning and the run); ``reader`` is the public read-only reader.
+
+Examples
+--------
+>>> import numpy as np
+>>> from mixreg.montecarlo import trial_seed
+>>> ss = trial_seed(0, {"R": 1.5, "m": 10}, trial=3)
+>>> ss.spawn_key
+(3,)
+>>> rng = np.random.default_rng(ss)  # what a trial function does with its seed
+"""
+
+from mixreg.montecarlo._cells import ENGINE_COLUMNS, seed_from_record, trial_seed
+from mixreg.montecarlo._errors import ConfigMismatchError, SweepWarning
+from mixreg.montecarlo._store import (
+    CHUNK_DIR_NAME,
+    FORMAT,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    SUMMARY_CSV_NAME,
+    TRIALS_CSV_NAME,
+)
+from mixreg.montecarlo._sweep import Sweep, SweepResult, dry_run, replay_trial, run_sweep
+from mixreg.montecarlo._tables import write_table
+
+__all__ = [
+    "trial_seed",
+    "seed_from_record",
+    "Sweep",
+    "SweepResult",
+    "run_sweep",
+    "dry_run",
+    "write_table",
+    "replay_trial",
+    "ConfigMismatchError",
+    "SweepWarning",
+]

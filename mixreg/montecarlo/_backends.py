@@ -1,0 +1,218 @@
+"""Running chunks of trials: in this process, on loky worker processes or on Dask workers.
+
+A task is a chunk, trials ``[start, stop)`` of one cell (:func:`_run_chunk`).  Workers run
+their kernels with a limited number of BLAS/OpenMP and numba threads (:func:`_kernel_threads`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import traceback
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+
+from mixreg import provenance
+from mixreg.montecarlo._cells import ENGINE_COLUMNS, _cell_entropy, _scalar
+from mixreg.montecarlo._errors import SweepWarning
+
+_THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
+_TRACEBACK_LIMIT = 4000  # characters of a failure's traceback kept in the manifest
+
+
+# --------------------------------------------------------------------------- trials
+
+
+def _run_trial(trial_fn, root_seed, cell_index, cell, trial):
+    """Run one trial; never raises for an exception of the trial function."""
+    entropy = _cell_entropy(root_seed, cell)
+    seed = np.random.SeedSequence(entropy, spawn_key=(trial,))
+    failure = None
+    start = time.perf_counter()
+    try:
+        fields = _check_trial_output(trial_fn(dict(cell), seed), cell)
+        error = ""
+    except Exception as exc:  # noqa: BLE001 - a failing trial is data, the sweep goes on
+        fields = {}
+        error = f"{type(exc).__name__}: {exc}"
+        failure = {
+            "cell": cell_index,
+            "trial": trial,
+            "params": dict(cell),
+            "seed_entropy": entropy,
+            "spawn_key": [trial],
+            "error": error,
+            "traceback": traceback.format_exc()[-_TRACEBACK_LIMIT:],
+        }
+    wall_time = time.perf_counter() - start
+    record = {**cell, "cell": cell_index, "trial": trial, **fields,
+              "wall_time": wall_time, "seed_entropy": json.dumps(entropy), "error": error}
+    return record, failure
+
+
+def _check_trial_output(out, cell):
+    if not isinstance(out, Mapping):
+        raise TypeError(f"trial_fn must return a dict of scalars, got {type(out).__name__}")
+    fields = {}
+    for key, value in out.items():
+        if not isinstance(key, str):
+            raise TypeError(f"trial_fn returned a non-string key {key!r}")
+        if key in ENGINE_COLUMNS or key in cell:
+            raise ValueError(f"trial_fn returned key {key!r}, which is reserved for an engine "
+                             "column or a cell parameter; rename it")
+        try:
+            fields[key] = _scalar(value)
+        except TypeError:
+            raise TypeError(f"trial_fn returned {key}={value!r} ({type(value).__name__}); "
+                            "values must be int, float, bool or str scalars") from None
+    return fields
+
+
+def _run_chunk(trial_fn, root_seed, cell_index, cell, start, stop, kernel_threads, restore):
+    """Run trials ``[start, stop)`` of one cell: the task shipped to workers."""
+    with _kernel_threads(kernel_threads, restore):
+        results = [_run_trial(trial_fn, root_seed, cell_index, cell, t) for t in range(start, stop)]
+    return cell_index, start, stop, results
+
+
+@contextlib.contextmanager
+def _kernel_threads(n, restore):
+    """Limit BLAS/OpenMP (threadpoolctl) and numba to ``n`` threads; ``None`` = no limit.
+
+    In worker processes ``restore`` is False: the limit stays for the life of the worker,
+    which is dedicated to the sweep (restoring could race with a concurrent task on a
+    multi-threaded Dask worker).  In-process runs restore the previous limits afterwards.
+    The call is repeated per task, so BLAS libraries loaded by an earlier task (scipy's own
+    OpenBLAS, say) are limited too.
+    """
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    limiter = threadpool_limits(limits=n)
+    numba_before = None
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency
+        numba = None
+    if numba is not None:
+        numba_before = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        if restore:
+            limiter.restore_original_limits()
+            if numba is not None:
+                numba.set_num_threads(numba_before)
+
+
+# --------------------------------------------------------------------------- backends
+
+
+class _Backend:
+    """Runs chunk tasks and yields ``(cell_index, start, stop, results)`` as they finish."""
+
+    name = "serial"
+    workers = 1
+    kernel_threads = None
+    info = {}
+
+    def run(self, sweep, tasks):
+        for ci, start, stop in tasks:
+            yield _run_chunk(sweep.trial_fn, sweep.root_seed, ci, sweep.cells[ci], start,
+                             stop, self.kernel_threads, True)
+
+
+class _JoblibBackend(_Backend):
+    def __init__(self, name, workers, kernel_threads, config, info=None):
+        self.name, self.workers, self.kernel_threads = name, workers, kernel_threads
+        self._config, self.info = config, info or {}
+
+    def run(self, sweep, tasks):
+        from joblib import Parallel, delayed, parallel_config
+
+        calls = (
+            delayed(_run_chunk)(sweep.trial_fn, sweep.root_seed, ci, sweep.cells[ci], start,
+                                stop, self.kernel_threads, False)
+            for ci, start, stop in tasks
+        )
+        with parallel_config(**self._config):
+            parallel = Parallel(return_as="generator_unordered", batch_size=1)
+            yield from parallel(calls)
+
+
+@contextlib.contextmanager
+def _open_backend(jobs, scheduler, dask_local, kernel_threads):
+    if scheduler is None and dask_local is None:
+        if jobs == 1:
+            backend = _Backend()
+            backend.kernel_threads = kernel_threads
+            backend.name = "serial (in-process)"
+            yield backend
+            return
+        threads = 1 if kernel_threads is None else kernel_threads
+        config = {"backend": "loky", "n_jobs": jobs, "inner_max_num_threads": threads}
+        yield _JoblibBackend(f"loky ({jobs} processes)", jobs, threads, config)
+        return
+
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ImportError("scheduler/dask_local need dask.distributed: "
+                          "pip install 'dask[distributed]'") from None
+    threads = 1 if kernel_threads is None else kernel_threads
+    with contextlib.ExitStack() as stack:
+        if dask_local is not None:
+            env = {var: str(threads) for var in _THREAD_ENV_VARS}
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=dask_local, threads_per_worker=1, processes=True,
+                host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                env=env,
+            ))
+            client = stack.enter_context(Client(cluster, set_as_default=False))
+            name = f"dask LocalCluster ({dask_local} workers on 127.0.0.1)"
+        else:
+            try:
+                client = stack.enter_context(Client(scheduler, set_as_default=False))
+            except OSError as exc:
+                raise OSError(f"could not connect to the Dask scheduler at {scheduler!r}: "
+                              f"{exc}") from None
+            name = f"dask ({scheduler})"
+        nthreads = client.nthreads()
+        workers = max(1, sum(nthreads.values()))
+        info = {"dask_workers": len(nthreads), "dask_threads": sum(nthreads.values())}
+        info["worker_packages"] = _check_worker_versions(client)
+        config = {"backend": "dask", "client": client, "n_jobs": -1}
+        yield _JoblibBackend(name, workers, threads, config, info)
+
+
+def _check_worker_versions(client):
+    """Package versions of the Dask workers; warn when they differ from this process's."""
+    try:
+        per_worker = client.run(provenance.package_versions)
+    except Exception as exc:  # noqa: BLE001 - informational only
+        return f"unknown ({type(exc).__name__}: {exc})"
+    local = provenance.package_versions()
+    distinct = {json.dumps(v, sort_keys=True) for v in per_worker.values()}
+    for text in distinct:
+        versions = json.loads(text)
+        differing = sorted(k for k in local if versions.get(k) != local[k])
+        if differing:
+            detail = ", ".join(f"{k} {local[k]} here vs {versions.get(k)}" for k in differing)
+            warnings.warn(f"Dask workers run different package versions ({detail}); results "
+                          "may differ from a local run", SweepWarning, stacklevel=4)
+    return [json.loads(t) for t in sorted(distinct)]

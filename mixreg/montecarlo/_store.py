@@ -1,0 +1,300 @@
+"""Storage of a results directory: atomic writes, chunk files, the manifest, the lock."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pathlib
+import re
+import warnings
+
+from mixreg import provenance
+from mixreg.montecarlo._cells import _canonical_cell, _json_default, _tuple_keys
+from mixreg.montecarlo._errors import ConfigMismatchError, SweepWarning
+
+FORMAT = "mixreg.montecarlo/1"
+MANIFEST_NAME = "manifest.json"
+TRIALS_CSV_NAME = "trials.csv"
+SUMMARY_CSV_NAME = "summary.csv"
+CHUNK_DIR_NAME = "chunks"
+LOCK_NAME = ".lock"
+
+_CHUNK_RE = re.compile(r"^cell(\d+)_t(\d+)-(\d+)\.json$")
+_TMP_RE = re.compile(r"^\.cell\d+_t\d+-\d+\.json\.\d+\.tmp$")
+
+
+# --------------------------------------------------------------------------- chunk files
+
+
+def _chunk_name(cell_index, start, stop):
+    return f"cell{cell_index:05d}_t{start:06d}-{stop:06d}.json"
+
+
+def _checksum(records, failures):
+    text = json.dumps({"records": records, "failures": failures}, sort_keys=True,
+                      separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _write_atomic(path, text):
+    """Write ``text`` to ``path`` so that readers see the old file, or all of the new one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _write_chunk(chunk_dir, sweep_key, cell_index, cell, start, stop, results, kernel_threads):
+    records = [r for r, _ in results]
+    failures = [f for _, f in results if f is not None]
+    payload = {
+        "format": FORMAT,
+        "sweep_key": sweep_key,
+        "cell_index": cell_index,
+        "cell": cell,
+        "trial_start": start,
+        "trial_stop": stop,
+        "n_records": len(records),
+        "kernel_threads": kernel_threads,
+        "written": provenance.utc_now(),
+        "checksum": _checksum(records, failures),
+        "records": records,
+        "failures": failures,
+    }
+    _write_atomic(chunk_dir / _chunk_name(cell_index, start, stop), json.dumps(payload))
+
+
+def _read_chunk(path, sweep_key, cells, n_trials):
+    """Return ``(cell_index, records, failures, kernel_threads)`` or raise ValueError(reason).
+
+    ``cells`` are the sweep's cells: the records' parameters and the failures' ``params``
+    are set to the cell's own values, so tuple values, stored as JSON lists (or, in
+    directories written before cells held tuples, as comma text), are tuples again.
+    """
+    match = _CHUNK_RE.match(path.name)
+    cell_index, start, stop = (int(g) for g in match.groups())
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable ({type(exc).__name__}: {exc}); truncated or corrupted")
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError("not a chunk file of this format")
+    if payload.get("sweep_key") != sweep_key:
+        raise ValueError("written by a different sweep")
+    if not (0 <= cell_index < len(cells)) or payload.get("cell_index") != cell_index:
+        raise ValueError("cell index out of the grid or inconsistent with the file name")
+    if _canonical_cell(payload.get("cell", {})) != _canonical_cell(cells[cell_index]):
+        raise ValueError("cell parameters differ from the grid's")
+    if (payload.get("trial_start"), payload.get("trial_stop")) != (start, stop) or not (
+        0 <= start < stop <= n_trials
+    ):
+        raise ValueError("trial range out of bounds or inconsistent with the file name")
+    records, failures = payload.get("records"), payload.get("failures")
+    if not isinstance(records, list) or not isinstance(failures, list):
+        raise ValueError("records or failures missing")
+    if payload.get("n_records") != stop - start or len(records) != stop - start:
+        raise ValueError(f"holds {len(records)} records, expected {stop - start}")
+    if payload.get("checksum") != _checksum(records, failures):
+        raise ValueError("checksum mismatch; corrupted")
+    if [r.get("trial") for r in records] != list(range(start, stop)):
+        raise ValueError("trial indices do not match the file's range")
+    cell = cells[cell_index]
+    for record in records:
+        record.update(cell)
+    for failure in failures:
+        failure["params"] = dict(cell)
+    return cell_index, records, failures, payload.get("kernel_threads")
+
+
+def _load_chunks(chunk_dir, sweep):
+    """Load every valid chunk file; warn about and delete the invalid ones."""
+    done, failures, thread_settings, n_files = {}, {}, set(), 0
+    if not chunk_dir.is_dir():
+        return done, failures, thread_settings, n_files
+    for path in sorted(chunk_dir.iterdir()):
+        if _TMP_RE.match(path.name):  # left by a run killed mid-write
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        if not _CHUNK_RE.match(path.name):
+            continue
+        try:
+            cell_index, records, chunk_failures, threads = _read_chunk(
+                path, sweep.key, sweep.cells, sweep.n_trials)
+        except ValueError as exc:
+            warnings.warn(f"chunk file '{path}' is {exc}; its trials will be recomputed",
+                          SweepWarning, stacklevel=3)
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        n_files += 1
+        thread_settings.add(threads)
+        failure_of = {f.get("trial"): f for f in chunk_failures}
+        for record in records:
+            key = (cell_index, record["trial"])
+            if key in done:  # overlapping chunks (the chunk size changed): keep the first
+                continue
+            done[key] = record
+            if record["trial"] in failure_of:
+                failures[key] = failure_of[record["trial"]]
+    return done, failures, thread_settings, n_files
+
+
+# --------------------------------------------------------------------------- directory
+
+
+def _resolve_outdir(outdir, new_dir):
+    outdir = pathlib.Path(os.path.expanduser(os.fspath(outdir)))
+    if not new_dir or not outdir.exists() or (outdir.is_dir() and not any(outdir.iterdir())):
+        return outdir
+    k = 2
+    while True:
+        candidate = outdir.with_name(f"{outdir.name}-{k}")
+        if not candidate.exists():
+            return candidate
+        k += 1
+
+
+@contextlib.contextmanager
+def _directory_lock(outdir):
+    """Hold an exclusive flock on ``outdir/.lock``; released by the OS even on SIGKILL."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no locking
+        yield
+        return
+    path = outdir / LOCK_NAME
+    created = not path.exists()
+    fh = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"another process is running a sweep into '{outdir}'; wait for "
+                               "it to finish or choose another directory") from None
+        except OSError:  # filesystem without locks: proceed unlocked
+            pass
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+        if created and not (outdir / MANIFEST_NAME).exists():  # refused: leave no litter
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _remove_own_files(outdir):
+    for name in (MANIFEST_NAME, TRIALS_CSV_NAME, SUMMARY_CSV_NAME):
+        with contextlib.suppress(FileNotFoundError):
+            (outdir / name).unlink()
+    chunk_dir = outdir / CHUNK_DIR_NAME
+    if chunk_dir.is_dir():
+        for path in chunk_dir.iterdir():
+            if _CHUNK_RE.match(path.name) or _TMP_RE.match(path.name):
+                path.unlink()
+
+
+def _diff_keys(old, new, prefix=""):
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = []
+        for key in list(old) + [k for k in new if k not in old]:
+            path = f"{prefix}{key}"
+            if key not in old or key not in new:
+                keys.append(path)
+            else:
+                keys.extend(_diff_keys(old[key], new[key], path + "."))
+        return keys
+    same = json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
+    return [] if same else [prefix.rstrip(".") or "(root)"]
+
+
+def _prepare_directory(outdir, sweep, overwrite):
+    """Check or reset ``outdir``; return the previous manifest (None when starting fresh)."""
+    manifest_path = outdir / MANIFEST_NAME
+    entries = [p for p in outdir.iterdir() if p.name != LOCK_NAME]
+    if overwrite:
+        _remove_own_files(outdir)
+        return None
+    if not manifest_path.exists():
+        if entries:
+            raise ValueError(
+                f"results directory '{outdir}' is not empty and holds no {MANIFEST_NAME}, so "
+                "it is not a mixreg sweep directory; choose another directory, or pass "
+                "overwrite=True (--overwrite) to write the sweep into it anyway"
+            )
+        return None
+    try:
+        previous = json.loads(manifest_path.read_text(encoding="utf-8"))
+        old_identity = previous["sweep"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigMismatchError(outdir, [f"{MANIFEST_NAME} (unreadable)"]) from None
+    keys = _diff_keys(old_identity, sweep.identity)
+    if previous.get("format") != FORMAT:
+        keys.insert(0, "format")
+    if keys:
+        raise ConfigMismatchError(outdir, keys)
+    return previous
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _new_manifest(sweep, previous, run_info):
+    """The manifest of a run.
+
+    ``sweep.cells`` hold tuple values as their comma text (see :attr:`Sweep.identity`);
+    ``tuple_keys`` lists the cell keys whose values are tuples, so that a reader can restore
+    them.  Manifests written before cells held tuples have no ``tuple_keys`` (none are).
+    """
+    runs = list(previous.get("runs", [])) if previous else []
+    runs.append(run_info)
+    environment = run_info["environment"]
+    return {
+        "format": FORMAT,
+        "sweep": sweep.identity,
+        "sweep_key": sweep.key,
+        "tuple_keys": _tuple_keys(sweep.cells),
+        "status": "running",
+        "started": previous.get("started", run_info["started"]) if previous else run_info["started"],
+        "finished": None,
+        "backend": run_info["backend"],
+        "jobs": run_info["jobs"],
+        "packages": environment["packages"],
+        "git": environment["git"],
+        "n_cells": len(sweep.cells),
+        "n_trials_per_cell": sweep.n_trials,
+        "runs": runs,
+        "n_failures": None,
+        "failures": [],
+    }
+
+
+def _write_manifest(outdir, manifest):
+    text = json.dumps(manifest, indent=2, default=_json_default)
+    _write_atomic(outdir / MANIFEST_NAME, text + "\n")
+
+
+def _warn_version_change(previous, environment):
+    """Warn when a resumed run's code or packages differ from the previous run's."""
+    old = previous.get("packages") or {}
+    new = environment["packages"]
+    changes = [f"{k} {old[k]} -> {new[k]}" for k in new if k in old and old[k] != new[k]]
+    old_git, new_git = previous.get("git") or {}, environment["git"]
+    if old_git.get("commit") != new_git["commit"] and "unknown" not in (
+            old_git.get("commit", "unknown"), new_git["commit"]):
+        changes.append(f"git commit {old_git['commit'][:12]} -> {new_git['commit'][:12]}")
+    if changes:
+        warnings.warn(f"resuming with different code or package versions ({', '.join(changes)});"
+                      " new trials may differ from the earlier ones", SweepWarning, stacklevel=4)

@@ -1,0 +1,344 @@
+"""Read a results directory written by :func:`mixreg.montecarlo.run_sweep`, without writing.
+
+:func:`read_results` never writes into the directory and never takes its lock, so it may
+read a directory while a run is writing into it (it then sees the chunks finished so far).
+Values come back with the types the trial function returned: ``trials.csv`` writes floats
+with ``repr`` (exact), and the manifest's ``column_types`` says which type each column of
+the trial function holds; tuple-valued cell parameters (the manifest's ``tuple_keys``) are
+tuples again.
+
+Examples
+--------
+>>> import tempfile
+>>> import numpy as np
+>>> from mixreg.montecarlo import Sweep, run_sweep
+>>> from mixreg.montecarlo.reader import read_results
+>>> def draw(cell, seed):
+...     return {"x": float(np.random.default_rng(seed).normal(cell["mu"][0]))}
+>>> sweep = Sweep(name="demo", trial_fn=draw, cells=[{"mu": (0.0, 1.0)}], n_trials=2,
+...               root_seed=0, config={})
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     result = run_sweep(sweep, tmp, progress=False)
+...     back = read_results(tmp)
+>>> back.records == result.records
+True
+>>> back.records[0]["mu"]
+(0.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import os
+import pathlib
+
+from mixreg.montecarlo._cells import _INT_RE, _cell_value, _parse_tuple_text
+from mixreg.montecarlo._store import (
+    _CHUNK_RE,
+    CHUNK_DIR_NAME,
+    FORMAT,
+    MANIFEST_NAME,
+    TRIALS_CSV_NAME,
+    _read_chunk,
+)
+from mixreg.montecarlo._tables import _columns, _format_value
+
+__all__ = ["Results", "read_results"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """The contents of a results directory, as :func:`read_results` returns them.
+
+    Attributes
+    ----------
+    outdir : pathlib.Path
+        The directory read.
+    manifest : dict
+        Contents of ``manifest.json``.
+    config : dict
+        The experiment's configuration (``manifest["sweep"]["config"]``).
+    cells : tuple of dict
+        The grid's cells, tuple-valued parameters as tuples.
+    records : list of dict
+        One record per finished (cell, trial), ordered by cell then trial, with the keys of
+        :attr:`mixreg.montecarlo.SweepResult.records` and the types the trial function
+        returned (``None`` where a trial failed).  From ``trials.csv``, or from the chunk
+        files when there is no ``trials.csv`` yet (a run still going or interrupted).
+    failures : list of dict
+        One entry per failed trial (``cell``, ``trial``, ``params``, ``seed_entropy``,
+        ``spawn_key``, ``error``, ``traceback``).
+    """
+
+    outdir: pathlib.Path
+    manifest: dict
+    config: dict
+    cells: tuple
+    records: list
+    failures: list
+
+    def table(self, name):
+        """Return the rows of the CSV file ``name`` of the directory (``"rates.csv"``, say).
+
+        The inverse of :func:`mixreg.montecarlo.write_table`: an empty field is ``None``;
+        a column whose fields all read as ``True``/``False`` gives bools; a column whose
+        fields all read as numbers gives ints (digits only) and floats (exactly the float
+        written); a column named after a tuple-valued cell parameter gives tuples; any
+        other column stays str.
+
+        Parameters
+        ----------
+        name : str
+            File name inside :attr:`outdir`.
+
+        Returns
+        -------
+        rows : list of dict
+        """
+        name = os.fspath(name)
+        if not name or pathlib.PurePath(name).name != name or name in (".", ".."):
+            raise ValueError(f"table name must be a file name inside '{self.outdir}', "
+                             f"got {name!r}")
+        path = self.outdir / name
+        if not path.is_file():
+            raise FileNotFoundError(f"results directory '{self.outdir}' holds no {name}")
+        header, rows = _read_csv(path, self.outdir)
+        tuple_keys = set(self.manifest.get("tuple_keys") or [])
+        parsed = {c: _parse_table_column(c in tuple_keys, [row[j] for row in rows])
+                  for j, c in enumerate(header)}
+        return [{c: parsed[c][i] for c in header} for i in range(len(rows))]
+
+
+def read_results(outdir):
+    """Read a results directory written by :func:`mixreg.montecarlo.run_sweep`.
+
+    Parameters
+    ----------
+    outdir : str or path-like
+
+    Returns
+    -------
+    Results
+
+    Raises
+    ------
+    FileNotFoundError
+        ``outdir`` does not exist, or holds no ``manifest.json``, or neither ``trials.csv``
+        nor ``chunks/``.
+    ValueError
+        A file is malformed (not JSON, another format, a row that does not parse, a damaged
+        chunk file); the message names the directory and the file.
+    """
+    outdir = pathlib.Path(os.path.expanduser(os.fspath(outdir)))
+    if not outdir.is_dir():
+        raise FileNotFoundError(f"results directory '{outdir}' does not exist")
+    manifest = _read_manifest(outdir)
+    sweep = manifest["sweep"]
+    cells = _manifest_cells(outdir, sweep["cells"], manifest.get("tuple_keys") or [])
+    trials_csv, chunk_dir = outdir / TRIALS_CSV_NAME, outdir / CHUNK_DIR_NAME
+    if trials_csv.is_file():
+        records = _records_from_csv(trials_csv, outdir, cells, manifest.get("column_types"))
+        failures = [_with_params(f, cells) for f in manifest.get("failures") or []]
+    elif chunk_dir.is_dir():
+        records, failures = _records_from_chunks(chunk_dir, outdir, manifest, cells)
+    else:
+        raise FileNotFoundError(f"results directory '{outdir}' holds neither "
+                                f"{TRIALS_CSV_NAME} nor {CHUNK_DIR_NAME}/")
+    return Results(outdir=outdir, manifest=manifest, config=sweep["config"], cells=cells,
+                   records=records, failures=failures)
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _read_manifest(outdir):
+    path = outdir / MANIFEST_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"results directory '{outdir}' holds no {MANIFEST_NAME}; it "
+                                "is not a mixreg sweep directory")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"results directory '{outdir}': {MANIFEST_NAME} is malformed "
+                         f"({type(exc).__name__}: {exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise ValueError(f"results directory '{outdir}': {MANIFEST_NAME} has format "
+                         f"{found!r}, expected {FORMAT!r}")
+    sweep = manifest.get("sweep")
+    for key in ("cells", "config", "n_trials"):
+        if not isinstance(sweep, dict) or key not in sweep:
+            raise ValueError(f"results directory '{outdir}': {MANIFEST_NAME} lacks "
+                             f"sweep.{key}")
+    if not isinstance(sweep["cells"], list) or not sweep["cells"]:
+        raise ValueError(f"results directory '{outdir}': {MANIFEST_NAME} holds no cells")
+    return manifest
+
+
+def _manifest_cells(outdir, cells, tuple_keys):
+    """The manifest's cells with the tuple-valued keys (stored as comma text) as tuples."""
+    out = []
+    for i, cell in enumerate(cells):
+        try:
+            if not isinstance(cell, dict):
+                raise TypeError(f"a {type(cell).__name__}")
+            restored = {}
+            for key, value in cell.items():
+                if key in tuple_keys and isinstance(value, str):
+                    value = _parse_tuple_text(value)
+                restored[key] = _cell_value(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"results directory '{outdir}': {MANIFEST_NAME} sweep.cells[{i}] "
+                             f"is malformed ({exc})") from None
+        out.append(restored)
+    return tuple(out)
+
+
+def _with_params(failure, cells):
+    cell = failure.get("cell")
+    if isinstance(cell, int) and 0 <= cell < len(cells):
+        return {**failure, "params": dict(cells[cell])}
+    return dict(failure)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _records_from_chunks(chunk_dir, outdir, manifest, cells):
+    done, failures = {}, {}
+    n_trials = manifest["sweep"]["n_trials"]
+    for path in sorted(chunk_dir.iterdir()):
+        if not _CHUNK_RE.match(path.name):
+            continue  # temporary files of a write in progress, foreign files
+        try:
+            ci, records, chunk_failures, _ = _read_chunk(path, manifest.get("sweep_key"), cells,
+                                                         n_trials)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"results directory '{outdir}': chunk file "
+                             f"{CHUNK_DIR_NAME}/{path.name} is {exc}") from None
+        failure_of = {f.get("trial"): f for f in chunk_failures}
+        for record in records:
+            key = (ci, record["trial"])
+            if key in done:  # overlapping chunks (the chunk size changed): keep the first
+                continue
+            done[key] = record
+            if record["trial"] in failure_of:
+                failures[key] = failure_of[record["trial"]]
+    ordered = [done[k] for k in sorted(done)]
+    head, middle, tail = _columns(cells[0], ordered)
+    columns = head + middle + tail
+    return [{c: r.get(c) for c in columns} for r in ordered], [failures[k] for k in sorted(failures)]
+
+
+def _records_from_csv(path, outdir, cells, column_types):
+    """Typed records of ``trials.csv``; ``column_types`` from the manifest, else inferred."""
+    header, rows = _read_csv(path, outdir)
+    keys = list(cells[0])
+    head, tail = keys + ["cell", "trial"], ["wall_time", "seed_entropy", "error"]
+    if header[: len(head)] != head or header[-len(tail):] != tail or len(header) < len(head) + 3:
+        raise ValueError(f"results directory '{outdir}': {path.name} has columns {header}, "
+                         f"expected {head} + the trial function's + {tail}")
+    middle = header[len(head) : -len(tail)]
+    if column_types is None:
+        column_types = {c: _infer_types([row[len(head) + j] for row in rows])
+                        for j, c in enumerate(middle)}
+    records = []
+    for n, row in enumerate(rows, start=2):
+        fields = dict(zip(header, row))
+        where = f"results directory '{outdir}': {path.name} line {n}"
+        try:
+            ci, trial = int(fields["cell"]), int(fields["trial"])
+            wall_time = float(fields["wall_time"])
+        except ValueError:
+            raise ValueError(f"{where}: cell, trial or wall_time does not parse") from None
+        if not 0 <= ci < len(cells):
+            raise ValueError(f"{where}: cell {ci} is not in the grid of {len(cells)} cells")
+        cell = cells[ci]
+        for key in keys:
+            if fields[key] != _format_value(cell[key]):
+                raise ValueError(f"{where}: {key}={fields[key]!r} but cell {ci} has "
+                                 f"{key}={_format_value(cell[key])!r}")
+        failed = bool(fields["error"])
+        record = {**cell, "cell": ci, "trial": trial}
+        for column in middle:
+            types = column_types.get(column, ["str"])
+            try:
+                record[column] = _parse_field(fields[column], types, failed)
+            except ValueError:
+                raise ValueError(f"{where}: column {column!r} holds {fields[column]!r}, not "
+                                 f"a value of type {'/'.join(types) or 'None'}") from None
+        record.update(wall_time=wall_time, seed_entropy=fields["seed_entropy"],
+                      error=fields["error"])
+        records.append(record)
+    return records
+
+
+def _read_csv(path, outdir):
+    try:
+        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"results directory '{outdir}': {path.name} is malformed "
+                         f"({type(exc).__name__}: {exc})") from None
+    if not rows:
+        raise ValueError(f"results directory '{outdir}': {path.name} is empty (no header)")
+    header, body = rows[0], rows[1:]
+    for n, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise ValueError(f"results directory '{outdir}': {path.name} line {n} has "
+                             f"{len(row)} fields, the header {len(header)}")
+    return header, body
+
+
+# --------------------------------------------------------------------------- fields
+
+
+def _kind(text):
+    """The type a non-empty CSV field reads as: ``"bool"``, ``"int"``, ``"float"`` or ``"str"``."""
+    if text in ("True", "False"):
+        return "bool"
+    if _INT_RE.fullmatch(text):
+        return "int"
+    try:
+        float(text)
+    except ValueError:
+        return "str"
+    return "float"
+
+
+def _infer_types(texts):
+    """Types of a trials.csv column written without ``column_types`` (an older manifest)."""
+    kinds = {_kind(t) for t in texts if t != ""}
+    return ["str"] if "str" in kinds else sorted(kinds)
+
+
+def _parse_field(text, types, failed):
+    """One field of the trial function's columns of ``trials.csv``, of one of ``types``."""
+    if text == "" and (failed or "str" not in types):
+        return None
+    if "bool" in types and text in ("True", "False"):
+        return text == "True"
+    if "int" in types and _INT_RE.fullmatch(text):
+        return int(text)
+    if "float" in types and _kind(text) in ("float", "int"):
+        return float(text)
+    if "str" in types:
+        return text
+    raise ValueError(text)
+
+
+def _parse_table_column(is_tuple, texts):
+    present = [t for t in texts if t != ""]
+    kinds = {_kind(t) for t in present}
+    if is_tuple:
+        try:
+            return [None if t == "" else _parse_tuple_text(t) for t in texts]
+        except ValueError:
+            pass
+    if kinds == {"bool"}:
+        return [None if t == "" else t == "True" for t in texts]
+    if kinds and kinds <= {"int", "float"}:
+        return [None if t == "" else int(t) if _INT_RE.fullmatch(t) else float(t) for t in texts]
+    return [None if t == "" else t for t in texts]

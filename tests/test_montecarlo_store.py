@@ -1,0 +1,236 @@
+"""Tests of mixreg.montecarlo._store: chunk files, resume, the manifest, the directory."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import _toy_trials as toys
+from _toy_trials import CELLS, csv_rows, records_json, subprocess_env, toy_sweep
+from mixreg.montecarlo import ConfigMismatchError, SweepWarning, run_sweep
+
+TUPLE_CELLS = [{"steps": (1.0, 0.1), "k": 2}, {"steps": (1, 2, 3), "k": 2},
+               {"steps": (True, 0.5), "k": 3}]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The least-squares sweep run in-process (jobs=1), the reference for bit identity."""
+    return run_sweep(toy_sweep(), tmp_path_factory.mktemp("reference") / "out", progress=False)
+
+
+# --------------------------------------------------------------------------- chunk files and resume
+
+
+def test_kill_and_resume_recomputes_only_missing_chunks(tmp_path):
+    outdir = tmp_path / "killed"
+    chunk_dir = outdir / "chunks"
+    code = ("import sys, _toy_trials; from mixreg.montecarlo import run_sweep; "
+            "run_sweep(_toy_trials.sleepy_sweep(), sys.argv[1], progress=False)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(outdir)], env=subprocess_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    total = 8
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            names = list(chunk_dir.glob("cell*.json")) if chunk_dir.is_dir() else []
+            if len(names) >= 2 or proc.poll() is not None:
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+        proc.stderr.close()
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in chunk_dir.glob("cell*.json")}
+    assert 2 <= len(before) < total
+    assert json.loads((outdir / "manifest.json").read_text())["status"] == "running"
+
+    resumed = run_sweep(toys.sleepy_sweep(), outdir, progress=False)
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in chunk_dir.glob("cell*.json")}
+    assert len(after) == total
+    assert all(after[name] == stat for name, stat in before.items())  # not rewritten
+    run = resumed.manifest["runs"][-1]
+    assert run["chunks_loaded"] == len(before)
+    assert run["chunks_computed"] == total - len(before)
+    assert len(resumed.manifest["runs"]) == 2
+    assert not list(chunk_dir.glob(".*.tmp"))
+
+    fresh = run_sweep(toys.sleepy_sweep(), tmp_path / "uninterrupted", progress=False)
+    assert csv_rows(resumed.trials_csv) == csv_rows(fresh.trials_csv)
+    assert records_json(resumed) == records_json(fresh)
+
+
+def test_rerun_of_a_finished_sweep_computes_nothing(reference, tmp_path):
+    again = run_sweep(toy_sweep(), reference.outdir, progress=False)
+    run = again.manifest["runs"][-1]
+    assert run["chunks_computed"] == 0 and run["tasks_planned"] == 0
+    assert records_json(again, drop=()) == json.dumps(reference.records)  # loaded, not rerun
+
+
+@pytest.mark.parametrize("damage", ["truncate", "tamper", "drop_record"])
+def test_damaged_chunk_is_detected_and_recomputed(tmp_path, damage):
+    sweep = toy_sweep(n_trials=4, chunk_size=2)
+    first = run_sweep(sweep, tmp_path / "out", progress=False)
+    victim = first.outdir / "chunks" / "cell00001_t000002-000004.json"
+    text = victim.read_text()
+    if damage == "truncate":
+        victim.write_text(text[: len(text) // 2])
+    else:
+        payload = json.loads(text)
+        if damage == "tamper":
+            payload["records"][0]["dist"] += 1.0
+        else:
+            payload["records"].pop()
+        victim.write_text(json.dumps(payload))
+    untouched = first.outdir / "chunks" / "cell00000_t000000-000002.json"
+    stat = untouched.stat().st_mtime_ns
+
+    with pytest.warns(SweepWarning, match="cell00001_t000002-000004.json.*recomputed"):
+        second = run_sweep(sweep, tmp_path / "out", progress=False)
+    assert second.manifest["runs"][-1]["chunks_computed"] == 1
+    assert untouched.stat().st_mtime_ns == stat
+    assert records_json(second) == records_json(first)
+
+
+def test_resume_with_another_thread_setting_warns(tmp_path):
+    sweep = toy_sweep(n_trials=4, chunk_size=2)
+    first = run_sweep(sweep, tmp_path / "out", jobs=2, progress=False)
+    (first.outdir / "chunks" / "cell00000_t000000-000002.json").unlink()
+    with pytest.warns(SweepWarning, match="different kernel thread settings"):
+        second = run_sweep(sweep, tmp_path / "out", progress=False)
+    assert second.manifest["kernel_thread_settings"] == [None, 1]
+
+
+def test_resume_with_another_chunk_size_reuses_every_finished_trial(reference, tmp_path):
+    first = run_sweep(toy_sweep(chunk_size=4), tmp_path / "out", progress=False)
+    (first.outdir / "chunks" / "cell00002_t000000-000004.json").unlink()
+    second = run_sweep(toy_sweep(chunk_size=3), tmp_path / "out", progress=False)
+    run = second.manifest["runs"][-1]
+    assert run["trials_loaded"] == len(CELLS) * 6 - 4
+    assert sorted(p.name for p in (second.outdir / "chunks").glob("cell00002_*")) == [
+        "cell00002_t000000-000003.json", "cell00002_t000003-000004.json",
+        "cell00002_t000004-000006.json"]
+    assert records_json(second) == records_json(reference)
+
+
+def test_tuple_cells_are_tuples_again_after_resume(tmp_path):
+    sweep = toy_sweep(trial_fn=toys.step_sizes_trial, cells=TUPLE_CELLS, n_trials=4, chunk_size=2)
+    first = run_sweep(sweep, tmp_path / "out", progress=False)
+    chunk = json.loads((first.outdir / "chunks" / "cell00001_t000000-000002.json").read_text())
+    assert chunk["cell"]["steps"] == [1, 2, 3] and chunk["records"][0]["steps"] == [1, 2, 3]
+
+    (first.outdir / "chunks" / "cell00001_t000002-000004.json").unlink()
+    second = run_sweep(sweep, tmp_path / "out", progress=False)
+    assert second.manifest["runs"][-1]["chunks_loaded"] == 5
+    assert second.manifest["runs"][-1]["chunks_computed"] == 1
+    assert [r["steps"] for r in second.records] == [c["steps"] for c in TUPLE_CELLS for _ in range(4)]
+    assert all(type(r["steps"]) is tuple for r in second.records)
+    assert records_json(second) == records_json(first)
+    assert second.trials_csv.read_text().splitlines()[1].startswith('"1.0,0.1",2,0,0,')
+
+
+def test_a_directory_written_with_comma_text_resumes_with_tuples(tmp_path):
+    """An experiment moving a list from comma text to a tuple keeps its results directories."""
+    text_cells = [{"steps": "1.0,0.1", "k": 2}, {"steps": "0.5", "k": 3}]
+    tuple_cells = [{"steps": (1.0, 0.1), "k": 2}, {"steps": (0.5,), "k": 3}]
+    old = run_sweep(toy_sweep(trial_fn=toys.step_sizes_trial, cells=text_cells, n_trials=3),
+                    tmp_path / "out", progress=False)
+    old_csv = old.trials_csv.read_text()
+    sweep = toy_sweep(trial_fn=toys.step_sizes_trial, cells=tuple_cells, n_trials=3)
+    assert sweep.key == old.manifest["sweep_key"]
+
+    resumed = run_sweep(sweep, tmp_path / "out", progress=False)
+    run = resumed.manifest["runs"][-1]
+    assert run["chunks_computed"] == 0 and run["trials_loaded"] == 6
+    assert [r["steps"] for r in resumed.records] == [(1.0, 0.1)] * 3 + [(0.5,)] * 3
+    assert resumed.trials_csv.read_text() == old_csv  # loaded wall times included
+    fresh = run_sweep(sweep, tmp_path / "fresh", progress=False)
+    assert csv_rows(fresh.trials_csv) == csv_rows(old.trials_csv)
+    drop = ("mean_wall_time",)
+    assert csv_rows(fresh.summary_csv, drop=drop) == csv_rows(old.summary_csv, drop=drop)
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def test_manifest_records_provenance(reference):
+    manifest = json.loads((reference.outdir / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["sweep"]["config"] == {"experiment": "toy", "lr": 0.1}
+    assert manifest["sweep"]["root_seed"] == 2024
+    for name in ("python", "numpy", "scipy", "numba", "joblib", "mixreg"):
+        assert manifest["packages"][name]
+    assert set(manifest["git"]) == {"commit", "dirty"}
+    assert manifest["runs"][0]["started"] and manifest["finished"]
+    assert manifest["failures"] == []
+
+
+def test_manifest_tells_tuple_keys_and_column_types(tmp_path):
+    sweep = toy_sweep(trial_fn=toys.step_sizes_trial, cells=TUPLE_CELLS, n_trials=2)
+    result = run_sweep(sweep, tmp_path / "out", progress=False)
+    manifest = json.loads((result.outdir / "manifest.json").read_text())
+    assert manifest["format"] == "mixreg.montecarlo/1"
+    assert manifest["tuple_keys"] == ["steps"]
+    assert [c["steps"] for c in manifest["sweep"]["cells"]] == ["1.0,0.1", "1,2,3", "True,0.5"]
+    assert manifest["column_types"] == {"n_steps": ["int"], "last_step": ["float"],
+                                        "draw": ["float"], "label": ["str"]}
+    scalar = run_sweep(toy_sweep(n_trials=1), tmp_path / "scalar", progress=False)
+    assert scalar.manifest["tuple_keys"] == []
+    assert scalar.manifest["sweep"]["cells"] == CELLS
+
+
+# --------------------------------------------------------------------------- directories
+
+
+def test_config_mismatch_is_refused(reference):
+    changed = toy_sweep(config={"experiment": "toy", "lr": 0.2}, n_trials=7)
+    with pytest.raises(ConfigMismatchError) as info:
+        run_sweep(changed, reference.outdir, progress=False)
+    message = str(info.value)
+    assert str(reference.outdir) in message
+    assert "config.lr" in message and "n_trials" in message
+    assert "overwrite" in message and "new_dir" in message
+    assert info.value.keys == ["n_trials", "config.lr"]
+    assert json.loads((reference.outdir / "manifest.json").read_text())["sweep"]["n_trials"] == 6
+
+
+def test_new_dir_writes_into_a_fresh_sibling(tmp_path):
+    base = tmp_path / "out"
+    run_sweep(toy_sweep(n_trials=2), base, progress=False)
+    second = run_sweep(toy_sweep(n_trials=2, root_seed=1), base, new_dir=True, progress=False)
+    third = run_sweep(toy_sweep(n_trials=2, root_seed=2), base, new_dir=True, progress=False)
+    assert second.outdir == tmp_path / "out-2" and third.outdir == tmp_path / "out-3"
+    assert json.loads((base / "manifest.json").read_text())["sweep"]["root_seed"] == 2024
+    assert second.manifest["sweep"]["root_seed"] == 1
+
+
+def test_overwrite_starts_fresh(tmp_path):
+    out = tmp_path / "out"
+    run_sweep(toy_sweep(n_trials=4, chunk_size=2), out, progress=False)
+    (out / "figure.txt").write_text("a file the engine does not own")
+    result = run_sweep(toy_sweep(n_trials=3, chunk_size=3), out, overwrite=True, progress=False)
+    assert sorted(p.name for p in (out / "chunks").iterdir()) == [
+        f"cell{i:05d}_t000000-000003.json" for i in range(len(CELLS))]
+    assert len(result.manifest["runs"]) == 1 and result.manifest["sweep"]["n_trials"] == 3
+    assert (out / "figure.txt").exists()
+
+
+def test_foreign_directory_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a sweep")
+    with pytest.raises(ValueError, match="not a mixreg sweep directory"):
+        run_sweep(toy_sweep(n_trials=1), tmp_path, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_concurrent_run_into_the_same_directory_is_refused(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    tmp_path.joinpath(".lock").touch()
+    with open(tmp_path / ".lock") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(RuntimeError, match="another process"):
+            run_sweep(toy_sweep(n_trials=1), tmp_path, progress=False)
