@@ -10,16 +10,21 @@ from __future__ import annotations
 import numpy as np
 
 from .baselines import known_label_least_squares
-from .ifca import ifca, initial_parameters
+from .algorithms.ifca import ifca, initial_parameters
 from .metrics import (
     matched_mean_distance,
     misclustering_rate,
     nearest_truth_distance,
     oracle_ls_floor,
 )
-from .problems import make_problem
+from .problems import CellSchema, ProblemSpec
 
-__all__ = ["ifca_success_trial", "parse_floats", "SUCCESS_RULES"]
+__all__ = ["ifca_success_trial", "SUCCESS_RULES", "IFCA_SUCCESS_CELLS"]
+
+#: How :func:`ifca_success_trial` reads its problem from a cell: the official code's names
+#: (``r`` is the protocol's scale).  Changing a key would change the seeds of every trial.
+IFCA_SUCCESS_CELLS = CellSchema(keys={"m": "m", "k": "k", "n": "n", "d": "d", "sigma": "sigma", "scale": "r",
+                                      "protocol": "protocol", "dtype": "dtype"})
 
 SUCCESS_RULES = {
     "official": (
@@ -39,11 +44,6 @@ SUCCESS_RULES = {
 }
 
 
-def parse_floats(text):
-    """``"1.0,0.1"`` -> ``array([1.0, 0.1])`` (cells hold scalars, so lists travel as text)."""
-    return np.array([float(v) for v in str(text).split(",") if v.strip()], dtype=np.float64)
-
-
 def ifca_success_trial(cell, seed):
     """One trial of the IFCA success-probability experiment (IFCA paper, Fig. 3).
 
@@ -55,11 +55,10 @@ def ifca_success_trial(cell, seed):
     Parameters
     ----------
     cell : dict
-        ``m, k, n, d, sigma, r`` (problem; ``r`` is the protocol's scale), ``protocol``
-        (``"official"``, ``"paper"`` or ``"gaussian"``), ``n_rounds``, ``n_inits``,
-        ``step_sizes`` (comma-separated text), ``init`` (initialisation method),
-        ``init_scale``, ``threshold_offset`` (0.001 in the official r-sigma sweeps),
-        ``dtype`` (``"float32"`` or ``"float64"``).
+        The problem, a :class:`mixreg.problems.ProblemSpec` under :data:`IFCA_SUCCESS_CELLS`
+        (``m, k, n, d, sigma, r, protocol, dtype``), and the method: ``n_rounds``, ``n_inits``,
+        ``step_sizes`` (a tuple), ``init`` (initialisation method), ``init_scale``,
+        ``threshold_offset`` (0.001 in the official r-sigma sweeps).
     seed : numpy.random.SeedSequence
         Spawns two streams: the problem (data seed) and the initialisations (train seed).
 
@@ -68,18 +67,8 @@ def ifca_success_trial(cell, seed):
     dict of scalars
     """
     data_ss, init_ss = seed.spawn(2)
-    problem = make_problem(
-        cell["m"],
-        cell["k"],
-        cell["n"],
-        cell["d"],
-        cell["sigma"],
-        cell["r"],
-        rng=np.random.default_rng(data_ss),
-        protocol=cell["protocol"],
-        dtype=cell["dtype"],
-    )
-    step_sizes = parse_floats(cell["step_sizes"])
+    problem = ProblemSpec.from_cell(cell, IFCA_SUCCESS_CELLS).generate(np.random.default_rng(data_ss))
+    step_sizes = np.asarray(cell["step_sizes"], dtype=np.float64)
     n_inits = int(cell["n_inits"])
     inits = initial_parameters(
         problem, n_inits, cell["init"], rng=np.random.default_rng(init_ss), scale=cell["init_scale"]
@@ -96,8 +85,8 @@ def ifca_success_trial(cell, seed):
 
     any_finite = bool(np.isfinite(nearest).any())
     official_best = float(np.nanmin(nearest)) if any_finite else float("nan")
-    if np.isfinite(res.train_loss).any():
-        chosen = int(np.nanargmin(res.train_loss))
+    chosen = res.best_replica()  # the run a user would keep: lowest training loss
+    if chosen is not None:
         honest_dist = float(matched[chosen])
         honest_step = float(gammas[chosen])
         honest_miscl = float(misclustering_rate(res.assignments[chosen], problem.labels, problem.k))

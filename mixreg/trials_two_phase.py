@@ -2,8 +2,8 @@
 
 :func:`two_phase_trial` draws an unbalanced clustered problem with anchors, runs
 
-* **FMD -> FedAvg(s)** and **FMD -> FedProx**: Phase 1 (:func:`mixreg.moment_descent.
-  moment_descent`, from :math:`\\theta_0 = 0`) then Phase 2 (:func:`mixreg.fedx.fedx`) from the
+* **FMD -> FedAvg(s)** and **FMD -> FedProx**: Phase 1 (:func:`mixreg.algorithms.moment_descent.
+  moment_descent`, from :math:`\\theta_0 = 0`) then Phase 2 (:func:`mixreg.algorithms.fedx.fedx`) from the
   Phase-1 centres;
 * **IFCA** from random initialisation (option I, gradient averaging, as in the IFCA paper's
   synthetic experiment; initial models :math:`N(0, s^2 I)` with :math:`s = \\Delta/\\sqrt{2d}`, so
@@ -33,20 +33,12 @@ import time
 import numpy as np
 
 from .baselines import known_label_least_squares
-from .fedx import fedx, fedx_linear_rates
-from .ifca import ifca, initial_parameters
+from .algorithms.fedx import fedx, fedx_linear_rates
+from .algorithms.ifca import ifca, initial_parameters
 from .metrics import matched_max_distance
-from .moment_descent import moment_descent
-from .problems import (
-    add_anchors,
-    client_sizes,
-    diagonal_covariances,
-    make_labels,
-    make_problem_from_parameters,
-    make_theta_star,
-)
+from .algorithms.moment_descent import moment_descent
+from .problems import CellSchema, ProblemSpec, cluster_proportions
 from .theory import chi_square_from_uniform, sxy_nu_terms
-from .trials import parse_floats
 
 __all__ = [
     "two_phase_trial",
@@ -56,22 +48,21 @@ __all__ = [
     "phase1_curve",
     "geometric_rate",
     "CURVE_METHODS",
+    "TWO_PHASE_CELLS",
 ]
+
+#: How :func:`two_phase_trial` reads its problem from a cell (``M`` clients, theta* of the
+#: Gaussian protocol at minimum separation ``separation``, sizes on ``[1, n_max]``).  Changing
+#: a key would change the seeds of every trial.
+TWO_PHASE_CELLS = CellSchema(
+    keys={"m": "M", "k": "k", "d": "d", "sigma": "sigma", "scale": "separation", "p_min": "p_min",
+          "size_law": "size_law", "size_mean": "size_mean", "n_max": "n_max", "cov_low": "cov_low",
+          "cov_high": "cov_high", "anchor_mode": "anchor_mode", "n_anchors": "n_anchors",
+          "anchor_points": "anchor_points"},
+    fixed={"protocol": "gaussian", "n_min": 1})
 
 #: Methods whose error curve is stored at the checkpoint rounds.
 CURVE_METHODS = ("ifca", "oracle", "fedavg", "fedprox")
-
-
-def cluster_proportions(k, p_min):
-    """Label probabilities: cluster 0 gets ``p_min``, the others share the rest equally.
-
-    (Our choice of an unbalanced but one-parameter family; the paper's are not known.)
-    """
-    if k == 1:
-        return np.ones(1)
-    if not 0.0 < p_min <= 1.0 / k:
-        raise ValueError(f"p_min must be in (0, 1/k] = (0, {1.0 / k:.4g}], got {p_min!r}")
-    return np.concatenate([[p_min], np.full(k - 1, (1.0 - p_min) / (k - 1))])
 
 
 def checkpoint_rounds(n_rounds, every):
@@ -172,22 +163,10 @@ def two_phase_trial(cell, seed):
     dict of scalars
     """
     data_ss, anchor_ss, fmd_ss, init_ss = seed.spawn(4)
-    rng = np.random.default_rng(data_ss)
-    M, k, d = int(cell["M"]), int(cell["k"]), int(cell["d"])
-    separation, sigma = float(cell["separation"]), float(cell["sigma"])
-    theta_star = make_theta_star(k, d, separation, protocol="gaussian", rng=rng)
-    labels = make_labels(M, k, proportions=cluster_proportions(k, float(cell["p_min"])), rng=rng)
-    sizes = client_sizes(M, cell["size_law"], rng=rng, n_min=1, n_max=int(cell["n_max"]),
-                         mean=float(cell["size_mean"]))
-    cov = None
-    if not (cell["cov_low"] == cell["cov_high"] == 1.0):
-        cov = diagonal_covariances(k, d, rng=rng, low=float(cell["cov_low"]), high=float(cell["cov_high"]))
-    base = make_problem_from_parameters(theta_star, labels, sizes, sigma, rng=rng, covariances=cov,
-                                        protocol="gaussian")
-    mode = cell["anchor_mode"]
-    problem, anchors = add_anchors(base, int(cell["anchor_points"]), mode=mode,
-                                   n_anchors=None if mode == "per_cluster" else int(cell["n_anchors"]),
-                                   rng=np.random.default_rng(anchor_ss))
+    spec = ProblemSpec.from_cell(cell, TWO_PHASE_CELLS)
+    problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
+                                         np.random.default_rng(anchor_ss))
+    k, d, separation, theta_star = spec.k, spec.d, spec.scale, problem.theta_star
     T1, T2 = int(cell["fmd_rounds"]), int(cell["fx_rounds"])
     total = T1 + T2
     rounds = checkpoint_rounds(total, int(cell["checkpoint_every"]))
@@ -228,19 +207,18 @@ def two_phase_trial(cell, seed):
     # IFCA: random restarts x step sizes, and the oracle start x step sizes, in one batch
     start = time.perf_counter()
     R = int(cell["ifca_restarts"])
-    steps = parse_floats(cell["ifca_steps"])
+    steps = np.asarray(cell["ifca_steps"], dtype=np.float64)
     L = steps.size
     inits = initial_parameters(problem, R, "gaussian", rng=np.random.default_rng(init_ss),
                                scale=separation / np.sqrt(2 * d))
     theta0 = np.concatenate([np.repeat(inits, L, axis=0), np.repeat(theta_star[None], L, axis=0)])
     res = ifca(problem, theta0, np.tile(steps, R + 1), n_rounds=total, history=True)
     for name, replicas in (("ifca", np.arange(R * L)), ("oracle", R * L + np.arange(L))):
-        loss = res.train_loss[replicas]  # the run a user would keep: lowest training loss
-        b = int(replicas[np.nanargmin(loss)]) if np.isfinite(loss).any() else int(replicas[0])
-        curve = res.history.matched_max[:, b]
+        b = res.best_replica(among=replicas)  # the run a user would keep: lowest training loss
+        curve = np.full(total + 1, np.nan) if b is None else res.history.matched_max[:, b]
         out.update(_curve_record(name, rounds, curve))
         out[f"{name}_final"] = float(curve[-1]) if len(curve) == total + 1 else float("nan")
-        out[f"{name}_step"] = float(res.step_sizes[b])
+        out[f"{name}_step"] = float("nan") if b is None else float(res.step_sizes[b])
     out.update(ifca_diverged=int(res.diverged.sum()), ifca_time=time.perf_counter() - start)
 
     # floor and theory inputs

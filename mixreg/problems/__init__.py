@@ -1,0 +1,56 @@
+"""Clustered mixed linear regression problems.
+
+Model (IFCA, Ghosh et al. 2020, Sec. 5.1; Su, Xu and Yang 2022, "model" slide): ``m`` clients,
+``k`` clusters, client ``i`` has a hidden label ``z_i`` and ``n_i`` samples
+
+.. math::
+
+    y_{ij} = \\langle x_{ij}, \\theta^*_{z_i} \\rangle + \\zeta_{ij},
+    \\qquad x_{ij} \\sim N(0, \\Sigma_{z_i}),\\ \\zeta_{ij} \\sim N(0, \\sigma^2).
+
+The data of all clients are stored stacked: ``X`` has shape ``(N, d)`` with ``N = sum_i n_i``
+and client ``i`` owns rows ``offsets[i]:offsets[i + 1]``.  Never a list of per-client arrays.
+
+Three protocols for the true parameters ``theta_star`` are provided, because the IFCA paper text
+and the official IFCA code disagree (see README, "Which problem is the IFCA figure?"):
+
+``"official"``
+    Each coordinate is 0 or ``scale`` with probability 1/2 (official IFCA code,
+    ``generate_synthetic_dataset.py``).  ``scale`` is the per-coordinate ``r`` of the code's grids;
+    the separation is about ``r * sqrt(d / 2)``.
+``"paper"``
+    Bernoulli(1/2) coordinates, then each vector rescaled to Euclidean norm ``scale`` (the IFCA
+    paper text, Sec. 6.1: "rescale their l2 norm to R").  An all-zero draw is redrawn.
+``"gaussian"``
+    Gaussian directions, the whole set rescaled so that the minimum pairwise separation is exactly
+    ``scale``.
+
+Every problem reports its realised minimum separation ``separation`` (Delta), the realised cluster
+proportions, ``p_min`` and ``snr = Delta^2 / sigma^2`` (IFCA's rho).
+"""
+
+from ._anchors import ANCHOR_MODES, add_anchors
+from ._generate import make_labels, make_problem, make_problem_from_parameters, make_theta_star
+from ._problem import THETA_PROTOCOLS, Problem, min_separation
+from ._sizes import SIZE_LAWS, SizeLaw, client_sizes, diagonal_covariances, size_law
+from .spec import CellSchema, ProblemSpec, cluster_proportions
+
+__all__ = [
+    "Problem",
+    "make_problem",
+    "make_theta_star",
+    "make_labels",
+    "make_problem_from_parameters",
+    "THETA_PROTOCOLS",
+    "min_separation",
+    "SIZE_LAWS",
+    "SizeLaw",
+    "size_law",
+    "client_sizes",
+    "diagonal_covariances",
+    "ANCHOR_MODES",
+    "add_anchors",
+    "ProblemSpec",
+    "CellSchema",
+    "cluster_proportions",
+]

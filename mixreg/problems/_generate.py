@@ -1,0 +1,224 @@
+"""Generators of clustered mixed linear regression problems: theta*, labels, data."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_array, check_choice, check_dtype, check_int, check_real
+from ._problem import THETA_PROTOCOLS, Problem, min_separation
+
+
+def make_theta_star(k, d, scale, *, protocol="official", rng) -> np.ndarray:
+    """Draw true parameters under a named protocol.
+
+    Parameters
+    ----------
+    k, d : int
+        Number of clusters and dimension.
+    scale : float
+        ``r`` (per-coordinate value, ``"official"``), ``R`` (norm of each vector, ``"paper"``) or
+        the target minimum separation ``Delta`` (``"gaussian"``).
+    protocol : {"official", "paper", "gaussian"}
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    theta_star : ndarray of shape (k, d), float64
+    """
+    k = check_int("k", k, low=1)
+    d = check_int("d", d, low=1)
+    scale = check_real("scale", scale, low=0.0)
+    check_choice("protocol", protocol, THETA_PROTOCOLS)
+    if protocol == "official":
+        # official code: np.random.binomial(1, 0.5, size=d) * r for each cluster
+        return rng.binomial(1, 0.5, size=(k, d)).astype(np.float64) * scale
+    if protocol == "paper":
+        theta = rng.binomial(1, 0.5, size=(k, d)).astype(np.float64)
+        for l in range(k):
+            while not theta[l].any():  # probability 2^-d: redraw rather than divide by zero
+                theta[l] = rng.binomial(1, 0.5, size=d)
+        return theta * (scale / np.linalg.norm(theta, axis=1, keepdims=True))
+    theta = rng.standard_normal((k, d))
+    if k == 1:
+        return theta * (scale / np.linalg.norm(theta))
+    return theta * (scale / min_separation(theta))
+
+
+def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
+    """Cluster labels of ``m`` clients.
+
+    With ``proportions=None`` the labels are balanced and contiguous as in the official IFCA code:
+    client ``i`` is in cluster ``floor(i k / m)`` (``i // (m / k)`` when ``k`` divides ``m``).
+    Otherwise each label is drawn i.i.d. from ``proportions`` (Su-Xu-Yang: ``z_i = l`` w.p.
+    ``p_l``) with ``rng``.
+    """
+    m = check_int("m", m, low=1)
+    k = check_int("k", k, low=1)
+    if k > m:
+        raise ValueError(f"k must be at most m (every cluster needs a client); got k={k}, m={m}")
+    if proportions is None:
+        return (np.arange(m, dtype=np.int64) * k) // m
+    p = check_array("proportions", proportions, ndim=1, dtype=np.float64)
+    if p.shape[0] != k:
+        raise ValueError(f"proportions must have length k={k}, got {p.shape[0]}")
+    if np.any(p < 0) or not np.isclose(p.sum(), 1.0):
+        raise ValueError(f"proportions must be non-negative and sum to 1, got {p.tolist()}")
+    if rng is None:
+        raise ValueError("rng is required when proportions are given")
+    return rng.choice(k, size=m, p=p).astype(np.int64)
+
+
+def _check_sizes(m, n) -> np.ndarray:
+    if np.ndim(n) == 0:
+        n = check_int("n", n, low=1)
+        return np.full(m, n, dtype=np.int64)
+    sizes = np.asarray(n)
+    if sizes.shape != (m,):
+        raise ValueError(f"n must be an integer or an array of shape (m,)=({m},), got shape {sizes.shape}")
+    if sizes.dtype.kind not in "iu" or np.any(sizes < 1):
+        raise ValueError("n must hold integers >= 1 (samples per client)")
+    return sizes.astype(np.int64)
+
+
+def _check_covariances(covariances, k, d):
+    if covariances is None:
+        return None, None
+    cov = check_array("covariances", covariances, shape=(k, d, d), dtype=np.float64)
+    if not np.allclose(cov, np.swapaxes(cov, 1, 2)):
+        raise ValueError("covariances must be symmetric matrices of shape (k, d, d)")
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError("covariances must be positive definite") from exc
+    return cov, chol
+
+
+def make_problem_from_parameters(
+    theta_star, labels, n, sigma, *, rng, covariances=None, dtype=np.float64, protocol="given"
+) -> Problem:
+    """Generate data for given true parameters and labels.
+
+    Parameters
+    ----------
+    theta_star : array of shape (k, d)
+    labels : int array of shape (m,) with values in [0, k)
+    n : int or int array of shape (m,)
+        Samples per client.
+    sigma : float >= 0
+        Noise standard deviation.
+    rng : numpy.random.Generator
+    covariances : array of shape (k, d, d), optional
+        Per-cluster feature covariance ``Sigma_l``; identity when omitted.
+    dtype : float32 or float64
+        Storage type of ``X`` and ``y``.  Data are always drawn in float64 and then cast, so a
+        float32 problem is the rounding of the float64 problem with the same generator state.
+    """
+    theta_star = check_array("theta_star", theta_star, ndim=2, dtype=np.float64)
+    k, d = theta_star.shape
+    if k < 1 or d < 1:
+        raise ValueError(f"theta_star must have k >= 1 rows and d >= 1 columns, got {theta_star.shape}")
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise ValueError("labels must be a 1-D integer array")
+    if labels.size and (labels.min() < 0 or labels.max() >= k):
+        raise ValueError(f"labels must lie in [0, k) = [0, {k}), got range [{labels.min()}, {labels.max()}]")
+    m = labels.shape[0]
+    if m < 1:
+        raise ValueError("labels must hold at least one client (m >= 1)")
+    sizes = _check_sizes(m, n)
+    sigma = check_real("sigma", sigma, low=0.0)
+    dt = check_dtype("dtype", dtype)
+    cov, chol = _check_covariances(covariances, k, d)
+
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    N = int(offsets[-1])
+    X = rng.standard_normal((N, d))
+    row_label = np.repeat(labels, sizes)
+    if chol is not None:
+        for l in range(k):
+            rows = row_label == l
+            X[rows] = X[rows] @ chol[l].T
+    noise = rng.standard_normal(N)
+    # y_ij = <x_ij, theta*_{z_i}> + sigma * noise, computed per cluster with one GEMV each
+    y = np.empty(N)
+    for l in range(k):
+        rows = row_label == l
+        y[rows] = X[rows] @ theta_star[l]
+    y += sigma * noise
+    return Problem(
+        X=X.astype(dt, copy=False),
+        y=y.astype(dt, copy=False),
+        offsets=offsets,
+        labels=labels.astype(np.int64),
+        theta_star=theta_star,
+        sigma=sigma,
+        covariances=cov,
+        protocol=protocol,
+    )
+
+
+def make_problem(
+    m,
+    k,
+    n,
+    d,
+    sigma,
+    scale,
+    *,
+    rng,
+    protocol="official",
+    proportions=None,
+    covariances=None,
+    dtype=np.float64,
+) -> Problem:
+    """Generate a clustered mixed linear regression problem.
+
+    Parameters
+    ----------
+    m : int >= 1
+        Number of clients.
+    k : int in [1, m]
+        Number of clusters.
+    n : int >= 1 or int array of shape (m,)
+        Samples per client (one ``n`` for all, or ``n_i``).
+    d : int >= 1
+        Dimension.
+    sigma : float >= 0
+        Noise standard deviation.
+    scale : float >= 0
+        Scale of ``theta_star`` under ``protocol`` (see :func:`make_theta_star`).
+    rng : numpy.random.Generator
+        The only source of randomness; draws happen in the order theta*, labels, X, noise.
+    protocol : {"official", "paper", "gaussian"}
+    proportions : array of shape (k,), optional
+        Draw labels i.i.d. with these probabilities; balanced contiguous labels when omitted.
+    covariances : array of shape (k, d, d), optional
+        Per-cluster feature covariances.
+    dtype : float32 or float64
+
+    Returns
+    -------
+    Problem
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem
+    >>> pb = make_problem(m=100, k=2, n=100, d=1000, sigma=0.1, scale=0.25,
+    ...                   rng=np.random.default_rng(0))
+    >>> pb.X.shape, pb.labels[:3], round(pb.separation, 1)
+    ((10000, 1000), array([0, 0, 0]), 5.6)
+    """
+    m = check_int("m", m, low=1)
+    k = check_int("k", k, low=1)
+    d = check_int("d", d, low=1)
+    if k > m:
+        raise ValueError(f"k must be at most m (every cluster needs a client); got k={k}, m={m}")
+    _check_sizes(m, n)
+    check_real("sigma", sigma, low=0.0)
+    theta_star = make_theta_star(k, d, scale, protocol=protocol, rng=rng)
+    labels = make_labels(m, k, proportions=proportions, rng=rng)
+    return make_problem_from_parameters(
+        theta_star, labels, n, sigma, rng=rng, covariances=covariances, dtype=dtype, protocol=protocol
+    )

@@ -1,0 +1,254 @@
+"""What to generate, as one frozen object: :class:`ProblemSpec`.
+
+A specification says everything that defines a random clustered regression problem (sizes,
+``k``, cluster proportions, client-size law, covariances, the theta* protocol and scale, the
+noise, the storage type, anchor clients), validates it once, generates a :class:`Problem` from a
+``numpy.random.Generator`` in one call, and round-trips exactly to a Monte Carlo cell: a trial
+function receives the cell and rebuilds the same specification, so no parameter is spelled
+twice and nothing is parsed from text.
+
+The cell keys are the field names, except where an experiment's :class:`CellSchema` renames a
+field (its results directories were written under those keys, and a trial's seed is a hash of
+its cell, so renaming a key would change every number) or fixes a field for the whole
+experiment (it is then not in the cell).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+
+import numpy as np
+
+from .._validation import check_choice, check_dtype, check_int, check_real
+from ._anchors import ANCHOR_MODES, add_anchors
+from ._generate import make_labels, make_problem_from_parameters, make_theta_star
+from ._problem import THETA_PROTOCOLS
+from ._sizes import SIZE_LAWS, diagonal_covariances, size_law
+
+__all__ = ["ProblemSpec", "CellSchema", "cluster_proportions"]
+
+
+def cluster_proportions(k, p_min):
+    """Label probabilities: cluster 0 gets ``p_min``, the others share the rest equally.
+
+    (Our one-parameter family of unbalanced clusters; Su, Xu and Yang do not give theirs.)
+    """
+    k = check_int("k", k, low=1)
+    if k == 1:
+        return np.ones(1)
+    if not 0.0 < p_min <= 1.0 / k:
+        raise ValueError(f"p_min must be in (0, 1/k] = (0, {1.0 / k:.4g}], got {p_min!r}")
+    return np.concatenate([[p_min], np.full(k - 1, (1.0 - p_min) / (k - 1))])
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProblemSpec:
+    """A clustered mixed linear regression problem to draw (see :mod:`mixreg.problems`).
+
+    Attributes
+    ----------
+    m : int >= 1
+        Clients.
+    k : int in [1, m]
+        Clusters.
+    d : int >= 1
+        Dimension.
+    sigma : float >= 0
+        Noise standard deviation.
+    scale : float >= 0
+        theta*'s scale under ``protocol`` (:func:`make_theta_star`): the official code's ``r``,
+        the paper's norm ``R``, or the exact minimum separation (``"gaussian"``).
+    protocol : {"official", "paper", "gaussian"}
+    n : int >= 1, optional
+        Every client's sample count.  Exactly one of ``n`` and ``size_law`` is given.
+    size_law : {"equal", "zipf", "pareto", "lognormal"}, optional
+        Client sizes drawn i.i.d. from :func:`size_law` on ``[n_min, n_max]`` with mean
+        ``size_mean``.
+    size_mean : float, optional
+    n_min, n_max : int
+        Support of the size law (``n_max`` is required with ``size_law``).
+    p_min : float in (0, 1/k], optional
+        Labels i.i.d. from :func:`cluster_proportions` (cluster 0 with probability ``p_min``);
+        balanced contiguous labels (the official code's) when omitted.
+    cov_low, cov_high : float, 0 < cov_low <= cov_high
+        Per-cluster diagonal covariances with spectrum log-uniform on ``[cov_low, cov_high]``
+        (:func:`diagonal_covariances`); both 1 (default) is the identity, drawn nothing.
+    dtype : {"float64", "float32"}
+        Storage type (data are drawn in float64 and cast).
+    anchor_mode : {"random", "per_cluster"}, optional
+        Anchor clients of Su-Xu-Yang's Phase 1 (:func:`add_anchors`), applied by
+        :meth:`with_anchors`.
+    n_anchors : int
+        ``M_A`` for ``anchor_mode="random"`` (0 otherwise).
+    anchor_points : int
+        ``n_A``, the points an anchor holds at least.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> spec = ProblemSpec(m=100, k=2, n=100, d=1000, sigma=0.1, scale=0.25)
+    >>> pb = spec.generate(np.random.default_rng(0))
+    >>> pb.X.shape, round(pb.separation, 1)
+    ((10000, 1000), 5.6)
+    >>> ProblemSpec.from_cell(spec.to_cell()) == spec
+    True
+    """
+
+    m: int
+    k: int
+    d: int
+    sigma: float
+    scale: float
+    protocol: str = "official"
+    n: int | None = None
+    size_law: str | None = None
+    size_mean: float | None = None
+    n_min: int = 1
+    n_max: int | None = None
+    p_min: float | None = None
+    cov_low: float = 1.0
+    cov_high: float = 1.0
+    dtype: str = "float64"
+    anchor_mode: str | None = None
+    n_anchors: int = 0
+    anchor_points: int = 0
+
+    def __post_init__(self):
+        check_int("m", self.m, low=1)
+        check_int("k", self.k, low=1, high=self.m)
+        check_int("d", self.d, low=1)
+        check_real("sigma", self.sigma, low=0.0)
+        check_real("scale", self.scale, low=0.0)
+        if not np.isfinite(self.scale):
+            raise ValueError(f"scale must be finite, got {self.scale!r}")
+        check_choice("protocol", self.protocol, THETA_PROTOCOLS)
+        if (self.n is None) == (self.size_law is None):
+            raise ValueError("give exactly one of n (equal client sizes) and size_law (random sizes)")
+        if self.n is not None:
+            check_int("n", self.n, low=1)
+        else:
+            check_choice("size_law", self.size_law, SIZE_LAWS)
+            if self.n_max is None or self.size_mean is None:
+                raise ValueError(f"size_law={self.size_law!r} needs size_mean and n_max")
+            n_min = check_int("n_min", self.n_min, low=1)
+            n_max = check_int("n_max", self.n_max, low=n_min)
+            check_real("size_mean", self.size_mean, low=float(n_min), high=float(n_max))
+            self._size_law  # calibrates the law once; raises naming the unreachable mean
+        if self.p_min is not None:
+            cluster_proportions(self.k, self.p_min)
+        low = check_real("cov_low", self.cov_low, low=0.0, low_inclusive=False)
+        check_real("cov_high", self.cov_high, low=low)
+        check_dtype("dtype", self.dtype)
+        if self.anchor_mode is not None:
+            check_choice("anchor_mode", self.anchor_mode, ANCHOR_MODES)
+            check_int("anchor_points", self.anchor_points, low=2)
+            if self.anchor_mode == "random":
+                check_int("n_anchors", self.n_anchors, low=1, high=self.m)
+
+    @cached_property
+    def _size_law(self):
+        return size_law(self.size_law, n_min=self.n_min, n_max=self.n_max, mean=self.size_mean)
+
+    @property
+    def identity_covariance(self) -> bool:
+        """``True`` when every cluster's features are N(0, I)."""
+        return self.cov_low == self.cov_high == 1.0
+
+    def generate(self, rng):
+        """Draw the problem, in the order theta*, labels, client sizes, covariances, data.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        Problem
+            Without anchors (see :meth:`with_anchors`).
+        """
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        theta_star = make_theta_star(self.k, self.d, self.scale, protocol=self.protocol, rng=rng)
+        proportions = None if self.p_min is None else cluster_proportions(self.k, self.p_min)
+        labels = make_labels(self.m, self.k, proportions=proportions, rng=rng)
+        sizes = self.n if self.size_law is None else self._size_law.sample(self.m, rng=rng)
+        cov = None
+        if not self.identity_covariance:
+            cov = diagonal_covariances(self.k, self.d, rng=rng, low=self.cov_low, high=self.cov_high)
+        return make_problem_from_parameters(theta_star, labels, sizes, self.sigma, rng=rng, covariances=cov,
+                                            dtype=self.dtype, protocol=self.protocol)
+
+    def with_anchors(self, problem, rng):
+        """``(problem, anchors)``: the spec's anchor clients topped up (:func:`add_anchors`)."""
+        if self.anchor_mode is None:
+            raise ValueError("this ProblemSpec has no anchors (anchor_mode is None)")
+        n_anchors = None if self.anchor_mode == "per_cluster" else self.n_anchors
+        return add_anchors(problem, self.anchor_points, mode=self.anchor_mode, n_anchors=n_anchors, rng=rng)
+
+    # ---------------------------------------------------------------------------- cells
+
+    def to_cell(self, schema=None):
+        """The spec as an engine cell: ``{key: value}`` of the fields the schema keeps.
+
+        Parameters
+        ----------
+        schema : CellSchema, optional
+            Default: every field, under its own name, ``None`` fields left out.
+
+        Raises
+        ------
+        ValueError
+            If a field the schema leaves out of the cell differs from the value the schema fixes
+            (the cell could not say it).
+        """
+        schema = CellSchema.default() if schema is None else schema
+        values = dataclasses.asdict(self)
+        for name, fixed in schema.fixed.items():
+            if values[name] != fixed:
+                raise ValueError(f"{name}={values[name]!r} cannot be stored in this experiment's cells, "
+                                 f"which fix {name}={fixed!r}")
+        keys = schema.keys or {name: name for name, value in values.items() if value is not None}
+        return {key: values[name] for name, key in keys.items()}
+
+    @classmethod
+    def from_cell(cls, cell, schema=None):
+        """The spec a cell made by :meth:`to_cell` with the same schema stands for (other keys
+        of the cell, the method's parameters, are ignored)."""
+        schema = CellSchema.default() if schema is None else schema
+        names = {f.name for f in dataclasses.fields(cls)}
+        keys = schema.keys or {name: name for name in names}
+        values = {name: cell[key] for name, key in keys.items() if key in cell}
+        return cls(**schema.fixed, **values)
+
+
+@dataclass(frozen=True)
+class CellSchema:
+    """How an experiment stores a :class:`ProblemSpec` in its cells.
+
+    Attributes
+    ----------
+    keys : mapping of field name to cell key, optional
+        The fields that vary between the experiment's cells, in column order, under their cell
+        keys.  Empty: every non-``None`` field under its own name.
+    fixed : mapping of field name to value
+        Fields the experiment fixes (not in the cell).
+    """
+
+    keys: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    fixed: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self):
+        names = {f.name for f in dataclasses.fields(ProblemSpec)}
+        for what, mapping in (("keys", self.keys), ("fixed", self.fixed)):
+            unknown = sorted(set(mapping) - names)
+            if unknown:
+                raise ValueError(f"CellSchema {what} names unknown ProblemSpec fields {unknown}")
+        object.__setattr__(self, "keys", MappingProxyType(dict(self.keys)))
+        object.__setattr__(self, "fixed", MappingProxyType(dict(self.fixed)))
+
+    @classmethod
+    def default(cls):
+        return cls()

@@ -1,0 +1,134 @@
+"""Tests of mixreg.problems.spec: one frozen specification, validated once, that generates a
+problem from a Generator and round-trips exactly to an engine cell."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mixreg.montecarlo import trial_seed
+from mixreg.problems import (
+    CellSchema,
+    ProblemSpec,
+    add_anchors,
+    client_sizes,
+    cluster_proportions,
+    diagonal_covariances,
+    make_labels,
+    make_problem,
+    make_problem_from_parameters,
+    make_theta_star,
+)
+from mixreg.trials import IFCA_SUCCESS_CELLS
+from mixreg.trials_two_phase import TWO_PHASE_CELLS
+
+TWO_PHASE = dict(m=60, k=2, d=5, sigma=0.5, scale=2.0, protocol="gaussian", size_law="zipf", size_mean=4.0,
+                 n_max=40, p_min=0.2, cov_low=0.5, cov_high=2.0, anchor_mode="per_cluster", anchor_points=20)
+
+
+def _same(a, b):
+    for name in ("X", "y", "offsets", "labels", "theta_star"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.X.dtype == b.X.dtype and a.sigma == b.sigma and a.protocol == b.protocol
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("protocol", ["official", "paper", "gaussian"])
+def test_generate_is_make_problem(protocol, dtype):
+    spec = ProblemSpec(m=12, k=3, n=7, d=6, sigma=0.3, scale=0.8, protocol=protocol, dtype=dtype)
+    _same(spec.generate(np.random.default_rng(5)),
+          make_problem(12, 3, 7, 6, 0.3, 0.8, protocol=protocol, dtype=dtype, rng=np.random.default_rng(5)))
+
+
+def test_generate_with_anchors_is_the_two_phase_draw():
+    """Draw order theta*, labels, sizes, covariances, data; anchors from their own stream."""
+    spec = ProblemSpec(**TWO_PHASE)
+    got, anchors = spec.with_anchors(spec.generate(np.random.default_rng(1)), np.random.default_rng(2))
+    rng = np.random.default_rng(1)
+    theta = make_theta_star(2, 5, 2.0, protocol="gaussian", rng=rng)
+    labels = make_labels(60, 2, proportions=cluster_proportions(2, 0.2), rng=rng)
+    sizes = client_sizes(60, "zipf", rng=rng, n_min=1, n_max=40, mean=4.0)
+    cov = diagonal_covariances(2, 5, rng=rng, low=0.5, high=2.0)
+    base = make_problem_from_parameters(theta, labels, sizes, 0.5, rng=rng, covariances=cov, protocol="gaussian")
+    want, want_anchors = add_anchors(base, 20, mode="per_cluster", rng=np.random.default_rng(2))
+    _same(got, want)
+    np.testing.assert_array_equal(anchors, want_anchors)
+
+
+specs = st.builds(
+    lambda m, k, d, sigma, scale, sizes, p, dtype: ProblemSpec(
+        m=m, k=min(k, m), d=d, sigma=sigma, scale=scale, dtype=dtype,
+        p_min=None if p is None else p / min(k, m), **sizes),
+    m=st.integers(1, 50), k=st.integers(1, 4), d=st.integers(1, 30),
+    sigma=st.floats(0, 3, allow_nan=False), scale=st.floats(0, 10, allow_nan=False),
+    sizes=st.one_of(st.builds(lambda n: {"n": n}, st.integers(1, 20)),
+                    st.builds(lambda law: {"size_law": law, "size_mean": 5.0, "n_max": 50},
+                              st.sampled_from(["zipf", "pareto", "lognormal"]))),
+    p=st.one_of(st.none(), st.floats(0.05, 1.0)),
+    dtype=st.sampled_from(["float64", "float32"]))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(specs)
+def test_cell_round_trip_is_exact(spec):
+    cell = spec.to_cell()
+    assert ProblemSpec.from_cell(cell) == spec
+    # a cell of scalars only, hashable into a seed
+    assert all(isinstance(v, (bool, int, float, str)) for v in cell.values())
+    trial_seed(0, cell, 0)
+
+
+def test_schema_renames_and_fixes_fields():
+    spec = ProblemSpec(**TWO_PHASE)
+    cell = spec.to_cell(TWO_PHASE_CELLS)
+    assert list(cell)[:5] == ["M", "k", "d", "sigma", "separation"]
+    assert "protocol" not in cell and "m" not in cell and "scale" not in cell
+    assert ProblemSpec.from_cell({**cell, "fx_rounds": 80}, TWO_PHASE_CELLS) == spec
+    with pytest.raises(ValueError, match=r"protocol='official' cannot be stored in this experiment's cells"):
+        dataclasses.replace(spec, protocol="official").to_cell(TWO_PHASE_CELLS)
+    ifca_spec = ProblemSpec(m=10, k=2, n=5, d=3, sigma=0.1, scale=0.5)
+    assert ifca_spec.to_cell(IFCA_SUCCESS_CELLS) == dict(m=10, k=2, n=5, d=3, sigma=0.1, r=0.5,
+                                                         protocol="official", dtype="float64")
+    with pytest.raises(ValueError, match="unknown ProblemSpec fields"):
+        CellSchema(keys={"M": "M"})
+
+
+@pytest.mark.parametrize(
+    "change, pattern",
+    [
+        (dict(m=0), "m must be"),
+        (dict(k=5), "k must be"),
+        (dict(d=0), "d must be"),
+        (dict(sigma=-1.0), "sigma must be"),
+        (dict(scale=float("inf")), "scale must be finite"),
+        (dict(protocol="nope"), "protocol must be one of"),
+        (dict(n=None), "give exactly one of n"),
+        (dict(n=0), "n must be"),
+        (dict(p_min=0.9), r"p_min must be in \(0, 1/k\]"),
+        (dict(cov_low=0.0), "cov_low must be"),
+        (dict(cov_low=2.0, cov_high=1.0), "cov_high must be"),
+        (dict(dtype="float16"), "dtype"),
+        (dict(anchor_mode="random", anchor_points=5, n_anchors=0), "n_anchors must be"),
+        (dict(anchor_mode="per_cluster", anchor_points=1), "anchor_points must be"),
+    ],
+)
+def test_bad_fields_are_named(change, pattern):
+    base = dict(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0)
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        ProblemSpec(**{**base, **change})
+
+
+def test_size_law_is_validated_once_and_needs_its_parameters():
+    with pytest.raises(ValueError, match="needs size_mean and n_max"):
+        ProblemSpec(m=4, k=2, d=2, sigma=0.1, scale=1.0, size_law="zipf")
+    with pytest.raises(ValueError, match=r"size_mean must be in \[1.0, 50.0\], got 90.0"):
+        ProblemSpec(m=4, k=2, d=2, sigma=0.1, scale=1.0, size_law="zipf", size_mean=90.0, n_max=50)
+    with pytest.raises(ValueError, match="n_max must be"):
+        ProblemSpec(m=4, k=2, d=2, sigma=0.1, scale=1.0, size_law="zipf", size_mean=3.0, n_max=0)
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        ProblemSpec(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0).generate(0)
+    with pytest.raises(ValueError, match="no anchors"):
+        spec = ProblemSpec(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0)
+        spec.with_anchors(spec.generate(np.random.default_rng(0)), np.random.default_rng(0))
