@@ -1,17 +1,41 @@
-"""Command-line flags shared by every experiment script that runs a Monte Carlo sweep.
+"""The command line of every experiment: its Config's flags, the engine's flags and ``--redraw``.
 
-An experiment script builds its own parser, adds its own flags, then::
+An experiment declares each of its parameters once, as a field of its frozen ``Config``
+dataclass, with a real type annotation and a help text (:func:`param`)::
 
-    parser = argparse.ArgumentParser(description=...)
-    add_engine_arguments(parser)
-    args = parser.parse_args(argv)
-    sweep = build_sweep(config_from(args), root_seed=args.seed or DEFAULT_SEED)
-    result = run_engine_from_args(sweep, args, default_out=pathlib.Path("results") / NAME)
-    if result is None:  # --dry-run
-        return
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        preset: str = param("quick (default, minutes) or paper (hours)")
+        trials: int = param("trials per cell")
+        sigmas: tuple[float, ...] = param("noise levels", renamed_from="--sigma")
+        dtype: str = param("floating-point type", default="float64", choices=("float32", "float64"))
+
+        def validate(self):  # raises ValueError naming the field and its allowed range
+            ...
+
+    PRESETS = {"quick": dict(trials=16, sigmas=(0.0, 0.5)), "paper": dict(trials=40, ...)}
+
+    def main(argv=None):
+        return experiment_main(parser_from_config(Config, PRESETS, prog=..., description=...),
+                               argv, name=NAME, config_cls=Config, presets=PRESETS,
+                               build_sweep=build_sweep, summarise=summarise, draw=draw,
+                               tables=("rates", "theory"))
 
 Flags
 -----
+Of the experiment, from its ``Config`` (:func:`parser_from_config`):
+
+``--preset NAME``       the preset; every other experiment flag defaults to the preset's value
+``--<field>``           one flag per other field, named as the field with ``_`` as ``-``
+                        (``n_inits`` -> ``--n-inits``, ``M_ref`` -> ``--M-ref``); a ``tuple``
+                        field takes one or more values (``--sigmas 0 0.5 1``); a ``bool`` field
+                        is ``--<field>`` / ``--no-<field>``.  A flag that an earlier version used
+                        (``renamed_from``) is refused with a message naming its new spelling.
+``--redraw DIR``        redraw every figure of results directory DIR from its ``manifest.json``
+                        and tables, running nothing; takes no other flag
+
+Of the Monte Carlo engine (:func:`add_engine_arguments`):
+
 ``--jobs N``            local worker processes (default: the experiment's, usually all cores)
 ``--scheduler ADDR``    run on an existing Dask cluster, e.g. ``tcp://10.0.0.5:8786``
 ``--dask-local N``      start a Dask LocalCluster of N single-threaded workers on 127.0.0.1
@@ -22,22 +46,196 @@ Flags
 ``--seed S``            root seed (replaces the sweep's)
 ``--no-progress``       no progress bar
 ``--kernel-threads N``  BLAS/numba threads per task (1 = bit-identical across all backends)
+
+Flags are matched exactly (no abbreviations), so a flag is either a field's or an error.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+import csv
 import dataclasses
+import json
+import math
+import os
 import pathlib
 import re
+import shutil
+import sys
+import typing
 
-from mixreg.montecarlo import dry_run, run_sweep
+from mixreg.montecarlo import dry_run, run_sweep, write_table
 
-__all__ = ["add_engine_arguments", "run_engine_from_args", "default_jobs", "experiment_main"]
+__all__ = [
+    "param",
+    "config_flag",
+    "parser_from_config",
+    "config_from_args",
+    "add_engine_arguments",
+    "run_engine_from_args",
+    "default_jobs",
+    "experiment_main",
+]
 
 _SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
+_SCALAR_TYPES = (bool, int, float, str)
+_METAVARS = {int: "N", float: "X", str: "S"}
+_MANIFEST = "manifest.json"
+
+
+# --------------------------------------------------------------------------- a Config's flags
+
+
+def param(help, *, default=dataclasses.MISSING, choices=None, renamed_from=()):
+    """A ``Config`` field that is also a command-line flag.
+
+    Parameters
+    ----------
+    help : str
+        What the parameter is; the flag's help text (argparse's ``%`` must be written ``%%``).
+    default : optional
+        The field's default when no preset sets it (immutable: a tuple, not a list).
+    choices : sequence, optional
+        Allowed values (of every element, for a tuple field); argparse refuses others.
+    renamed_from : str or sequence of str
+        Flags of earlier versions (``"--inits"``); they exit with a message naming the new one.
+
+    Returns
+    -------
+    dataclasses.Field
+        With ``metadata={"help": ..., "choices": ..., "renamed_from": ...}``.
+    """
+    if isinstance(renamed_from, str):
+        renamed_from = (renamed_from,)
+    metadata = {"help": help, "choices": None if choices is None else tuple(choices),
+                "renamed_from": tuple(renamed_from)}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def config_flag(field_name):
+    """The flag of a Config field: ``n_inits`` -> ``--n-inits``, ``M_ref`` -> ``--M-ref``."""
+    return "--" + field_name.replace("_", "-")
+
+
+def _option_fields(config_cls):
+    """The fields that are flags (all but ``preset``), with their resolved annotations."""
+    hints = typing.get_type_hints(config_cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(config_cls) if f.name != "preset"]
+
+
+def _element_type(config_cls, name, hint):
+    """``(type of one value, is a tuple)`` of a field annotated ``T`` or ``tuple[T, ...]``."""
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALAR_TYPES and args[0] is not bool:
+            return args[0], True
+    elif hint in _SCALAR_TYPES:
+        return hint, False
+    raise TypeError(f"{config_cls.__name__}.{name}: a flag needs the annotation int, float, str, bool "
+                    f"or tuple[int | float | str, ...], got {hint!r}")
+
+
+class _RenamedFlag(argparse.Action):
+    """A flag of an earlier version: refuse it, naming the flag that replaced it."""
+
+    def __init__(self, option_strings, dest, new_flag, **kwargs):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="*", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
+        self.new_flag = new_flag
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} is now {self.new_flag}")
+
+
+def parser_from_config(config_cls, presets, *, prog, description, default_preset=None):
+    """The command line of an experiment: one flag per ``Config`` field, ``--redraw``, the engine's.
+
+    Parameters
+    ----------
+    config_cls : dataclass type
+        A ``preset: str`` field, then one field per parameter made with :func:`param` (its
+        ``help``, optional ``choices`` and ``renamed_from``), annotated ``int``, ``float``,
+        ``str``, ``bool`` or ``tuple[T, ...]`` (real types, or strings that
+        :func:`typing.get_type_hints` resolves).
+    presets : dict of str to dict
+        Preset name -> field values; what a flag not given takes.
+    prog, description : str
+        For ``--help``.
+    default_preset : str, optional
+        Default ``"quick"`` when it is a preset, else the first preset.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        Every experiment flag's ``dest`` is its field name and its default ``None`` (= the
+        preset's); see :func:`config_from_args`.
+
+    Raises
+    ------
+    TypeError
+        When a field has no help text or an annotation that cannot be a flag.
+    """
+    if default_preset is None:
+        default_preset = "quick" if "quick" in presets else next(iter(presets))
+    parser = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False)
+    preset_field = {f.name: f for f in dataclasses.fields(config_cls)}["preset"]
+    parser.add_argument("--preset", default=default_preset, choices=list(presets),
+                        help=preset_field.metadata.get("help", "the preset"))
+    group = parser.add_argument_group("experiment", "the parameters of the sweep")
+    for field, hint in _option_fields(config_cls):
+        meta = field.metadata
+        if not meta.get("help"):
+            raise TypeError(f"{config_cls.__name__}.{field.name} has no help text; declare it with "
+                            "param(help, ...) or metadata={'help': ...}")
+        kind, is_tuple = _element_type(config_cls, field.name, hint)
+        flag, text = config_flag(field.name), f"{meta['help']} (default: the preset's)"
+        if kind is bool:
+            group.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction, default=None,
+                               help=text)
+        else:
+            choices, metavar = meta.get("choices"), _METAVARS[kind]
+            if choices and not is_tuple:
+                metavar = None  # argparse shows {a,b,c}
+            elif choices:
+                text = f"{meta['help']}, among {', '.join(map(str, choices))} (default: the preset's)"
+            group.add_argument(flag, dest=field.name, type=kind, nargs="+" if is_tuple else None, default=None,
+                               choices=choices, metavar=metavar, help=text)
+        for old in meta.get("renamed_from", ()):
+            group.add_argument(old, action=_RenamedFlag, new_flag=flag)
+    parser.add_argument_group("figures").add_argument(
+        "--redraw", type=pathlib.Path, default=None, metavar="DIR",
+        help="redraw every figure of the results directory DIR from its manifest and tables, running "
+             "nothing (the paper presets' copies in figures/ too)")
+    add_engine_arguments(parser)
+    return parser
+
+
+def config_from_args(config_cls, presets, args):
+    """The validated ``Config``: the chosen preset's values, replaced by the flags given.
+
+    Raises ``ValueError`` (from ``Config.validate``) naming the bad field and its allowed range.
+    """
+    values = dict(presets[args.preset])
+    for field, _ in _option_fields(config_cls):
+        given = getattr(args, field.name, None)
+        if given is not None:
+            values[field.name] = tuple(given) if isinstance(given, list) else given
+    return config_cls(preset=args.preset, **values).validate()
+
+
+def _config_from_record(config_cls, record):
+    """A ``Config`` from its ``dataclasses.asdict`` after a JSON round trip (lists -> tuples)."""
+    if not isinstance(record, dict):
+        raise ValueError("missing")
+    names = [f.name for f in dataclasses.fields(config_cls)]
+    missing = [name for name in names if name not in record]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} missing (written by another version?)")
+    values = {name: tuple(record[name]) if isinstance(record[name], list) else record[name] for name in names}
+    return config_cls(**values).validate()
+
+
+# --------------------------------------------------------------------------- the engine's flags
 
 
 def _positive_int(text):
@@ -166,46 +364,168 @@ def run_engine_from_args(sweep, args, default_out):
     )
 
 
-def experiment_main(parser, argv, config_from_args, build_sweep, draw, *, name, tables=()):
-    """The body of an experiment script's ``main``: parse, configure, run, draw, report.
+# --------------------------------------------------------------------------- tables and figures
+
+_INT_RE = re.compile(r"[+-]?\d+")
+_FLOAT_RE = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|nan|inf)")
+
+
+def _table_value(text):
+    """A field of a table written by ``write_table``, as the value it was written from."""
+    if text == "":
+        return math.nan
+    if text in ("True", "False"):
+        return text == "True"
+    if _INT_RE.fullmatch(text):
+        return int(text)
+    if _FLOAT_RE.fullmatch(text):
+        return float(text)  # write_table writes repr(float): exact
+    return text
+
+
+# Can move to mixreg.montecarlo.reader (read_results(outdir).table(name)) once that reader lands.
+def _read_table(path):
+    """The rows of a CSV table written by ``mixreg.montecarlo.write_table``, as dicts."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{key: _table_value(value) for key, value in row.items()} for row in csv.DictReader(fh)]
+
+
+def _read_tables(outdir, names):
+    return {name: _read_table(outdir / f"{name}.csv") for name in names}
+
+
+class _NotResults(Exception):
+    """``--redraw DIR``: DIR is not a finished results directory of this experiment."""
+
+
+def _results_manifest(outdir, name, tables):
+    """The manifest of ``outdir``, after checking it holds a finished run of ``name`` and its tables."""
+    if not outdir.is_dir():
+        raise _NotResults(f"{outdir} is not a directory")
+    path = outdir / _MANIFEST
+    if not path.is_file():
+        raise _NotResults(f"{outdir} is not a results directory (it has no {_MANIFEST})")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        found = manifest["sweep"]["name"]
+    except (ValueError, TypeError, KeyError):
+        raise _NotResults(f"{path} is not the manifest of a Monte Carlo sweep") from None
+    if found != name:
+        raise _NotResults(f"{outdir} holds results of {found!r}, not of {name!r}")
+    if manifest.get("status") != "complete":
+        raise _NotResults(f"{outdir} holds an unfinished run (status {manifest.get('status')!r}); "
+                          "run its command again to finish it")
+    for table in tables:
+        if not (outdir / f"{table}.csv").is_file():
+            raise _NotResults(f"{outdir} has no {table}.csv (written by an earlier version?); run its command "
+                              "again, which resumes without recomputing a trial and writes the tables")
+    return manifest
+
+
+def _is_preset_run(manifest, config, presets, build_sweep, paper_presets):
+    """Whether ``manifest`` records the complete, failure-free run of a paper preset, unchanged."""
+    if config.preset not in paper_presets or config.preset not in presets:
+        return False
+    preset_config = type(config)(preset=config.preset, **presets[config.preset])
+    return (manifest.get("status") == "complete" and not manifest.get("n_failures")
+            and manifest.get("sweep_key") == build_sweep(preset_config).key)
+
+
+def _draw(config, outdir, manifest, *, draw, tables, presets, build_sweep, paper_presets, figures_dir):
+    """Draw from the tables as written (so a redraw repeats it exactly); copy a paper run's figures."""
+    paths = list(draw(config, _read_tables(outdir, tables), outdir))
+    if figures_dir is not None and _is_preset_run(manifest, config, presets, build_sweep, paper_presets):
+        figures_dir = pathlib.Path(figures_dir)
+        figures_dir.mkdir(parents=True, exist_ok=True)
+        for path in list(paths):
+            copy = figures_dir / f"{path.stem}_{config.preset}{path.suffix}"
+            shutil.copyfile(path, copy)
+            paths.append(copy)
+    return paths
+
+
+def _redraw(parser, args, *, name, config_cls, **drawing):
+    """``--redraw DIR``: draw every figure of DIR from its manifest and tables; run nothing."""
+    defaults = vars(parser.parse_args(["--redraw", str(args.redraw)]))
+    others = [config_flag(dest) for dest, value in vars(args).items() if value != defaults[dest]]
+    if others:
+        parser.exit(2, f"{parser.prog}: error: --redraw takes the config from the directory's manifest; "
+                       f"drop {', '.join(others)}\n")
+    outdir = args.redraw
+    try:
+        manifest = _results_manifest(outdir, name, drawing["tables"])
+    except _NotResults as exc:
+        parser.exit(2, f"{parser.prog}: error: --redraw: {exc}\n")
+    try:
+        config = _config_from_record(config_cls, manifest["sweep"].get("config"))
+    except (ValueError, TypeError) as exc:
+        parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {exc}\n")
+    for path in _draw(config, outdir, manifest, **drawing):
+        print(f"wrote {path}")
+    return 0
+
+
+def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, summarise, draw, tables,
+                    paper_presets=(), figures_dir=None):
+    """The body of an experiment script's ``main``: parse, configure, run, summarise, draw, report.
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        Prepared with :func:`add_engine_arguments`.
+        From :func:`parser_from_config`.
     argv : list of str or None
-    config_from_args : callable
-        ``args -> config`` (a dataclass with a ``preset`` field); raises ``ValueError`` naming
-        the bad option.
-    build_sweep : callable
-        ``config -> Sweep`` (``--seed`` replaces its root seed).
-    draw : callable
-        ``(config, records, outdir) -> list of figure paths``.
     name : str
-        The experiment's name: results go to ``results/<name>/<preset>`` unless ``--out``.
+        The experiment's (and its sweep's) name: results go to ``results/<name>/<preset>``
+        unless ``--out``.
+    config_cls : dataclass type
+        The experiment's ``Config`` (see :func:`parser_from_config`); ``validate()`` raises
+        ``ValueError`` naming the bad field.
+    presets : dict of str to dict
+    build_sweep : callable
+        ``config -> Sweep`` with the experiment's root seed (``--seed`` replaces it).
+    summarise : callable
+        ``(config, records) -> {table name: list of dict}``, one entry per name of ``tables``.
+    draw : callable
+        ``(config, tables, outdir) -> list of figure paths``, from the tables only (as read
+        back from the CSV files, so that ``--redraw`` draws the same figures).
     tables : sequence of str
-        Files the experiment writes into the results directory besides the engine's.
+        Names of the tables, written as ``<outdir>/<name>.csv`` by ``write_table``.
+    paper_presets : sequence of str
+        Presets whose figures are also copied to ``figures_dir`` as ``<figure>_<preset>.{png,pdf}``,
+        when the run is the complete, failure-free, unchanged preset (its sweep is the preset's,
+        with the default seed).
+    figures_dir : path-like, optional
 
     Returns
     -------
     int
         0, or 1 if any trial raised (the failures are in the manifest).  Bad options and
-        configuration errors exit through ``parser.error`` with status 2.
+        configuration errors exit through ``parser.error`` with status 2; ``--redraw`` on a
+        directory that is not a finished results directory of this experiment exits with
+        status 2 and one line.
     """
     args = parser.parse_args(argv)
+    drawing = dict(draw=draw, tables=tuple(tables), presets=presets, build_sweep=build_sweep,
+                   paper_presets=tuple(paper_presets), figures_dir=figures_dir)
+    if args.redraw is not None:
+        return _redraw(parser, args, name=name, config_cls=config_cls, **drawing)
     try:
-        config = config_from_args(args)
+        config = config_from_args(config_cls, presets, args)
         result = run_engine_from_args(build_sweep(config), args,
                                       default_out=pathlib.Path("results") / name / config.preset)
     except ValueError as exc:
         parser.error(str(exc))
     if result is None:  # --dry-run
         return 0
-    paths = draw(config, result.records, result.outdir)
     outdir = result.outdir
-    for path in [result.trials_csv, *(outdir / t for t in tables), outdir / "manifest.json", *paths]:
+    summary = summarise(config, result.records)
+    if set(summary) != set(tables):
+        raise RuntimeError(f"summarise returned the tables {sorted(summary)}, expected {sorted(tables)}")
+    written = [write_table(outdir / f"{table}.csv", summary[table]) for table in tables]
+    figures = _draw(config, outdir, result.manifest, **drawing)
+    for path in [result.trials_csv, *written, outdir / _MANIFEST, *figures]:
         print(f"wrote {path}")
     if result.failures:
-        print(f"{len(result.failures)} trial(s) raised; see {outdir / 'manifest.json'}", file=sys.stderr)
+        print(f"{len(result.failures)} trial(s) raised; see {outdir / _MANIFEST}", file=sys.stderr)
         return 1
     return 0

@@ -1,6 +1,7 @@
 """Tests of experiments.success_vs_R: options, outputs, presets and backend-independent results."""
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -9,8 +10,8 @@ import pytest
 from experiments import success_vs_R as exp
 from mixreg.montecarlo import run_sweep
 
-TINY = ["--m", "8", "--k", "2", "--n", "10", "--d", "5", "--sigma", "0", "0.5", "--r", "0.3", "1.0",
-        "--trials", "3", "--inits", "2", "--rounds", "20", "--no-progress"]
+TINY = ["--m", "8", "--k", "2", "--n", "10", "--d", "5", "--sigmas", "0", "0.5", "--rs", "0.3", "1.0",
+        "--trials", "3", "--n-inits", "2", "--n-rounds", "20", "--no-progress"]
 
 
 def _records_without_time(result):
@@ -23,12 +24,19 @@ def _records_without_time(result):
         (["--k", "5", "--m", "3"], "k must be at most m"),
         (["--n", "0"], "n must be an integer >= 1"),
         (["--d", "0"], "d must be an integer >= 1"),
-        (["--sigma", "-1"], "sigma must be finite and >= 0"),
-        (["--sigma"], "sigma grid is empty"),
-        (["--r"], "r grid is empty"),
-        (["--r", "0"], "r must be finite and > 0"),
-        (["--step-sizes", "0.1", "0"], "step sizes must be finite and > 0"),
+        (["--sigmas", "-1"], "sigmas must be finite and >= 0"),
+        (["--sigmas"], "argument --sigmas: expected at least one argument"),
+        (["--rs"], "argument --rs: expected at least one argument"),
+        (["--rs", "0"], "rs must be finite and > 0"),
+        (["--step-sizes", "0.1", "0"], "step_sizes must be finite and > 0"),
         (["--trials", "0"], "trials must be an integer >= 1"),
+        (["--n-inits", "0"], "n_inits must be an integer >= 1"),
+        (["--init-scale", "0"], "init_scale must be finite and > 0"),
+        (["--threshold-offset", "-1"], "threshold_offset must be finite and >= 0"),
+        (["--sigma", "0.5"], "--sigma is now --sigmas"),
+        (["--r", "0.5"], "--r is now --rs"),
+        (["--inits", "2"], "--inits is now --n-inits"),
+        (["--rounds", "2"], "--rounds is now --n-rounds"),
         (["--preset", "paper-c"], "invalid choice"),
         (["--protocol", "norm"], "invalid choice"),
         (["--jobs", "0"], "positive integer"),
@@ -39,6 +47,14 @@ def test_bad_options_exit_with_a_clear_message(argv, message, capsys, tmp_path):
         exp.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("grid,message", [("sigmas", "sigmas is empty"), ("rs", "rs is empty"),
+                                          ("step_sizes", "step_sizes is empty")])
+def test_an_empty_grid_is_refused(grid, message):
+    config = exp.Config(preset="quick", **exp.PRESETS["quick"])
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(config, **{grid: ()}).validate()
 
 
 def test_presets_are_the_official_grids():
@@ -64,7 +80,7 @@ def test_end_to_end_writes_table_manifest_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(exp, "REPO", tmp_path)  # a quick run must never write into figures/
     out = tmp_path / "run"
     assert exp.main(TINY + ["--out", str(out), "--jobs", "1"]) == 0
-    for name in ("trials.csv", "rates.csv", "manifest.json", "success_vs_R.png", "success_vs_R.pdf"):
+    for name in ("trials.csv", "rates.csv", "theory.csv", "manifest.json", "success_vs_R.png", "success_vs_R.pdf"):
         assert (out / name).stat().st_size > 0, name
     assert not figures.exists()
     with open(out / "trials.csv") as fh:
@@ -78,6 +94,11 @@ def test_end_to_end_writes_table_manifest_and_figure(tmp_path, monkeypatch):
     with open(out / "rates.csv") as fh:
         rates = list(csv.DictReader(fh))
     assert len(rates) == 4 and {"official_success_rate", "honest_success_low", "oracle_success_high"} <= set(rates[0])
+    with open(out / "theory.csv") as fh:
+        theory = list(csv.DictReader(fh))
+    assert [float(row["sigma"]) for row in theory] == [0.0, 0.5]
+    assert {"unit_separation", "unit_drawn", "fitted_separation", "C_fitted", "r_per_delta"} <= set(theory[0])
+    assert theory[0]["fitted_separation"] == ""  # no noise term at sigma = 0
     manifest = json.loads((out / "manifest.json").read_text())
     text = json.dumps(manifest)
     for key in ("numpy", "numba", "success_rules", "commit"):

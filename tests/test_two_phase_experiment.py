@@ -15,7 +15,7 @@ from mixreg.trials_two_phase import (
     two_phase_trial,
 )
 
-TINY = ["--M", "60", "120", "--M-ref", "120", "--laws", "equal", "zipf", "--law-ref", "zipf", "--p-min", "0.2",
+TINY = ["--Ms", "60", "120", "--M-ref", "120", "--laws", "equal", "zipf", "--law-ref", "zipf", "--p-mins", "0.2",
         "--p-ref", "0.2", "--trials", "2", "--d", "4", "--k", "2", "--n-max", "20", "--size-mean", "4",
         "--fmd-rounds", "3", "--fx-rounds", "6", "--checkpoint-every", "2", "--ifca-restarts", "1",
         "--ifca-steps", "0.5", "--anchor-points", "30", "--no-progress"]
@@ -65,7 +65,8 @@ def test_trial_record_is_scalars_and_consistent():
 def test_end_to_end(tmp_path, capsys):
     out = tmp_path / "run"
     assert two_phase.main(TINY + ["--out", str(out)]) == 0
-    for name in ("trials.csv", "manifest.json", "summary.csv", "curves.csv", "scaling.csv",
+    for name in ("trials.csv", "manifest.json", "summary.csv", "curves.csv", "scaling.csv", "theory.csv",
+                 "contraction.csv",
                  "two_phase_rounds.png", "two_phase_rounds.pdf", "two_phase_scaling.png", "two_phase_scaling.pdf"):
         assert (out / name).is_file(), name
     with open(out / "trials.csv") as fh:
@@ -77,15 +78,26 @@ def test_end_to_end(tmp_path, capsys):
     assert manifest["sweep"]["config"]["fmd_rounds"] == 3
     with open(out / "scaling.csv") as fh:
         scaling = list(csv.DictReader(fh))
-    assert {"C_nu_fitted", "C1_fedavg_envelope", "nu_median"} <= set(scaling[0])
+    assert {"C_nu_fitted", "C1_fedavg_envelope", "nu_median", "C_nu_line"} <= set(scaling[0])
+    with open(out / "theory.csv") as fh:
+        theory = list(csv.DictReader(fh))
+    assert [int(row["round"]) for row in theory] == list(range(3, 10))  # Phase 2: rounds T1 .. T1 + T2
+    with open(out / "contraction.csv") as fh:
+        contraction = list(csv.DictReader(fh))
+    assert len(contraction) == len(rows) and all(row["failed"] == "False" for row in contraction)
     assert "wrote" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--p-min", "0.7"], "p_min values must be in"),
-        (["--M", "2"], "every M must be at least"),
+        (["--p-mins", "0.7"], "p_mins and p_ref must be in"),
+        (["--Ms", "2"], "Ms and M_ref must be at least 2k"),
+        (["--p-min", "0.2"], "--p-min is now --p-mins"),
+        (["--M", "60"], "--M is now --Ms"),
+        (["--laws", "uniform"], "argument --laws: invalid choice"),
+        (["--fmd-step-constant", "0"], "fmd_step_constant must be finite and > 0"),
+        (["--cov-low", "3"], "cov_high must be >= cov_low"),
         (["--trials", "0"], "trials must be an integer >= 1"),
         (["--fedavg-step", "-1"], "fedavg_step must be finite and > 0"),
         (["--anchor-mode", "random", "--n-anchors", "1"], "n_anchors must be in"),

@@ -1,0 +1,304 @@
+"""Tests of experiments._cli: an experiment's Config is its command line; --redraw draws from tables."""
+
+import argparse
+import dataclasses
+import json
+import math
+import shutil
+import time
+import typing
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from experiments import _cli, success_vs_R, two_phase
+from experiments._cli import config_flag, param, parser_from_config
+from mixreg.montecarlo import write_table
+
+EXPERIMENTS = {"success_vs_R": success_vs_R, "two_phase": two_phase}
+TINY = {
+    "success_vs_R": ["--m", "8", "--k", "2", "--n", "10", "--d", "5", "--sigmas", "0", "0.5", "--rs", "0.3", "1.0",
+                     "--trials", "2", "--n-inits", "2", "--n-rounds", "10"],
+    "two_phase": ["--Ms", "60", "--M-ref", "60", "--laws", "zipf", "--law-ref", "zipf", "--p-mins", "0.2",
+                  "--p-ref", "0.2", "--trials", "2", "--d", "4", "--k", "2", "--n-max", "20", "--size-mean", "4",
+                  "--fmd-rounds", "3", "--fx-rounds", "6", "--checkpoint-every", "2", "--ifca-restarts", "1",
+                  "--ifca-steps", "0.5", "--anchor-points", "30"],
+}
+QUIET = ["--no-progress", "--jobs", "1"]
+
+
+def _fields(exp):
+    hints = typing.get_type_hints(exp.Config)
+    return [(f, hints[f.name]) for f in dataclasses.fields(exp.Config) if f.name != "preset"]
+
+
+def _one_line_error(capsys):
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- flags from a Config
+
+
+def test_flag_names():
+    assert [config_flag(n) for n in ("k", "n_inits", "Ms", "M_ref", "p_mins")] == \
+        ["--k", "--n-inits", "--Ms", "--M-ref", "--p-mins"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_field_has_exactly_one_flag_named_after_it(name):
+    exp = EXPERIMENTS[name]
+    parser = exp.build_parser()
+    actions = parser._actions  # argparse keeps its arguments there
+    fields = {f.name for f, _ in _fields(exp)}
+    for field in fields:
+        owners = [a for a in actions if a.dest == field]
+        assert len(owners) == 1 and owners[0].option_strings == [config_flag(field)], field
+    engine = {a.dest for a in _cli.add_engine_arguments(argparse.ArgumentParser())._actions}
+    named = {a.dest for a in actions if a.dest != argparse.SUPPRESS}  # renamed flags only refuse
+    assert named == fields | {"preset", "redraw"} | engine
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_help_lists_every_field_with_its_help_and_the_preset_default(name, capsys):
+    exp = EXPERIMENTS[name]
+    with pytest.raises(SystemExit) as exc:
+        exp.main(["--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for field, _ in _fields(exp):
+        assert config_flag(field.name) in text
+        assert " ".join(field.metadata["help"].split()) in text, field.name
+    assert text.count("(default: the preset's)") == len(_fields(exp))
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_presets_values_are_the_defaults(name):
+    exp = EXPERIMENTS[name]
+    assert exp.build_parser().parse_args([]).preset == "quick"
+    for preset, values in exp.PRESETS.items():
+        config = exp.config_from_args(exp.build_parser().parse_args(["--preset", preset]))
+        assert config == exp.Config(preset=preset, **values)
+
+
+def _other_value(kind, value, choices):
+    """A value of type ``kind`` different from ``value`` (among ``choices`` if any)."""
+    if choices:
+        return next(c for c in choices if c != value)
+    if kind is str:
+        return value + "x"
+    return value + (1 if kind is int else 0.25)
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_flag_sets_its_field(name):
+    exp = EXPERIMENTS[name]
+    quick = exp.Config(preset="quick", **exp.PRESETS["quick"])
+    parser = exp.build_parser()
+    for field, hint in _fields(exp):
+        current = getattr(quick, field.name)
+        choices = field.metadata.get("choices")
+        if typing.get_origin(hint) is tuple:
+            new = (_other_value(typing.get_args(hint)[0], current[0], choices),)
+        else:
+            new = _other_value(hint, current, choices)
+        argv = [config_flag(field.name), *map(str, new if isinstance(new, tuple) else (new,))]
+        parsed = getattr(parser.parse_args(argv), field.name)
+        assert (tuple(parsed) if isinstance(parsed, list) else parsed) == new != current, field.name
+
+
+@pytest.mark.parametrize(
+    "name,argv,changes",
+    [
+        ("success_vs_R", ["--preset", "paper-a", "--n-inits", "3", "--sigmas", "0.1", "0.2", "--init-scale", "2"],
+         dict(n_inits=3, sigmas=(0.1, 0.2), init_scale=2.0)),
+        ("two_phase", ["--preset", "paper", "--Ms", "1000", "2000", "--fmd-step-constant", "0.25", "--laws", "zipf"],
+         dict(Ms=(1000, 2000), fmd_step_constant=0.25, laws=("zipf",))),
+    ],
+)
+def test_a_flag_overrides_the_preset(name, argv, changes):
+    exp = EXPERIMENTS[name]
+    preset = argv[1]
+    config = exp.config_from_args(exp.build_parser().parse_args(argv))
+    assert config == dataclasses.replace(exp.Config(preset=preset, **exp.PRESETS[preset]), **changes)
+
+
+@pytest.mark.parametrize(
+    "name,argv,message",
+    [
+        ("success_vs_R", ["--n-inits", "0"], "n_inits must be an integer >= 1, got 0"),
+        ("success_vs_R", ["--sigmas", "0.1", "nan"], "sigmas must be finite and >= 0"),
+        ("success_vs_R", ["--k", "two"], "argument --k: invalid int value: 'two'"),
+        ("success_vs_R", ["--dtype", "float16"], "argument --dtype: invalid choice"),
+        ("success_vs_R", ["--n-init", "2"], "unrecognized arguments: --n-init"),  # no abbreviations
+        ("two_phase", ["--p-ref", "0.9"], "p_mins and p_ref must be in (0, 1/k]"),
+        ("two_phase", ["--anchor-points", "1"], "anchor_points must be >= 2"),
+        ("two_phase", ["--Ms", "100", "x"], "argument --Ms: invalid int value: 'x'"),
+    ],
+)
+def test_bad_values_exit_2_naming_the_field(name, argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        EXPERIMENTS[name].main(argv + ["--dry-run", "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@dataclasses.dataclass(frozen=True)
+class Toy:
+    preset: str = param("a or b")
+    count: int = param("how many")
+    scale: float = param("how large", default=1.0)
+    names: tuple[str, ...] = param("which ones", default=("x",), choices=("x", "y"))
+    loud: bool = param("whether to shout", default=False, renamed_from="--shout")
+
+    def validate(self):
+        if self.count < 0:
+            raise ValueError(f"count must be >= 0, got {self.count}")
+        return self
+
+
+TOY_PRESETS = {"a": dict(count=1), "b": dict(count=2, loud=True)}
+
+
+def test_a_config_of_every_flag_type():
+    parser = parser_from_config(Toy, TOY_PRESETS, prog="toy", description="a toy")
+    assert _cli.config_from_args(Toy, TOY_PRESETS, parser.parse_args([])) == Toy(preset="a", count=1)
+    args = parser.parse_args(["--preset", "b", "--no-loud", "--names", "y", "x", "--scale", "3"])
+    assert _cli.config_from_args(Toy, TOY_PRESETS, args) == Toy("b", 2, 3.0, ("y", "x"), False)
+    for argv in (["--names", "z"], ["--count", "1.5"], ["--shout"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+
+
+def test_a_field_that_cannot_be_a_flag_is_a_type_error():
+    @dataclasses.dataclass(frozen=True)
+    class NoHelp:
+        preset: str
+        count: int
+
+    @dataclasses.dataclass(frozen=True)
+    class ListField:
+        preset: str
+        values: list = param("values")
+
+    with pytest.raises(TypeError, match="NoHelp.count has no help text"):
+        parser_from_config(NoHelp, {"a": {}}, prog="p", description="")
+    with pytest.raises(TypeError, match="ListField.values: a flag needs the annotation"):
+        parser_from_config(ListField, {"a": {}}, prog="p", description="")
+
+
+def test_tables_read_back_as_written(tmp_path):
+    rows = [dict(i=3, x=0.1 + 0.2, s="zipf", b=True, none=None, nan=math.nan, inf=-math.inf, e=1e-300),
+            dict(i=-4, x=2.0, s="1,2", b=False, none=None, nan=1.5, inf=1.0, e=5e20)]
+    back = _cli._read_table(write_table(tmp_path / "t.csv", rows))
+    assert back[0]["none"] != back[0]["none"] and back[0]["nan"] != back[0]["nan"]  # empty and nan: nan
+    for row, got in zip(rows, back):
+        for key in ("i", "x", "s", "b", "inf", "e"):
+            assert got[key] == row[key] and type(got[key]) is type(row[key]), key
+
+
+# --------------------------------------------------------------------------- --redraw
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A small finished run of each experiment (quick presets never write into figures/)."""
+    out = {}
+    for name, exp in EXPERIMENTS.items():
+        out[name] = tmp_path_factory.mktemp(name)
+        assert exp.main(TINY[name] + QUIET + ["--out", str(out[name])]) == 0
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_redraw_reproduces_the_figures_without_running_a_trial(name, runs, monkeypatch, capsys):
+    out = runs[name]
+    first = {png.name: matplotlib.image.imread(png) for png in out.glob("*.png")}
+    assert len(first) == {"success_vs_R": 1, "two_phase": 2}[name]
+    for figure in [*out.glob("*.png"), *out.glob("*.pdf")]:
+        figure.unlink()
+    trials_mtime = (out / "trials.csv").stat().st_mtime_ns
+
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("--redraw ran the sweep")
+
+    monkeypatch.setattr(_cli, "run_sweep", no_sweep)
+    start = time.perf_counter()
+    assert EXPERIMENTS[name].main(["--redraw", str(out)]) == 0
+    assert time.perf_counter() - start < 10
+    assert (out / "trials.csv").stat().st_mtime_ns == trials_mtime
+    for png, pixels in first.items():
+        assert np.array_equal(matplotlib.image.imread(out / png), pixels), png
+        assert (out / png).with_suffix(".pdf").stat().st_size > 0
+    assert capsys.readouterr().out.count("wrote") == 2 * len(first)
+
+
+def _copy_run(runs, tmp_path, name="success_vs_R"):
+    copy = tmp_path / "copy"
+    shutil.copytree(runs[name], copy)
+    return copy
+
+
+def _set_status(runs, tmp_path):
+    copy = _copy_run(runs, tmp_path)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["status"] = "interrupted"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def _drop_theory(runs, tmp_path):
+    copy = _copy_run(runs, tmp_path)
+    (copy / "theory.csv").unlink()
+    return copy
+
+
+def _bad_manifest(runs, tmp_path):
+    copy = _copy_run(runs, tmp_path)
+    (copy / "manifest.json").write_text("{not json")
+    return copy
+
+
+@pytest.mark.parametrize(
+    "directory,extra,message",
+    [
+        (lambda runs, tmp: tmp, [], "is not a results directory (it has no manifest.json)"),
+        (lambda runs, tmp: tmp / "absent", [], "is not a directory"),
+        (lambda runs, tmp: runs["two_phase"], [], "holds results of 'two_phase', not of 'success_vs_R'"),
+        (_bad_manifest, [], "is not the manifest of a Monte Carlo sweep"),
+        (_set_status, [], "holds an unfinished run (status 'interrupted')"),
+        (_drop_theory, [], "has no theory.csv"),
+        (lambda runs, tmp: runs["success_vs_R"], ["--k", "3", "--jobs", "2"], "drop --k, --jobs"),
+    ],
+)
+def test_redraw_refuses_anything_but_a_finished_results_directory_in_one_line(
+        directory, extra, message, runs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        success_vs_R.main(["--redraw", str(directory(runs, tmp_path)), *extra])
+    assert exc.value.code == 2
+    line = _one_line_error(capsys)
+    assert "error:" in line and message in line
+
+
+def test_paper_preset_figures_are_copied_only_for_the_unchanged_preset(monkeypatch, tmp_path):
+    """A complete run of a paper preset (here shrunk) writes and redraws figures/; a changed one does not."""
+    tiny = dict(k=2, m=8, n=10, d=5, sigmas=(0.0, 0.5), rs=(0.3, 1.0), trials=2, n_inits=2, step_sizes=(1.0, 0.1),
+                n_rounds=10, dtype="float64")
+    monkeypatch.setitem(success_vs_R.PRESETS, "paper-a", tiny)
+    monkeypatch.setattr(success_vs_R, "REPO", tmp_path)
+    figures = tmp_path / "figures"
+    copies = [figures / "success_vs_R_paper-a.png", figures / "success_vs_R_paper-a.pdf"]
+    out = tmp_path / "paper-a"
+    assert success_vs_R.main(["--preset", "paper-a", "--out", str(out)] + QUIET) == 0
+    assert (out / "success_vs_R.png").read_bytes() == copies[0].read_bytes() and copies[1].is_file()
+    shutil.rmtree(figures)
+    assert success_vs_R.main(["--redraw", str(out)]) == 0
+    assert all(path.is_file() for path in copies)
+    shutil.rmtree(figures)
+    for changed in (["--trials", "1"], ["--seed", "5"]):
+        assert success_vs_R.main(["--preset", "paper-a", "--out", str(tmp_path / "changed"), "--overwrite",
+                                  *changed] + QUIET) == 0
+        assert success_vs_R.main(["--redraw", str(tmp_path / "changed")]) == 0
+        assert not figures.exists()
