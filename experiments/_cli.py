@@ -53,10 +53,8 @@ Flags are matched exactly (no abbreviations), so a flag is either a field's or a
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import json
-import math
 import os
 import pathlib
 import re
@@ -65,6 +63,7 @@ import sys
 import typing
 
 from mixreg.montecarlo import dry_run, run_sweep, write_table
+from mixreg.montecarlo.reader import read_results
 
 __all__ = [
     "param",
@@ -366,32 +365,10 @@ def run_engine_from_args(sweep, args, default_out):
 
 # --------------------------------------------------------------------------- tables and figures
 
-_INT_RE = re.compile(r"[+-]?\d+")
-_FLOAT_RE = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|nan|inf)")
-
-
-def _table_value(text):
-    """A field of a table written by ``write_table``, as the value it was written from."""
-    if text == "":
-        return math.nan
-    if text in ("True", "False"):
-        return text == "True"
-    if _INT_RE.fullmatch(text):
-        return int(text)
-    if _FLOAT_RE.fullmatch(text):
-        return float(text)  # write_table writes repr(float): exact
-    return text
-
-
-# Can move to mixreg.montecarlo.reader (read_results(outdir).table(name)) once that reader lands.
-def _read_table(path):
-    """The rows of a CSV table written by ``mixreg.montecarlo.write_table``, as dicts."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        return [{key: _table_value(value) for key, value in row.items()} for row in csv.DictReader(fh)]
-
-
 def _read_tables(outdir, names):
-    return {name: _read_table(outdir / f"{name}.csv") for name in names}
+    """The experiment's tables of ``outdir`` (``{name: rows}``), as the results reader parses them."""
+    results = read_results(outdir)
+    return {name: results.table(f"{name}.csv") for name in names}
 
 
 class _NotResults(Exception):

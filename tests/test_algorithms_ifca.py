@@ -1,13 +1,15 @@
 """Tests of mixreg.algorithms.ifca against a plain per-client NumPy implementation written here."""
 
+import importlib
+
 import numpy as np
 import pytest
 
-import importlib
-
-ifca_mod = importlib.import_module("mixreg.algorithms.ifca")
 from mixreg.algorithms.ifca import ifca, initial_parameters, training_loss
 from mixreg.problems import make_problem, make_problem_from_parameters
+
+# the module (the package exports a function of the same name)
+ifca_mod = importlib.import_module("mixreg.algorithms.ifca")
 
 
 def reference_ifca(problem, theta0, gamma, T, option="gradient", tau=1, rounds_data=None, active_sets=None):

@@ -1,12 +1,11 @@
 """Tests of mixreg.algorithms.moment_descent (Phase 1 of Su-Xu-Yang) against the mathematics of the slides."""
 
+import importlib
+
 import numpy as np
 import pytest
 from scipy.linalg import subspace_angles
 
-import importlib
-
-md = importlib.import_module("mixreg.algorithms.moment_descent")
 from mixreg.metrics import matched_max_distance
 from mixreg.algorithms.moment_descent import (
     anchor_direction,
@@ -16,6 +15,9 @@ from mixreg.algorithms.moment_descent import (
     top_subspace,
 )
 from mixreg.problems import add_anchors, client_sizes, diagonal_covariances, make_problem
+
+# the module (the package exports a function of the same name)
+md = importlib.import_module("mixreg.algorithms.moment_descent")
 
 
 def _mixture(rng, n, theta_star, sds, labels_p, pairs=True):

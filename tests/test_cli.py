@@ -3,7 +3,6 @@
 import argparse
 import dataclasses
 import json
-import math
 import shutil
 import time
 import typing
@@ -14,7 +13,6 @@ import pytest
 
 from experiments import _cli, success_vs_R, two_phase
 from experiments._cli import config_flag, param, parser_from_config
-from mixreg.montecarlo import write_table
 
 EXPERIMENTS = {"success_vs_R": success_vs_R, "two_phase": two_phase}
 TINY = {
@@ -187,16 +185,6 @@ def test_a_field_that_cannot_be_a_flag_is_a_type_error():
         parser_from_config(NoHelp, {"a": {}}, prog="p", description="")
     with pytest.raises(TypeError, match="ListField.values: a flag needs the annotation"):
         parser_from_config(ListField, {"a": {}}, prog="p", description="")
-
-
-def test_tables_read_back_as_written(tmp_path):
-    rows = [dict(i=3, x=0.1 + 0.2, s="zipf", b=True, none=None, nan=math.nan, inf=-math.inf, e=1e-300),
-            dict(i=-4, x=2.0, s="1,2", b=False, none=None, nan=1.5, inf=1.0, e=5e20)]
-    back = _cli._read_table(write_table(tmp_path / "t.csv", rows))
-    assert back[0]["none"] != back[0]["none"] and back[0]["nan"] != back[0]["nan"]  # empty and nan: nan
-    for row, got in zip(rows, back):
-        for key in ("i", "x", "s", "b", "inf", "e"):
-            assert got[key] == row[key] and type(got[key]) is type(row[key]), key
 
 
 # --------------------------------------------------------------------------- --redraw

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixreg import local_solvers
 from mixreg.local_solvers import (
     LOCAL_SOLVERS,
     gradient_steps,

@@ -138,15 +138,24 @@ def _load_chunks(chunk_dir, sweep):
             continue
         n_files += 1
         thread_settings.add(threads)
-        failure_of = {f.get("trial"): f for f in chunk_failures}
-        for record in records:
-            key = (cell_index, record["trial"])
-            if key in done:  # overlapping chunks (the chunk size changed): keep the first
-                continue
-            done[key] = record
-            if record["trial"] in failure_of:
-                failures[key] = failure_of[record["trial"]]
+        merge_chunk(done, failures, cell_index, records, chunk_failures)
     return done, failures, thread_settings, n_files
+
+
+def merge_chunk(done, failures, cell_index, records, chunk_failures):
+    """Add one chunk's records and failures to ``done`` and ``failures`` (keyed by (cell, trial)).
+
+    Chunks may overlap when the chunk size changed between runs: the first record of a trial is
+    kept.
+    """
+    failure_of = {f.get("trial"): f for f in chunk_failures}
+    for record in records:
+        key = (cell_index, record["trial"])
+        if key in done:
+            continue
+        done[key] = record
+        if record["trial"] in failure_of:
+            failures[key] = failure_of[record["trial"]]
 
 
 # --------------------------------------------------------------------------- directory

@@ -43,6 +43,7 @@ from mixreg.montecarlo._store import (
     MANIFEST_NAME,
     TRIALS_CSV_NAME,
     _read_chunk,
+    merge_chunk,
 )
 from mixreg.montecarlo._tables import _columns, _format_value
 
@@ -219,14 +220,7 @@ def _records_from_chunks(chunk_dir, outdir, manifest, cells):
         except (ValueError, TypeError) as exc:
             raise ValueError(f"results directory '{outdir}': chunk file "
                              f"{CHUNK_DIR_NAME}/{path.name} is {exc}") from None
-        failure_of = {f.get("trial"): f for f in chunk_failures}
-        for record in records:
-            key = (ci, record["trial"])
-            if key in done:  # overlapping chunks (the chunk size changed): keep the first
-                continue
-            done[key] = record
-            if record["trial"] in failure_of:
-                failures[key] = failure_of[record["trial"]]
+        merge_chunk(done, failures, ci, records, chunk_failures)
     ordered = [done[k] for k in sorted(done)]
     head, middle, tail = _columns(cells[0], ordered)
     columns = head + middle + tail
