@@ -116,6 +116,22 @@ def test_diverging_replica_is_frozen_flagged_and_never_chosen(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_finite_blow_up_is_divergence(name):
+    """A replica growing geometrically is flagged long before it overflows, and never chosen."""
+    if name == "fedprox":
+        pytest.skip("the exact proximal step is stable for every step size; divergence is impossible")
+    pb = _problem()
+    init = _inits(pb, 2)
+    unstable = {"ifca": 3.0, "ifca_model": 1.5, "fedavg": 4.0}.get(name, 10 * _step(name))
+    res = _run(name, pb, init, np.array([_step(name), unstable]), n_rounds=300, history=True)
+    assert res.diverged.tolist() == [False, True]
+    # flagged while still finite: the blow-up rule, not overflow, caught it
+    assert res.diverged_round[1] < 150
+    assert np.isfinite(res.theta).all() and np.abs(res.theta[1]).max() < 1e10
+    assert res.best_replica() == 0
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_same_generator_same_result(name):
     pb = _problem(np.float32)
     init = _inits(pb, 2)

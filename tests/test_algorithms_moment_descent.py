@@ -297,3 +297,15 @@ def test_driver_solvers_agree():
                            subspace_solver=solver) for solver in ("dense", "factored", "auto")]
     for other in runs[1:]:
         np.testing.assert_allclose(other.anchor_theta, runs[0].anchor_theta, rtol=1e-8, atol=1e-10)
+
+
+def test_a_huge_step_is_flagged_not_a_linear_algebra_error():
+    """step_constant=1e200 sends every anchor far away in round 0: flagged as diverged (the
+    parameter blow-up rule), instead of an eigendecomposition of infinities in round 1."""
+    rng = np.random.default_rng(0)
+    pb = make_problem(m=300, k=2, n=6, d=5, sigma=0.1, scale=2.0, protocol="gaussian", rng=rng)
+    pb, anchors = add_anchors(pb, 40, mode="per_cluster", rng=rng)
+    res = moment_descent(pb, anchors, 2, rng=rng, step_constant=1e200, anchor_sampling="reuse")
+    assert res.nonfinite.all() and res.stop_reason.startswith("every anchor estimate diverged")
+    assert res.n_rounds == 1 and np.isfinite(res.anchor_theta).all()
+    assert res.clustering.method == "failed" and np.isnan(res.centres).all()

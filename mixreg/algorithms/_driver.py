@@ -36,6 +36,8 @@ __all__ = [
     "History",
     "HistoryRecorder",
     "HISTORY_FIELDS",
+    "BLOWUP",
+    "data_scales",
 ]
 
 
@@ -85,12 +87,40 @@ def check_tolerance(tol):
 # --------------------------------------------------------------------------------------------
 
 
+#: A replica whose objective exceeds this factor times its reference, or whose parameters grow
+#: beyond this factor times theirs, has diverged (see :class:`Replicas`).
+BLOWUP = 1e6
+
+
+def data_scales(problem):
+    """``(objective_floor, parameter_floor)`` of a problem: the scales below which a replica's
+    objective and parameter norm never count as a blow-up.
+
+    ``objective_floor`` is the mean squared response (the zero model's per-sample loss, up to the
+    driver's constant); ``parameter_floor`` is ``sqrt(mean y^2 / mean x_j^2)``, the norm of a
+    parameter that explains the responses' energy (about ``||theta*||`` for isotropic features).
+    """
+    y2 = float(np.mean(np.square(problem.y, dtype=np.float64)))
+    x2 = float(np.mean(np.square(problem.X, dtype=np.float64)))
+    return max(y2, np.finfo(float).tiny), (np.sqrt(y2 / x2) if x2 > 0 else 1.0)
+
+
 class Replicas:
     """Divergence flags of ``B`` replicas and the stop rules of a driver's loop.
 
-    A replica *diverges* in round ``t`` when its new parameters or its objective of that round
-    are not all finite.  It is then frozen at its last finite parameters, flagged
-    (``diverged``, ``diverged_round = t``) and never updated again; the others go on.
+    A replica *diverges* in round ``t`` when, in that round,
+
+    * its new parameters or its objective are not all finite, or
+    * its objective (per-sample mean loss at ``theta_t``) exceeds :data:`BLOWUP` times its
+      reference, the larger of its objective at the initial point and the problem's objective
+      floor (:func:`data_scales`), or
+    * the largest row norm of its new parameters exceeds :data:`BLOWUP` times the larger of its
+      initial largest row norm and the problem's parameter floor.
+
+    Gradient methods that diverge grow geometrically, so a factor of a million is reached within
+    a few dozen rounds, long before float64 overflows (which takes hundreds), and no stable run
+    comes near it.  The replica is then frozen at its parameters before the offending update,
+    flagged (``diverged``, ``diverged_round = t``) and never updated again; the others go on.
 
     Parameters
     ----------
@@ -100,9 +130,14 @@ class Replicas:
         ``T``, the most rounds the driver runs.
     tol : float or None
         Convergence tolerance of :meth:`stop_reason`; ``None`` runs all ``T`` rounds.
+    theta0 : ndarray of shape (B, k, d), optional
+        The initial parameters (their norms are the parameters' reference).
+    floors : (float, float), optional
+        ``(objective_floor, parameter_floor)`` (:func:`data_scales`); without them only
+        non-finite values count as divergence.
     """
 
-    def __init__(self, B, n_rounds, tol=None):
+    def __init__(self, B, n_rounds, tol=None, *, theta0=None, floors=None):
         self.n_rounds = n_rounds
         self.tol = tol
         self.diverged = np.zeros(B, dtype=np.bool_)
@@ -110,6 +145,12 @@ class Replicas:
         self.rounds_run = 0
         self.change = np.full(B, np.inf)
         self.reason = f"completed {n_rounds} rounds"
+        self.objective_ref = None
+        self.objective_floor = self.param_limit = None
+        if floors is not None:
+            self.objective_floor = floors[0]
+            norms = _row_norms(theta0) if theta0 is not None else np.zeros(B)
+            self.param_limit = BLOWUP * np.maximum(norms, floors[1])
 
     @property
     def live(self):
@@ -117,7 +158,7 @@ class Replicas:
         return ~self.diverged
 
     def accept(self, theta, new, objective, t):
-        """End round ``t``: in place, ``theta[b] = new[b]`` for every replica that stays finite.
+        """End round ``t``: in place, ``theta[b] = new[b]`` for every replica that did not diverge.
 
         Parameters
         ----------
@@ -125,13 +166,21 @@ class Replicas:
             IN/OUT: the current parameters.
         new : ndarray of shape (B, k, d)
             IN: the round's proposed parameters.
-        objective : ndarray of shape (B, ...)
-            IN: the round's objective values (they overflow before the parameters do).
+        objective : ndarray of shape (B,)
+            IN: the round's objective at ``theta`` (per-sample mean loss; it overflows before the
+            parameters do).
         t : int
             The round.
         """
-        B = len(theta)
-        ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective).reshape(B, -1).all(axis=1)
+        objective = np.asarray(objective, dtype=np.float64)
+        ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective)
+        if self.objective_floor is not None:
+            if self.objective_ref is None:
+                self.objective_ref = np.maximum(np.where(np.isfinite(objective), objective, 0.0),
+                                                self.objective_floor)
+            with np.errstate(invalid="ignore"):
+                ok &= objective <= BLOWUP * self.objective_ref
+                ok &= _row_norms(new) <= self.param_limit
         newly = ~ok & ~self.diverged
         self.diverged_round[newly] = t
         self.diverged |= newly
@@ -357,6 +406,12 @@ class DriverResult:
         if not np.isfinite(loss).any():
             return None
         return int(among[np.nanargmin(loss)])
+
+
+def _row_norms(theta):
+    """Largest row norm of every replica's parameters (B, k, d) -> (B,), in float64."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.sqrt(np.square(theta, dtype=np.float64).sum(axis=2)).max(axis=1)
 
 
 def elapsed(start):

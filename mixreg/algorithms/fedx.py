@@ -71,6 +71,7 @@ from ._driver import (
     check_problem,
     check_step_sizes,
     check_tolerance,
+    data_scales,
     elapsed,
 )
 
@@ -233,7 +234,7 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     values, which = np.unique(eta, return_inverse=True)
     operators = [stacked_update_operators(problem, v, solver, s).astype(problem.dtype) for v in values]
     groups = [np.flatnonzero(which == u) for u in range(values.size)]
-    replicas = Replicas(B, T, tol)
+    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     _run(problem, theta, groups, operators, replicas, rec)
 
@@ -284,7 +285,7 @@ def _run(problem, theta, groups, operators, replicas, rec):
             new = theta.copy()
             for g, rows, KT in zip(groups, model_rows, operators):
                 new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
-            replicas.accept(theta, new, best, t)
+            replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss
             if rec is not None:
                 rec.record_point(t + 1, theta, replicas.diverged)
             if replicas.finished(t):

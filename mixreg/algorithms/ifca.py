@@ -46,6 +46,7 @@ from ._driver import (
     check_problem,
     check_step_sizes,
     check_tolerance,
+    data_scales,
     elapsed,
 )
 
@@ -98,6 +99,15 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     k : int, optional
         Number of models; defaults to the problem's ``k`` (must equal it for "close"/"truth").
 
+    Raises
+    ------
+    ValueError
+        ``rng`` missing for a random method, or ``method="close"`` on a problem whose
+        separation is not finite (``k = 1``, or an overflowing separation).
+    TypeError
+        ``rng`` not a ``numpy.random.Generator`` (a seed must be wrapped in
+        ``numpy.random.default_rng(seed)``).
+
     Examples
     --------
     >>> import numpy as np
@@ -114,14 +124,23 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     d = problem.d
     if method in ("close", "truth") and k != problem.k:
         raise ValueError(f"k must equal the problem's k={problem.k} for method={method!r}, got {k}")
-    if method != "truth" and rng is None:
-        raise ValueError(f"rng is required for method={method!r}")
+    if method != "truth":
+        from ..problems import check_rng
+
+        if rng is None:
+            raise ValueError(f"rng is required for method={method!r}: pass a numpy.random.Generator")
+        check_rng(rng)
+    if method in ("official", "gaussian"):
+        scale = check_real("scale", scale, low=0.0)
     if method == "official":
-        theta = rng.binomial(1, 0.5, size=(B, k, d)) * check_real("scale", scale, low=0.0)
+        theta = rng.binomial(1, 0.5, size=(B, k, d)) * scale
     elif method == "gaussian":
-        theta = rng.standard_normal((B, k, d)) * check_real("scale", scale, low=0.0)
+        theta = rng.standard_normal((B, k, d)) * scale
     elif method == "close":
         alpha = check_real("alpha", alpha, low=0.0)
+        if not np.isfinite(problem.separation):
+            raise ValueError(f"method='close' needs a finite separation of theta* (k >= 2), got separation "
+                             f"{problem.separation} with k={problem.k}; use 'truth', 'gaussian' or 'official'")
         u = rng.standard_normal((B, k, d))
         u /= np.linalg.norm(u, axis=2, keepdims=True)
         theta = problem.theta_star[None] + alpha * problem.separation * u
@@ -279,7 +298,7 @@ def ifca(
     if (resample or q < 1.0) and rng is None:
         raise ValueError("rng is required when resample=True or participation < 1")
 
-    replicas = Replicas(B, T, tol)
+    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng)
 
@@ -362,8 +381,8 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng)
                 new = theta.copy()
                 kernels.cluster_average(local, assign, new)
 
-            # the losses of the identity estimate overflow before the parameters do
-            replicas.accept(theta, new, best[:, active], t)
+            # the objective (losses of the identity estimate) overflows before the parameters do
+            replicas.accept(theta, new, best[:, active].mean(axis=1), t)
             if rec is not None:
                 rec.record_point(t + 1, theta, replicas.diverged)
             if replicas.finished(t):

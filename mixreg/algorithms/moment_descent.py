@@ -55,7 +55,7 @@ import numpy as np
 
 from .._validation import check_array, check_choice, check_int, check_real
 from ..clustering import agglomerative, kmeans, single_linkage_cut
-from ._driver import Replicas, check_problem, elapsed
+from ._driver import Replicas, check_problem, data_scales, elapsed
 
 __all__ = [
     "MomentDescentResult",
@@ -159,7 +159,8 @@ class MomentDescentResult:
     rows_used : int
         Distinct data rows read by Phase 1 (Phase 2 reuses all data anyway).
     nonfinite : ndarray of shape (M_A,), bool
-        The anchor's estimate stopped being finite and was frozen at its last finite value.
+        The anchor's estimate diverged (became non-finite, or grew beyond the blow-up bound of
+        :class:`mixreg.algorithms.Replicas`) and was frozen before the offending update.
     stop_reason : str
     wall_time : float
         Seconds spent in the driver.
@@ -624,7 +625,7 @@ def moment_descent(
                  anchor_sampling=anchor_sampling, sign=sign, subspace_solver=subspace_solver,
                  threshold=threshold, on_mismatch=on_mismatch)
     theta = plan.theta0[:, None, :]  # the anchors are the replicas: (M_A, 1, d)
-    replicas = Replicas(plan.anchors.size, plan.T)
+    replicas = Replicas(plan.anchors.size, plan.T, theta0=theta, floors=data_scales(problem))
     hist = _Recorder(plan, k) if history else None
     _run(problem, plan, theta, replicas, hist, k, symmetrize=symmetrize, sign=sign,
          subspace_solver=subspace_solver, c=plan.c, rng=rng)
@@ -633,9 +634,10 @@ def moment_descent(
     nonfinite = replicas.diverged
     stop_reason = replicas.reason
     if nonfinite.all():
-        stop_reason = f"every anchor estimate became non-finite (last at round {replicas.rounds_run - 1})"
+        stop_reason = (f"every anchor estimate diverged (non-finite or blown up; last at round "
+                       f"{replicas.rounds_run - 1})")
     elif nonfinite.any():
-        stop_reason += f"; {int(nonfinite.sum())} anchor(s) frozen after a non-finite update"
+        stop_reason += f"; {int(nonfinite.sum())} anchor(s) frozen after a diverging update"
     clustering = cluster_anchors(np.where(nonfinite[:, None], np.nan, theta), k, threshold=threshold,
                                  on_mismatch=on_mismatch)
     rounds_run = replicas.rounds_run
@@ -677,7 +679,7 @@ def _run(problem, plan, theta, replicas, hist, k, *, symmetrize, sign, subspace_
             eta = c * np.sqrt(np.maximum(lam, 0.0))
             new = theta.copy()
             new[live, 0] = th + eta[:, None] * np.matmul(U, beta[:, :, None])[:, :, 0]
-            replicas.accept(theta, new, new, t)
+            replicas.accept(theta, new, np.zeros(len(theta)), t)  # no objective: parameters only
             if hist is not None:
                 hist.record(t, theta, live, replicas.live[live], eta, lam, vals)
             if replicas.finished(t):
