@@ -29,7 +29,24 @@ def known_label_least_squares(problem):
     Returns
     -------
     theta : ndarray of shape (k, d), float64
-        ``nan`` rows for clusters with no client.
+        Row ``l`` is the fit of cluster ``l``.  A cluster with no client has nothing to fit: its
+        row is ``nan`` (our choice, rather than raising, so that an experiment records the trial
+        instead of crashing; such a problem is degenerate, ``problem.degenerate`` names the
+        empty cluster and a :class:`mixreg.problems.DegenerateProblemWarning` was emitted when it
+        was built).  Distances to such an estimate are ``nan``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from mixreg.problems import DegenerateProblemWarning, make_labels, make_problem_from_parameters
+    >>> rng = np.random.default_rng(0)
+    >>> labels = make_labels(10, 2, proportions=[0.0, 1.0], rng=rng)  # cluster 0 gets no client
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DegenerateProblemWarning)
+    ...     pb = make_problem_from_parameters(np.eye(2), labels, 20, 0.1, rng=rng)
+    >>> pb.degenerate, np.isnan(known_label_least_squares(pb)).all(axis=1).tolist()
+    ('empty cluster 0', [True, False])
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")

@@ -5,6 +5,7 @@ import pytest
 
 from mixreg.problems import (
     THETA_PROTOCOLS,
+    Problem,
     make_labels,
     make_problem,
     make_problem_from_parameters,
@@ -97,7 +98,8 @@ def test_deterministic_under_a_seed_and_float32_is_the_rounded_float64_draw():
 def test_cluster_covariances():
     rng = np.random.default_rng(5)
     cov = np.stack([np.diag([4.0, 1.0]), np.array([[1.0, 0.8], [0.8, 1.0]])])
-    pb = make_problem_from_parameters(np.zeros((2, 2)), np.array([0, 1]), 40000, 0.0, rng=rng, covariances=cov)
+    theta_star = np.array([[1.0, 0.0], [0.0, 1.0]])
+    pb = make_problem_from_parameters(theta_star, np.array([0, 1]), 40000, 0.0, rng=rng, covariances=cov)
     for l in range(2):
         Xl = pb.client(l)[0]
         np.testing.assert_allclose(Xl.T @ Xl / Xl.shape[0], cov[l], atol=0.05)
@@ -143,3 +145,53 @@ def test_protocol_names_are_documented():
 
     for name in THETA_PROTOCOLS:
         assert f'``"{name}"``' in mod.__doc__
+
+
+def test_a_valid_hand_built_problem_is_not_copied_and_matches_the_generated_one():
+    pb = make_problem(m=5, k=2, n=4, d=3, sigma=0.1, scale=1.0, protocol="gaussian", rng=np.random.default_rng(0))
+    assert pb.degenerate == ""
+    again = Problem(pb.X, pb.y, pb.offsets, pb.labels, pb.theta_star, pb.sigma)
+    for name in ("X", "y", "offsets", "labels", "theta_star"):
+        assert getattr(again, name) is getattr(pb, name), name
+    from_sizes = Problem.from_arrays(pb.X, pb.y, pb.sizes, pb.labels.tolist(), pb.theta_star, sigma=pb.sigma)
+    from_offsets = Problem.from_arrays(pb.X, pb.y, pb.offsets.astype(np.int32), pb.labels, pb.theta_star, sigma=0.1)
+    for built in (from_sizes, from_offsets):
+        np.testing.assert_array_equal(built.offsets, pb.offsets)
+        assert built.offsets.dtype == built.labels.dtype == np.int64
+        assert built.summary() == pb.summary()
+
+
+def test_rng_must_be_a_generator_everywhere_it_is_used():
+    from mixreg.algorithms import initial_parameters
+    from mixreg.problems import add_anchors, client_sizes, diagonal_covariances
+
+    pb = make_problem(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0, protocol="gaussian", rng=np.random.default_rng(0))
+    calls = [
+        lambda rng: make_problem(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0, rng=rng),
+        lambda rng: make_theta_star(2, 3, 1.0, rng=rng),
+        lambda rng: make_labels(4, 2, proportions=[0.5, 0.5], rng=rng),
+        lambda rng: make_problem_from_parameters(np.eye(2), [0, 1], 3, 0.1, rng=rng),
+        lambda rng: client_sizes(4, rng=rng),
+        lambda rng: diagonal_covariances(2, 2, rng=rng),
+        lambda rng: add_anchors(pb, 4, mode="per_cluster", rng=rng),
+        lambda rng: initial_parameters(pb, 2, "gaussian", rng=rng),
+    ]
+    for call in calls:
+        for bad in (0, np.random.RandomState(0), "seed"):
+            with pytest.raises(TypeError, match=r"^rng must be a numpy.random.Generator \(e.g. numpy.random"):
+                call(bad)
+        call(np.random.default_rng(1))
+
+
+def test_degenerate_problems_warn_and_are_flagged():
+    from mixreg.problems import DegenerateProblemWarning
+
+    rng = np.random.default_rng(0)
+    with pytest.warns(DegenerateProblemWarning, match="duplicate theta"):
+        pb = make_problem_from_parameters(np.zeros((2, 2)), np.array([0, 1]), 3, 0.1, rng=rng)
+    assert pb.degenerate == "duplicate theta* (separation 0)" and pb.snr == 0.0
+    with pytest.warns(DegenerateProblemWarning, match="non-finite separation"):
+        pb = make_problem(m=4, k=2, n=2, d=3, sigma=1e-200, scale=1e300, rng=np.random.default_rng(3))
+    assert pb.separation == np.inf and pb.snr == np.inf
+    with pytest.raises(ValueError, match="scale=1e\\+308 is too large"):
+        make_theta_star(5, 1, 1e308, protocol="gaussian", rng=rng)

@@ -6,6 +6,7 @@ from scipy.stats import norm
 
 from mixreg.problems import (
     SIZE_LAWS,
+    DegenerateProblemWarning,
     add_anchors,
     client_sizes,
     diagonal_covariances,
@@ -118,6 +119,7 @@ def test_add_anchors_errors(base):
         add_anchors(base, 5, mode="per_cluster", n_anchors=2, rng=rng)
     with pytest.raises(ValueError, match="n_anchors"):
         add_anchors(base, 5, mode="random", n_anchors=41, rng=rng)
-    empty = make_problem(6, 3, 2, 3, 0.1, 1.0, rng=rng, proportions=[0.0, 0.5, 0.5])
+    with pytest.warns(DegenerateProblemWarning, match="empty cluster 0"):
+        empty = make_problem(6, 3, 2, 3, 0.1, 1.0, rng=rng, proportions=[0.0, 0.5, 0.5])
     with pytest.raises(ValueError, match="cluster 0 has no client"):
         add_anchors(empty, 5, mode="per_cluster", rng=rng)

@@ -27,9 +27,16 @@ and the official IFCA code disagree (see README, "Which problem is the IFCA figu
 
 Every problem reports its realised minimum separation ``separation`` (Delta), the realised cluster
 proportions, ``p_min`` and ``snr = Delta^2 / sigma^2`` (IFCA's rho).
+
+A :class:`Problem` validates its fields when it is built (by the generators here, or by hand
+through :meth:`Problem.from_arrays`).  A legal but degenerate problem (two equal rows of
+``theta_star``, a cluster without clients, a separation that overflows) is built with a
+:class:`DegenerateProblemWarning`, and :attr:`Problem.degenerate` names the reason so that an
+experiment can count such trials.
 """
 
 from ._anchors import ANCHOR_MODES, add_anchors
+from ._checks import DegenerateProblemWarning, check_rng
 from ._generate import make_labels, make_problem, make_problem_from_parameters, make_theta_star
 from ._problem import THETA_PROTOCOLS, Problem, min_separation
 from ._sizes import SIZE_LAWS, SizeLaw, client_sizes, diagonal_covariances, size_law
@@ -37,6 +44,8 @@ from .spec import CellSchema, ProblemSpec, cluster_proportions
 
 __all__ = [
     "Problem",
+    "DegenerateProblemWarning",
+    "check_rng",
     "make_problem",
     "make_theta_star",
     "make_labels",

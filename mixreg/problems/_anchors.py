@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_choice, check_int
-from ._generate import make_problem_from_parameters
+from ._checks import check_rng
+from ._generate import _check_covariances, _draw_data
 from ._problem import Problem
 
 ANCHOR_MODES = ("random", "per_cluster")
@@ -50,6 +51,7 @@ def add_anchors(problem, n_points, *, mode="random", n_anchors=None, rng):
         raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
     n_points = check_int("n_points", n_points, low=2)
     check_choice("mode", mode, ANCHOR_MODES)
+    check_rng(rng)
     m, k = problem.m, problem.k
     if mode == "random":
         if n_anchors is None:
@@ -70,25 +72,27 @@ def add_anchors(problem, n_points, *, mode="random", n_anchors=None, rng):
     grow = extra > 0
     if not grow.any():
         return problem, anchors
-    fresh = make_problem_from_parameters(
-        problem.theta_star, problem.labels[anchors[grow]], extra[grow], problem.sigma, rng=rng,
-        covariances=problem.covariances, dtype=problem.dtype)
+    # the fresh clients alone are no Problem (some clusters may have none): draw their data only
+    _, chol = _check_covariances(problem.covariances, k, problem.d)
+    fresh_X, fresh_y, fresh_offsets = _draw_data(problem.theta_star, problem.labels[anchors[grow]], extra[grow],
+                                                 problem.sigma, chol, problem.dtype, rng)
     order = np.argsort(anchors[grow], kind="stable")  # np.insert needs positions in order
     grown = anchors[grow][order]
-    fresh_rows = np.concatenate([np.arange(fresh.offsets[j], fresh.offsets[j + 1]) for j in order])
+    fresh_rows = np.concatenate([np.arange(fresh_offsets[j], fresh_offsets[j + 1]) for j in order])
     positions = np.repeat(problem.offsets[grown + 1], extra[grow][order])
     new_sizes = sizes.copy()
     new_sizes[grown] += extra[grow][order]
     offsets = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(new_sizes, out=offsets[1:])
     grown_problem = Problem(
-        X=np.insert(problem.X, positions, fresh.X[fresh_rows], axis=0),
-        y=np.insert(problem.y, positions, fresh.y[fresh_rows]),
+        X=np.insert(problem.X, positions, fresh_X[fresh_rows], axis=0),
+        y=np.insert(problem.y, positions, fresh_y[fresh_rows]),
         offsets=offsets,
         labels=problem.labels,
         theta_star=problem.theta_star,
         sigma=problem.sigma,
         covariances=problem.covariances,
         protocol=problem.protocol,
+        _cache=problem.inherited_cache(),  # same truth and labels: not warned about twice
     )
     return grown_problem, anchors

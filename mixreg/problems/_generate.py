@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array, check_choice, check_dtype, check_int, check_real
+from ._checks import check_rng
 from ._problem import THETA_PROTOCOLS, Problem, min_separation
 
 
@@ -24,11 +25,20 @@ def make_theta_star(k, d, scale, *, protocol="official", rng) -> np.ndarray:
     Returns
     -------
     theta_star : ndarray of shape (k, d), float64
+
+    Raises
+    ------
+    ValueError
+        If ``scale`` is so large that ``theta_star`` would not be finite (``"gaussian"`` divides
+        by the drawn separation).  A finite ``theta_star`` whose separation overflows, or two
+        equal rows (``"official"`` and ``"paper"`` at small ``d``), are legal: the problem built
+        from it is degenerate (see :attr:`Problem.degenerate`).
     """
     k = check_int("k", k, low=1)
     d = check_int("d", d, low=1)
     scale = check_real("scale", scale, low=0.0)
     check_choice("protocol", protocol, THETA_PROTOCOLS)
+    check_rng(rng)
     if protocol == "official":
         # official code: np.random.binomial(1, 0.5, size=d) * r for each cluster
         return rng.binomial(1, 0.5, size=(k, d)).astype(np.float64) * scale
@@ -39,9 +49,14 @@ def make_theta_star(k, d, scale, *, protocol="official", rng) -> np.ndarray:
                 theta[l] = rng.binomial(1, 0.5, size=d)
         return theta * (scale / np.linalg.norm(theta, axis=1, keepdims=True))
     theta = rng.standard_normal((k, d))
-    if k == 1:
-        return theta * (scale / np.linalg.norm(theta))
-    return theta * (scale / min_separation(theta))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if k == 1:
+            theta = theta * (scale / np.linalg.norm(theta))
+        else:
+            theta = theta * (scale / min_separation(theta))
+    if not np.isfinite(theta).all():
+        raise ValueError(f"scale={scale!r} is too large for protocol='gaussian': theta_star would not be finite")
+    return theta
 
 
 def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
@@ -50,7 +65,9 @@ def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
     With ``proportions=None`` the labels are balanced and contiguous as in the official IFCA code:
     client ``i`` is in cluster ``floor(i k / m)`` (``i // (m / k)`` when ``k`` divides ``m``).
     Otherwise each label is drawn i.i.d. from ``proportions`` (Su-Xu-Yang: ``z_i = l`` w.p.
-    ``p_l``) with ``rng``.
+    ``p_l``) with ``rng`` (a ``numpy.random.Generator``, then required).  A zero proportion, or
+    bad luck, leaves a cluster without clients: a problem with these labels is degenerate
+    (:attr:`Problem.degenerate`).
     """
     m = check_int("m", m, low=1)
     k = check_int("k", k, low=1)
@@ -63,8 +80,7 @@ def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
         raise ValueError(f"proportions must have length k={k}, got {p.shape[0]}")
     if np.any(p < 0) or not np.isclose(p.sum(), 1.0):
         raise ValueError(f"proportions must be non-negative and sum to 1, got {p.tolist()}")
-    if rng is None:
-        raise ValueError("rng is required when proportions are given")
+    check_rng(rng)
     return rng.choice(k, size=m, p=p).astype(np.int64)
 
 
@@ -93,6 +109,37 @@ def _check_covariances(covariances, k, d):
     return cov, chol
 
 
+def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng):
+    """``(X, y, offsets)`` of clients with ``labels`` and ``sizes`` (arguments already valid).
+
+    Draws, in this order, ``X`` (N, d) then the noise (N,), in float64, then casts to ``dt``.
+    """
+    k, d = theta_star.shape
+    m = labels.shape[0]
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    N = int(offsets[-1])
+    X = rng.standard_normal((N, d))
+    row_label = np.repeat(labels, sizes)
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite data are refused below
+        if chol is not None:
+            for l in range(k):
+                rows = row_label == l
+                X[rows] = X[rows] @ chol[l].T
+        noise = rng.standard_normal(N)
+        # y_ij = <x_ij, theta*_{z_i}> + sigma * noise, computed per cluster with one GEMV each
+        y = np.empty(N)
+        for l in range(k):
+            rows = row_label == l
+            y[rows] = X[rows] @ theta_star[l]
+        y += sigma * noise
+        X, y = X.astype(dt, copy=False), y.astype(dt, copy=False)
+        if not (np.isfinite(y.sum()) or np.isfinite(y).all()):
+            raise ValueError(f"theta_star (max |entry| {np.abs(theta_star).max():.3g}) is too large: the responses "
+                             f"y = X theta* + noise are not finite in {dt}")
+    return X, y, offsets
+
+
 def make_problem_from_parameters(
     theta_star, labels, n, sigma, *, rng, covariances=None, dtype=np.float64, protocol="given"
 ) -> Problem:
@@ -112,14 +159,27 @@ def make_problem_from_parameters(
     dtype : float32 or float64
         Storage type of ``X`` and ``y``.  Data are always drawn in float64 and then cast, so a
         float32 problem is the rounding of the float64 problem with the same generator state.
+    protocol : str
+        Recorded in the problem (``"given"`` unless ``theta_star`` came from a protocol).
+
+    Returns
+    -------
+    Problem
+
+    Raises
+    ------
+    ValueError
+        Besides bad arguments, when the drawn responses are not finite in ``dtype``
+        (``theta_star`` or ``covariances`` too large).
     """
+    check_rng(rng)
     theta_star = check_array("theta_star", theta_star, ndim=2, dtype=np.float64)
     k, d = theta_star.shape
     if k < 1 or d < 1:
         raise ValueError(f"theta_star must have k >= 1 rows and d >= 1 columns, got {theta_star.shape}")
     labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.dtype.kind not in "iu":
-        raise ValueError("labels must be a 1-D integer array")
+    if labels.ndim != 1 or (labels.dtype.kind not in "iu" and labels.size):
+        raise ValueError(f"labels must be a 1-D integer array, got shape {labels.shape} and dtype {labels.dtype}")
     if labels.size and (labels.min() < 0 or labels.max() >= k):
         raise ValueError(f"labels must lie in [0, k) = [0, {k}), got range [{labels.min()}, {labels.max()}]")
     m = labels.shape[0]
@@ -130,25 +190,10 @@ def make_problem_from_parameters(
     dt = check_dtype("dtype", dtype)
     cov, chol = _check_covariances(covariances, k, d)
 
-    offsets = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    N = int(offsets[-1])
-    X = rng.standard_normal((N, d))
-    row_label = np.repeat(labels, sizes)
-    if chol is not None:
-        for l in range(k):
-            rows = row_label == l
-            X[rows] = X[rows] @ chol[l].T
-    noise = rng.standard_normal(N)
-    # y_ij = <x_ij, theta*_{z_i}> + sigma * noise, computed per cluster with one GEMV each
-    y = np.empty(N)
-    for l in range(k):
-        rows = row_label == l
-        y[rows] = X[rows] @ theta_star[l]
-    y += sigma * noise
+    X, y, offsets = _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng)
     return Problem(
-        X=X.astype(dt, copy=False),
-        y=y.astype(dt, copy=False),
+        X=X,
+        y=y,
         offsets=offsets,
         labels=labels.astype(np.int64),
         theta_star=theta_star,
@@ -210,6 +255,7 @@ def make_problem(
     >>> pb.X.shape, pb.labels[:3], round(pb.separation, 1)
     ((10000, 1000), array([0, 0, 0]), 5.6)
     """
+    check_rng(rng)
     m = check_int("m", m, low=1)
     k = check_int("k", k, low=1)
     d = check_int("d", d, low=1)

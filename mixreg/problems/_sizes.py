@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice, check_int, check_real
+from ._checks import check_rng
 
 
 #: Named laws of the client sizes ``n_i`` understood by :func:`size_law` / :func:`client_sizes`.
@@ -15,6 +16,7 @@ SIZE_LAWS = ("equal", "zipf", "pareto", "lognormal")
 # the parameter of each law that ``mean=`` calibrates, and the law's other parameters
 _SIZE_SHAPE = {"equal": "n", "zipf": "a", "pareto": "alpha", "lognormal": "median"}
 _SIZE_OTHER = {"equal": (), "zipf": (), "pareto": (), "lognormal": ("s",)}
+_MAX_SUPPORT = 10**7  # the law is an explicit table over n_min..n_max: at most this many sizes
 _SIZE_DEFAULTS = {"zipf": {"a": 2.0}, "pareto": {"alpha": 1.0}, "lognormal": {"median": 4.0, "s": 1.0}}
 
 
@@ -55,6 +57,7 @@ class SizeLaw:
     def sample(self, m, *, rng) -> np.ndarray:
         """``m`` i.i.d. sizes, int64 array of shape (m,)."""
         m = check_int("m", m, low=1)
+        check_rng(rng)
         return rng.choice(self.support, size=m, p=self.pmf).astype(np.int64)
 
 
@@ -108,8 +111,8 @@ def size_law(law="zipf", *, n_min=1, n_max=1000, mean=None, **params) -> SizeLaw
     law : {"equal", "zipf", "pareto", "lognormal"}
     n_min : int >= 1
         Smallest size (``1`` lets single-point clients exist).
-    n_max : int >= n_min
-        Largest size.
+    n_max : int in [n_min, n_min + 10**7 - 1]
+        Largest size (the law is an explicit table over the support).
     mean : float, optional
         Calibrate the law's main parameter (``n``, ``a``, ``alpha`` or ``median``) so that
         :math:`E[n_i]` equals ``mean`` (bisection; the mean is monotone in each of them).  That
@@ -129,7 +132,7 @@ def size_law(law="zipf", *, n_min=1, n_max=1000, mean=None, **params) -> SizeLaw
     """
     check_choice("law", law, SIZE_LAWS)
     n_min = check_int("n_min", n_min, low=1)
-    n_max = check_int("n_max", n_max, low=n_min)
+    n_max = check_int("n_max", n_max, low=n_min, high=n_min + _MAX_SUPPORT - 1)
     shape = _SIZE_SHAPE[law]
     allowed = (shape, *_SIZE_OTHER[law])
     unknown = sorted(set(params) - set(allowed))
@@ -212,6 +215,7 @@ def client_sizes(m, law="zipf", *, rng, n_min=1, n_max=1000, mean=None, **params
     (1, True)
     """
     m = check_int("m", m, low=1)
+    check_rng(rng)
     return size_law(law, n_min=n_min, n_max=n_max, mean=mean, **params).sample(m, rng=rng)
 
 
@@ -236,6 +240,7 @@ def diagonal_covariances(k, d, *, rng, low=0.5, high=2.0) -> np.ndarray:
     d = check_int("d", d, low=1)
     low = check_real("low", low, low=0.0, low_inclusive=False)
     high = check_real("high", high, low=low)
+    check_rng(rng)
     diag = np.exp(rng.uniform(np.log(low), np.log(high), size=(k, d)))
     cov = np.zeros((k, d, d))
     idx = np.arange(d)

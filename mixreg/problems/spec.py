@@ -24,6 +24,7 @@ import numpy as np
 
 from .._validation import check_choice, check_dtype, check_int, check_real
 from ._anchors import ANCHOR_MODES, add_anchors
+from ._checks import check_rng
 from ._generate import make_labels, make_problem_from_parameters, make_theta_star
 from ._problem import THETA_PROTOCOLS
 from ._sizes import SIZE_LAWS, diagonal_covariances, size_law
@@ -39,6 +40,7 @@ def cluster_proportions(k, p_min):
     k = check_int("k", k, low=1)
     if k == 1:
         return np.ones(1)
+    p_min = check_real("p_min", p_min)
     if not 0.0 < p_min <= 1.0 / k:
         raise ValueError(f"p_min must be in (0, 1/k] = (0, {1.0 / k:.4g}], got {p_min!r}")
     return np.concatenate([[p_min], np.full(k - 1, (1.0 - p_min) / (k - 1))])
@@ -169,8 +171,7 @@ class ProblemSpec:
         Problem
             Without anchors (see :meth:`with_anchors`).
         """
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        check_rng(rng)
         theta_star = make_theta_star(self.k, self.d, self.scale, protocol=self.protocol, rng=rng)
         proportions = None if self.p_min is None else cluster_proportions(self.k, self.p_min)
         labels = make_labels(self.m, self.k, proportions=proportions, rng=rng)
@@ -221,6 +222,10 @@ class ProblemSpec:
         names = {f.name for f in dataclasses.fields(cls)}
         keys = schema.keys or {name: name for name in names}
         values = {name: cell[key] for name, key in keys.items() if key in cell}
+        required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+        missing = [keys.get(name, name) for name in required if name not in values and name not in schema.fixed]
+        if missing:
+            raise ValueError(f"cell must hold the key(s) {missing} of a ProblemSpec, got keys {sorted(cell)}")
         return cls(**schema.fixed, **values)
 
 
