@@ -189,8 +189,10 @@ def summarise(config, records):
         half[sigma] = _crossing([r["separation_mean"] for r in rows], [r["official_success_rate"] for r in rows])
     positive = [s for s in half if s > 0]
     c_fit = float(fit_separation_constant([half[s] for s in positive], positive, p, config.d, config.m, config.n))
-    xs = [row["separation_mean"] for row in rates]
-    lo, hi = min(xs) / 3.0, max(xs) * 3.0
+    # a degenerate cell (separation 0, k = 1: inf) or a cell whose trials all failed has no place
+    # on the log axis; the theory lines span the cells that have one
+    xs = [x for x in (row["separation_mean"] for row in rates) if x is not None and 0 < x < np.inf]
+    lo, hi = (min(xs) / 3.0, max(xs) * 3.0) if xs else (np.nan, np.nan)
     ratios = [rec["separation"] / rec["r"] for rec in records if not rec.get("error")]
     r_per_delta = float(np.mean(ratios)) if ratios and config.protocol == "official" else None
     theory = []

@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import kernels
 from .._validation import check_choice, check_int, check_real
+from ..problems import check_rng
 from ._driver import (
     DriverResult,
     History,
@@ -125,7 +126,6 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     if method in ("close", "truth") and k != problem.k:
         raise ValueError(f"k must equal the problem's k={problem.k} for method={method!r}, got {k}")
     if method != "truth":
-        from ..problems import check_rng
 
         if rng is None:
             raise ValueError(f"rng is required for method={method!r}: pass a numpy.random.Generator")
@@ -297,6 +297,8 @@ def ifca(
     tol = check_tolerance(tol)
     if (resample or q < 1.0) and rng is None:
         raise ValueError("rng is required when resample=True or participation < 1")
+    if resample or q < 1.0:
+        check_rng(rng)
 
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None

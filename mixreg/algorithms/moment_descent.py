@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_array, check_choice, check_int, check_real
+from ..problems import check_rng
 from ..clustering import agglomerative, kmeans, single_linkage_cut
 from ._driver import Replicas, check_problem, data_scales, elapsed
 
@@ -731,6 +732,7 @@ def _plan(problem, anchors, k, *, rng, n_rounds, clients_per_round, anchor_pairs
           sampling, anchor_sampling, sign, subspace_solver, threshold, on_mismatch):
     """Validate :func:`moment_descent`'s arguments and lay out the data schedule of every round."""
     check_problem(problem)
+    check_rng(rng)
     anchors = np.asarray(anchors)
     if anchors.ndim != 1 or anchors.size == 0 or anchors.dtype.kind not in "iu":
         raise ValueError(f"anchors must be a non-empty 1-D integer array of client indices, got {anchors!r}")
