@@ -126,7 +126,6 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     if method in ("close", "truth") and k != problem.k:
         raise ValueError(f"k must equal the problem's k={problem.k} for method={method!r}, got {k}")
     if method != "truth":
-
         if rng is None:
             raise ValueError(f"rng is required for method={method!r}: pass a numpy.random.Generator")
         check_rng(rng)
