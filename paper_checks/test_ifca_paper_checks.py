@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 def _cell(m, n, r, sigma=0.1, k=2, d=1000):
     return dict(m=m, k=k, n=n, d=d, sigma=sigma, r=r, protocol="official", n_rounds=300, n_inits=10,
-                step_sizes="1.0,0.1,0.01" if k == 2 else "2.0,1.0,0.5", init="official", init_scale=1.0,
+                step_sizes=(1.0, 0.1, 0.01) if k == 2 else (2.0, 1.0, 0.5), init="official", init_scale=1.0,
                 threshold_offset=0.0, dtype="float32")
 
 
