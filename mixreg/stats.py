@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["wilson_interval", "group_rates"]
+__all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict"]
 
 
 def wilson_interval(successes, trials, level=0.95):
@@ -79,3 +81,109 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
             row[c + "_mean"] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
         out.append(row)
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlopeFit:
+    """A fitted slope with its bootstrap interval (see :func:`fit_slope`).
+
+    Attributes
+    ----------
+    slope, intercept : float
+        Least-squares line through the points ``(u(x), log statistic(y at x))``.
+    low, high : float
+        Percentile bootstrap interval of the slope at the requested level.
+    level : float
+    n_points : int
+        Grid values used (those with a finite, positive statistic).
+    n_boot : int
+    """
+
+    slope: float
+    intercept: float
+    low: float
+    high: float
+    level: float
+    n_points: int
+    n_boot: int
+
+
+def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.95, rng):
+    r"""Slope of ``log statistic(y)`` against ``log x`` (or ``x``), with a bootstrap interval.
+
+    For grid values :math:`x_1 < \dots < x_G` with independent trial outcomes
+    :math:`y_{g,1}, \dots, y_{g,T_g}` at each, the point estimate is the least-squares slope of
+    :math:`\log s_g` on :math:`\log x_g` (``log_x=True``: a power law :math:`y \propto x^a`) or
+    on :math:`x_g` (``log_x=False``: an exponential :math:`y \propto e^{a x}`), with
+    :math:`s_g` the mean (or median) of the trials at :math:`x_g`.  The interval resamples the
+    trials *within* each grid value (a stratified nonparametric bootstrap) and refits.
+
+    Parameters
+    ----------
+    x : array of shape (G,)
+        Grid values (> 0 when ``log_x``).
+    samples : sequence of G arrays
+        The trial outcomes at each grid value; non-finite outcomes are dropped.
+    log_x : bool
+    statistic : {"mean", "median"}
+    n_boot : int >= 1
+    level : float in (0, 1)
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    SlopeFit
+        ``nan`` slope and interval with fewer than two usable grid values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.array([10.0, 20, 40, 80])
+    >>> ys = [x_ ** -0.5 * rng.lognormal(0, 0.1, 50) for x_ in x]
+    >>> fit = fit_slope(x, ys, rng=rng)
+    >>> round(fit.slope, 1), bool(fit.low < -0.5 < fit.high)
+    (-0.5, True)
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if statistic not in ("mean", "median"):
+        raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or len(samples) != x.size:
+        raise ValueError(f"samples must hold one array per grid value of x ({x.size}), got {len(samples)}")
+    if log_x and np.any(x <= 0):
+        raise ValueError("x must be > 0 for a log-log fit")
+    stat = np.mean if statistic == "mean" else np.median
+    clean = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
+    u = np.log(x) if log_x else x
+
+    def line(groups):
+        v = np.array([stat(g) if g.size else np.nan for g in groups])
+        ok = np.isfinite(v) & (v > 0)
+        if ok.sum() < 2:
+            return np.nan, np.nan, int(ok.sum())
+        slope, intercept = np.polyfit(u[ok], np.log(v[ok]), 1)
+        return float(slope), float(intercept), int(ok.sum())
+
+    slope, intercept, n_points = line(clean)
+    boots = np.array([line([g[rng.integers(0, g.size, g.size)] if g.size else g for g in clean])[0]
+                      for _ in range(n_boot)])
+    boots = boots[np.isfinite(boots)]
+    if boots.size and np.isfinite(slope):
+        low, high = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    else:
+        low = high = np.nan
+    return SlopeFit(slope=slope, intercept=intercept, low=float(low), high=float(high), level=level,
+                    n_points=n_points, n_boot=n_boot)
+
+
+def slope_verdict(predicted, fit, *, tolerance=0.0):
+    """``"consistent"`` if ``predicted`` lies in the fit's interval widened by ``tolerance``,
+    ``"contradicts"`` if not, ``"undetermined"`` without an interval."""
+    if not (np.isfinite(fit.low) and np.isfinite(fit.high)):
+        return "undetermined"
+    inside = fit.low - tolerance <= predicted <= fit.high + tolerance
+    return "consistent" if inside else "contradicts"
