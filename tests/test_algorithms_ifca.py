@@ -251,3 +251,48 @@ def test_bad_init_method(small_problem):
         initial_parameters(small_problem, 1, "gaussian")
     with pytest.raises(ValueError, match="n_replicas"):
         initial_parameters(small_problem, 0, "truth")
+
+
+def test_data_aggregation_is_a_step_on_the_pooled_loss():
+    """aggregation='data': theta_j -= gamma (2/N) sum_{i in S_j} X_i^T (X_i theta_j - y_i), one
+    gradient step on the pooled per-sample mean loss of the clients that chose j."""
+    rng = np.random.default_rng(5)
+    sizes = np.array([1, 2, 7, 3, 12, 1, 5, 9])
+    pb = make_problem_from_parameters(rng.standard_normal((2, 4)), np.arange(8) % 2, sizes, 0.3, rng=rng)
+    theta0 = pb.theta_star + 0.2 * rng.standard_normal((2, 4))
+    res = ifca(pb, theta0, 0.07, n_rounds=1, aggregation="data")
+    _, assign = training_loss(pb, theta0[None])
+    want = theta0.copy()
+    for i in range(pb.m):
+        X, y = pb.client(i)
+        j = assign[0, i]
+        want[j] -= 0.07 * (2.0 / pb.N) * X.T @ (X @ theta0[j] - y)
+    np.testing.assert_allclose(res.theta[0], want, rtol=1e-12, atol=1e-14)
+
+
+def test_fixed_points_with_the_true_labels_are_the_weighted_least_squares():
+    """Started at the truth with identities that stay right, IFCA converges to the least squares
+    that weighs each client as its aggregation does: data weights -> known-label LS; client
+    weights -> the client-weighted LS sum_i (1/n_i) ||X_i theta - y_i||^2."""
+    from mixreg.baselines import known_label_least_squares
+
+    rng = np.random.default_rng(6)
+    sizes = rng.integers(1, 30, size=40)
+    pb = make_problem_from_parameters(np.array([[3.0, 0, 0], [0, 3.0, 0]]), np.arange(40) % 2, sizes, 0.5,
+                                      rng=rng)
+    data = ifca(pb, pb.theta_star, 0.2, n_rounds=3000, aggregation="data")
+    np.testing.assert_allclose(data.theta[0], known_label_least_squares(pb), atol=1e-8)
+    clients = ifca(pb, pb.theta_star, 0.2, n_rounds=3000)
+    for j in range(2):
+        A = sum(pb.client(i)[0].T @ pb.client(i)[0] / sizes[i] for i in range(40) if pb.labels[i] == j)
+        b = sum(pb.client(i)[0].T @ pb.client(i)[1] / sizes[i] for i in range(40) if pb.labels[i] == j)
+        np.testing.assert_allclose(clients.theta[0, j], np.linalg.solve(A, b), atol=1e-8)
+    assert np.abs(clients.theta[0] - data.theta[0]).max() > 1e-3  # the two really differ here
+
+
+def test_data_aggregation_needs_option_one():
+    pb = make_problem(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="aggregation='data' is implemented for option='gradient' only"):
+        ifca(pb, pb.theta_star, 0.1, option="model", aggregation="data")
+    with pytest.raises(ValueError, match="aggregation must be one of"):
+        ifca(pb, pb.theta_star, 0.1, aggregation="median")

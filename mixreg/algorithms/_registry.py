@@ -92,6 +92,11 @@ def register_builtin():
         source="Ghosh et al. 2020, Algorithm 2 (arXiv) / Algorithm 1 (NeurIPS), option I",
         sends="k losses to pick an identity, then one d-vector gradient"))
     register(Algorithm(
+        name="ifca_data", run=_bind(ifca, uses_rng=True, option="gradient", aggregation="data"), uses_rng=True,
+        options={"option": "gradient", "aggregation": "data"},
+        source="Ghosh et al. 2020, Algorithm 2, option I with data-proportional weights n_i / N (a control)",
+        sends="k losses to pick an identity, then one d-vector gradient and n_i"))
+    register(Algorithm(
         name="ifca_model", run=_bind(ifca, uses_rng=True, option="model", local_steps=2), uses_rng=True,
         options={"option": "model", "local_steps": 2},
         source="Ghosh et al. 2020, Algorithm 2 (arXiv), option II (model averaging, tau local steps)",

@@ -58,10 +58,12 @@ __all__ = [
     "initial_parameters",
     "training_loss",
     "OPTIONS",
+    "AGGREGATIONS",
     "INIT_METHODS",
 ]
 
 OPTIONS = ("gradient", "model")
+AGGREGATIONS = ("clients", "data")
 INIT_METHODS = ("official", "gaussian", "close", "truth")
 
 
@@ -178,6 +180,7 @@ class _Workspace:
         N = X.shape[0]
         self.layout = kernels.ClientLayout(offsets, d, B)
         self.weights = (2.0 / np.diff(offsets)).astype(dtype)  # gradient of the per-client mean
+        self.pooled = np.full(m, 2.0 / N, dtype=dtype)  # (n_i / N) times that: the pooled mean
         self.P = np.empty((B * k, N), dtype=dtype)
         self.losses = np.empty((B, m, k))
         self.R = np.empty(B * N, dtype=dtype)
@@ -223,6 +226,7 @@ def ifca(
     local_steps=1,
     resample=False,
     participation=1.0,
+    aggregation="clients",
     rng=None,
     tol=None,
     history=False,
@@ -257,6 +261,15 @@ def ifca(
         ``tau``, local full-batch steps of option II (ignored by option I).
     resample : bool
         Use the analysis scheme's fresh disjoint subsets (needs ``n_i >= 2T``).
+    aggregation : {"clients", "data"}
+        How option I weighs the clients' gradients.  ``"clients"`` (Algorithm 2, the paper and the
+        official code): :math:`\frac{\gamma}{m} \sum_{i \in S_j} \nabla F_i`, every client
+        counts the same whatever its size, so with unequal sizes a cluster converges to the
+        client-weighted least squares.  ``"data"`` (ours, a control): :math:`\gamma \sum_{i \in
+        S_j} \frac{n_i}{N} \nabla F_i`, a gradient step on the pooled per-sample mean loss, whose
+        fixed point with the right identities is the known-label least squares.  Equal with
+        equal client sizes up to the step's scale (``"data"`` = ``"clients"`` with ``gamma`` times
+        ``m n / N = 1``).  Option II supports ``"clients"`` only.
     participation : float in (0, 1]
         Fraction of clients drawn (without replacement, ``max(1, round(q m))`` of them) each round
         from ``rng``.  The draw is shared by all replicas of the batch, so replica ``b`` of a batch
@@ -291,6 +304,9 @@ def ifca(
     gamma = check_step_sizes(step_size, B)
     T = check_int("n_rounds", n_rounds, low=1)
     check_choice("option", option, OPTIONS)
+    check_choice("aggregation", aggregation, AGGREGATIONS)
+    if option == "model" and aggregation != "clients":
+        raise ValueError("aggregation='data' is implemented for option='gradient' only")
     tau = check_int("local_steps", local_steps, low=1)
     q = check_real("participation", participation, low=0.0, high=1.0, low_inclusive=False)
     tol = check_tolerance(tol)
@@ -301,7 +317,8 @@ def ifca(
 
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
-    _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng)
+    _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng,
+         aggregation=aggregation)
 
     with np.errstate(over="ignore", invalid="ignore"):
         train_loss, assignments = training_loss(problem, theta)
@@ -320,7 +337,7 @@ def ifca(
     )
 
 
-def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng):
+def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation):
     """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
     B, k, d = theta.shape
     m, T, dtype = problem.m, replicas.n_rounds, problem.dtype
@@ -329,7 +346,9 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng)
         ws = _Workspace(Xr[0], yr[0], offr, B, k, d, dtype)
     else:
         ws = _Workspace(problem.X, problem.y, problem.offsets, B, k, d, dtype)
-    step = (gamma / m).astype(dtype)[:, None, None]
+    # option I's server step: (gamma / m) sum_i grad F_i, or gamma sum_i (n_i / N) grad F_i
+    step = (gamma / m if aggregation == "clients" else gamma).astype(dtype)[:, None, None]
+    server = ws.weights if aggregation == "clients" else ws.pooled
     active = np.ones(m, dtype=np.bool_)
     n_active = max(1, int(round(q * m)))
     assign = np.empty((B, m), dtype=np.int64)
@@ -365,9 +384,9 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng)
                 if resample:  # the round's predictions are on the identity subset: recompute
                     kernels.gather_selected(theta, assign, local)
                     kernels.client_predictions(local, gX, ws.layout, ws.R)
-                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
+                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, server, ws.R)
                 else:  # reuse this round's predictions of the assigned model
-                    kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, ws.weights, ws.R)
+                    kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, server, ws.R)
                 kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                 kernels.scatter_add(ws.C, assign, grad)
                 new = theta - step * grad
