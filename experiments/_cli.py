@@ -36,16 +36,30 @@ Of the experiment, from its ``Config`` (:func:`parser_from_config`):
 
 Of the Monte Carlo engine (:func:`add_engine_arguments`):
 
-``--jobs N``            local worker processes (default: the experiment's, usually all cores)
+``--jobs N``            local worker processes (default: the experiment's, usually all cores;
+                        more than the cores is capped at the cores, with a warning)
 ``--scheduler ADDR``    run on an existing Dask cluster, e.g. ``tcp://10.0.0.5:8786``
+``--connect-timeout S`` seconds to wait for the scheduler to answer (default 30)
 ``--dask-local N``      start a Dask LocalCluster of N single-threaded workers on 127.0.0.1
 ``--out DIR``           results directory (default: the script's own)
 ``--overwrite``         discard results already in DIR
 ``--new-dir``           write into a fresh sibling of DIR (``DIR-2``, ...) if DIR is in use
-``--dry-run``           print the grid, the number of tasks and the work estimate; run nothing
+``--dry-run``           print the grid, the number of tasks and the estimated work, memory and
+                        time (with the warning or the refusal a run would get); run nothing
 ``--seed S``            root seed (replaces the sweep's)
 ``--no-progress``       no progress bar
-``--kernel-threads N``  BLAS/numba threads per task (1 = bit-identical across all backends)
+``--chunk-size N``      trials per task, the checkpoint grain (default: automatic, at most 50)
+``--kernel-threads N``  BLAS/numba threads per worker; default 1 in every backend, which makes
+                        the records bit-identical whatever the backend and the number of
+                        workers.  N > 1 is an opt-out that breaks bit-identity.
+``--debug``             show a fault's full traceback instead of its one line
+
+Every fault ends in one line on stderr (``prog: error: ...``), with the exit status 2 for a
+usage error (bad value, combination of flags, a directory holding another sweep, a sweep
+too large to fit) and 1 for a runtime fault (a directory that cannot be written or is held
+by another run, a scheduler that does not answer); Ctrl-C exits 130 saying how many trials
+are kept.  A finished run whose trials partly failed writes and draws what exists, lists the
+failures (one line each) and exits 1.
 
 Flags are matched exactly (no abbreviations), so a flag is either a field's or an error.
 """
@@ -53,6 +67,7 @@ Flags are matched exactly (no abbreviations), so a flag is either a field's or a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -61,8 +76,19 @@ import re
 import shutil
 import sys
 import typing
+import warnings
 
-from mixreg.montecarlo import dry_run, run_sweep, write_table
+from mixreg.montecarlo import (
+    ConfigMismatchError,
+    SweepInterrupted,
+    SweepTooLargeError,
+    SweepWarning,
+    TrialsFailedWarning,
+    check_fits,
+    dry_run,
+    run_sweep,
+    write_table,
+)
 from mixreg.montecarlo.reader import read_results
 
 __all__ = [
@@ -134,6 +160,18 @@ def _element_type(config_cls, name, hint):
                     f"or tuple[int | float | str, ...], got {hint!r}")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (no usage block): ``prog: error: ...``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {_first_line(message)} (see --help)\n")
+
+
+def _first_line(text):
+    lines = str(text).strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
 class _RenamedFlag(argparse.Action):
     """A flag of an earlier version: refuse it, naming the flag that replaced it."""
 
@@ -176,7 +214,7 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
     """
     if default_preset is None:
         default_preset = "quick" if "quick" in presets else next(iter(presets))
-    parser = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False)
+    parser = _OneLineParser(prog=prog, description=description, allow_abbrev=False)
     preset_field = {f.name: f for f in dataclasses.fields(config_cls)}["preset"]
     parser.add_argument("--preset", default=default_preset, choices=list(presets),
                         help=preset_field.metadata.get("help", "the preset"))
@@ -247,6 +285,16 @@ def _positive_int(text):
     return value
 
 
+def _positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text}")
+    return value
+
+
 def _seed(text):
     try:
         value = int(text)
@@ -282,13 +330,14 @@ def add_engine_arguments(parser):
     """
     group = parser.add_argument_group("Monte Carlo engine")
     group.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
-                       help="local worker processes; 1 runs in this process "
-                            "(default: the number of cores, at most 8)")
+                       help="local worker processes; 1 runs in this process (default: the number of "
+                            "cores, at most 8; more than the cores is capped at the cores, with a warning)")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--scheduler", type=_scheduler, default=None, metavar="ADDRESS",
                        help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
     where.add_argument("--dask-local", type=_positive_int, default=None, metavar="N",
-                       help="start a Dask LocalCluster of N single-threaded workers on 127.0.0.1")
+                       help="start a Dask LocalCluster of N single-threaded workers on 127.0.0.1 "
+                            "(capped at the cores, with a warning)")
     group.add_argument("--out", type=pathlib.Path, default=None, metavar="DIR",
                        help="results directory; re-running resumes it")
     fresh = group.add_mutually_exclusive_group()
@@ -297,13 +346,23 @@ def add_engine_arguments(parser):
     fresh.add_argument("--new-dir", action="store_true",
                        help="write into a fresh sibling directory (DIR-2, DIR-3, ...) if DIR is in use")
     group.add_argument("--dry-run", action="store_true",
-                       help="print the grid, the number of tasks and a work estimate, then exit")
+                       help="print the grid, the number of tasks and the estimated work, memory and time "
+                            "(with the warning or refusal the run would get), then exit")
     group.add_argument("--seed", type=_seed, default=None, metavar="S",
                        help="root seed of the sweep (default: the experiment's)")
     group.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    group.add_argument("--chunk-size", type=_positive_int, default=None, metavar="N",
+                       help="trials per task, the checkpoint grain: a run killed after a chunk keeps it "
+                            "(default: automatic, at most 50; 1 for a run that may be killed often)")
     group.add_argument("--kernel-threads", type=_positive_int, default=None, metavar="N",
-                       help="BLAS/numba threads per task (default: 1 per parallel worker, "
-                            "all cores with --jobs 1); 1 gives bit-identical results everywhere")
+                       help="BLAS/numba threads per worker (default 1, in every backend, --jobs 1 included, "
+                            "which makes the results bit-identical whatever the backend and the number of "
+                            "workers); N > 1 is an opt-out that may be faster with few workers but BREAKS "
+                            "bit-identity: multi-threaded BLAS rounds long products differently")
+    group.add_argument("--connect-timeout", type=_positive_seconds, default=30.0, metavar="S",
+                       help="seconds to wait for --scheduler to answer (default: 30)")
+    group.add_argument("--debug", action="store_true",
+                       help="show the full traceback of a fault instead of its one-line message")
     return parser
 
 
@@ -314,8 +373,9 @@ def run_engine_from_args(sweep, args, default_out):
     ----------
     sweep : mixreg.montecarlo.Sweep
     args : argparse.Namespace
-        Parsed with a parser prepared by :func:`add_engine_arguments`.  ``--seed``, when
-        given, replaces ``sweep.root_seed``.
+        Parsed with a parser prepared by :func:`add_engine_arguments`.  ``--seed`` and
+        ``--chunk-size``, when given, replace ``sweep.root_seed`` and ``sweep.chunk_size``
+        (the chunk size is not part of the sweep's identity: a resumed run may change it).
     default_out : str or path-like
         Results directory when ``--out`` is not given.
 
@@ -328,8 +388,12 @@ def run_engine_from_args(sweep, args, default_out):
     ------
     ValueError
         With a message naming the flags, for combinations argparse cannot see (``--jobs``
-        with a Dask cluster), or :class:`mixreg.montecarlo.ConfigMismatchError` (a
-        ``ValueError``) when the directory holds a different sweep.
+        with a Dask cluster), :class:`mixreg.montecarlo.ConfigMismatchError` (a
+        ``ValueError``) when the directory holds a different sweep, or
+        :class:`mixreg.montecarlo.SweepTooLargeError` (a ``ValueError``) when the sweep
+        cannot fit (``--dry-run`` prints the description first).
+    OSError, RuntimeError, KeyboardInterrupt
+        The faults of :func:`mixreg.montecarlo.run_sweep` (directory, lock, scheduler, Ctrl-C).
     """
     jobs = getattr(args, "jobs", None)
     scheduler = getattr(args, "scheduler", None)
@@ -346,8 +410,13 @@ def run_engine_from_args(sweep, args, default_out):
     seed = getattr(args, "seed", None)
     if seed is not None:
         sweep = dataclasses.replace(sweep, root_seed=seed)
+    chunk_size = getattr(args, "chunk_size", None)
+    if chunk_size is not None:
+        sweep = dataclasses.replace(sweep, chunk_size=chunk_size)
     if getattr(args, "dry_run", False):
-        print(dry_run(sweep, jobs=dask_local or jobs))
+        workers = None if scheduler is not None else (dask_local or jobs)
+        print(dry_run(sweep, jobs=workers))
+        check_fits(sweep, jobs=workers)  # a refusal exits 2 like the run would; warnings are in the text
         return None
     out = getattr(args, "out", None)
     return run_sweep(
@@ -360,6 +429,7 @@ def run_engine_from_args(sweep, args, default_out):
         new_dir=getattr(args, "new_dir", False),
         progress=False if getattr(args, "no_progress", False) else None,
         kernel_threads=getattr(args, "kernel_threads", None),
+        connect_timeout=getattr(args, "connect_timeout", 30.0),
     )
 
 
@@ -421,10 +491,11 @@ def _draw(config, outdir, manifest, *, draw, tables, presets, build_sweep, paper
     return paths
 
 
-def _redraw(parser, args, *, name, config_cls, **drawing):
+def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
     """``--redraw DIR``: draw every figure of DIR from its manifest and tables; run nothing."""
     defaults = vars(parser.parse_args(["--redraw", str(args.redraw)]))
-    others = [config_flag(dest) for dest, value in vars(args).items() if value != defaults[dest]]
+    others = [config_flag(dest) for dest, value in vars(args).items()
+              if value != defaults[dest] and dest != "debug"]
     if others:
         parser.exit(2, f"{parser.prog}: error: --redraw takes the config from the directory's manifest; "
                        f"drop {', '.join(others)}\n")
@@ -432,14 +503,110 @@ def _redraw(parser, args, *, name, config_cls, **drawing):
     try:
         manifest = _results_manifest(outdir, name, drawing["tables"])
     except _NotResults as exc:
-        parser.exit(2, f"{parser.prog}: error: --redraw: {exc}\n")
+        parser.exit(2, f"{parser.prog}: error: --redraw: {_first_line(exc)}\n")
     try:
         config = _config_from_record(config_cls, manifest["sweep"].get("config"))
     except (ValueError, TypeError) as exc:
-        parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {exc}\n")
-    for path in _draw(config, outdir, manifest, **drawing):
+        parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {_first_line(exc)}\n")
+    try:
+        figures = _draw(config, outdir, manifest, **drawing)
+    except Exception as exc:  # noqa: BLE001 - one line, or the traceback with --debug
+        if debug:
+            raise
+        _say(parser.prog, f"figures not drawn: {_describe(exc, expected=False, hint=False)}")
+        return 1
+    for path in figures:
         print(f"wrote {path}")
     return 0
+
+
+# --------------------------------------------------------------------------- reporting faults
+
+_MAX_FAILURE_LINES = 10  # failed trials listed one line each, then "... and N more"
+
+
+def _say(prog, text):
+    print(f"{prog}: {text}", file=sys.stderr, flush=True)
+
+
+def _describe(exc, *, expected=None, hint=True):
+    """One line for an exception: the message of the faults we expect, else its type too."""
+    text = _first_line(exc)
+    if expected is None:
+        expected = isinstance(exc, _EXPECTED_FAULTS)
+    if expected and text:
+        return text
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{text} (rerun with --debug for the traceback)" if hint else text
+
+
+_EXPECTED_FAULTS = (OSError, ImportError, RuntimeError, SweepTooLargeError, ConfigMismatchError)
+
+
+@contextlib.contextmanager
+def _one_line_warnings(prog, debug):
+    """Show each warning as one line ``prog: warning: ...`` on stderr (as Python does with --debug).
+
+    A :class:`mixreg.montecarlo.TrialsFailedWarning` is not shown: the failed trials are
+    listed by :func:`experiment_main`.  The engine's warnings are shown every time (not once
+    per location), so a script calling ``main`` twice sees both.
+    """
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, TrialsFailedWarning):
+            return
+        _say(prog, f"warning: {_first_line(message)}")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", SweepWarning)
+        if not debug:
+            warnings.showwarning = show
+        yield
+
+
+def _failure_lines(failures, cells, limit=_MAX_FAILURE_LINES):
+    """One line per failed trial: its cell's varying parameters, the trial, the error's first line."""
+    varying = [key for key in cells[0] if len({repr(c[key]) for c in cells}) > 1] if cells else []
+    lines = []
+    for failure in failures[:limit]:
+        params = failure.get("params") or {}
+        shown = ", ".join(f"{key}={params[key]}" for key in varying if key in params)
+        where = f"cell {failure['cell']}" + (f" ({shown})" if shown else "")
+        lines.append(f"  {where} trial {failure['trial']}: {_first_line(failure['error'])}")
+    if len(failures) > limit:
+        lines.append(f"  ... and {len(failures) - limit} more")
+    return lines
+
+
+def _interrupted(exc, state):
+    """The one line of a Ctrl-C: how many trials are kept on disk."""
+    if isinstance(exc, SweepInterrupted):
+        kept, total = exc.kept, exc.total
+    elif state.get("result") is not None:
+        kept = total = len(state["result"].records)
+    elif state.get("sweep") is not None:
+        return "interrupted before the run started; rerun the same command to run or resume it"
+    else:
+        return "interrupted"
+    return f"interrupted: {kept} of {total} trials kept; rerun the same command to resume"
+
+
+def _summarise_and_draw(config, result, *, prog, summarise, tables, debug, drawing):
+    """Write the tables and draw the figures; return ``(paths written, reason or None)``."""
+    outdir, written = result.outdir, [result.trials_csv]
+    figures = []
+    try:
+        summary = summarise(config, result.records)
+        if set(summary) != set(tables):
+            raise RuntimeError(f"summarise returned the tables {sorted(summary)}, expected {sorted(tables)}")
+        for table in tables:
+            written.append(write_table(outdir / f"{table}.csv", summary[table]))
+        figures = _draw(config, outdir, result.manifest, **drawing)
+        reason = None
+    except Exception as exc:  # noqa: BLE001 - the data are written; say why the figures are not
+        if debug:
+            raise
+        reason = _describe(exc, expected=False, hint=False)
+    return [*written, outdir / _MANIFEST, *figures], reason
 
 
 def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, summarise, draw, tables,
@@ -461,7 +628,8 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
     build_sweep : callable
         ``config -> Sweep`` with the experiment's root seed (``--seed`` replaces it).
     summarise : callable
-        ``(config, records) -> {table name: list of dict}``, one entry per name of ``tables``.
+        ``(config, records) -> {table name: list of dict}``, one entry per name of ``tables``;
+        receives every record, failed trials included (their ``error`` is not empty).
     draw : callable
         ``(config, tables, outdir) -> list of figure paths``, from the tables only (as read
         back from the CSV files, so that ``--redraw`` draws the same figures).
@@ -476,33 +644,79 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
     Returns
     -------
     int
-        0, or 1 if any trial raised (the failures are in the manifest).  Bad options and
-        configuration errors exit through ``parser.error`` with status 2; ``--redraw`` on a
-        directory that is not a finished results directory of this experiment exits with
-        status 2 and one line.
+        The exit status.  0: the run finished, every trial succeeded and the figures are
+        drawn.  1: some trials failed (listed on stderr one line each, at most 10, then
+        "... and N more"; the rest of the run is summarised and drawn), the tables or figures
+        could not be made from what exists (one line ``figures not drawn: <reason>``), or a
+        runtime fault: a results directory that cannot be created or written, one held by
+        another run, a scheduler that does not answer (one line ``prog: error: ...``).
+        2: a usage error (bad flag or value, a combination of flags, a directory holding
+        another sweep, a sweep too large to fit), one line.  130: Ctrl-C, with
+        ``interrupted: N of M trials kept; rerun the same command to resume``.  Warnings are
+        one line each (``prog: warning: ...``).  ``--debug`` shows the full traceback of a
+        fault instead of its line.
     """
     args = parser.parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
     drawing = dict(draw=draw, tables=tuple(tables), presets=presets, build_sweep=build_sweep,
                    paper_presets=tuple(paper_presets), figures_dir=figures_dir)
-    if args.redraw is not None:
-        return _redraw(parser, args, name=name, config_cls=config_cls, **drawing)
+    state = {}  # what exists when a fault ends the command: the sweep, the result
+    with _one_line_warnings(parser.prog, debug):
+        if not debug:  # a Ctrl-C tears Dask's comms down mid-flight: tornado logs it before we can say a word
+            _quiet_shutdown(args, names=("asyncio", "tornado"))
+        try:
+            if args.redraw is not None:
+                return _redraw(parser, args, name=name, config_cls=config_cls, debug=debug, **drawing)
+            return _run_experiment(parser, args, state, name=name, config_cls=config_cls, presets=presets,
+                                   build_sweep=build_sweep, summarise=summarise, debug=debug, drawing=drawing)
+        except KeyboardInterrupt as exc:
+            if debug:
+                raise
+            _say(parser.prog, _interrupted(exc, state))
+            _quiet_shutdown(args)
+            return 130
+        except Exception as exc:  # noqa: BLE001 - every fault ends in one line (--debug: the traceback)
+            if debug:
+                raise
+            _say(parser.prog, f"error: {_describe(exc)}")
+            _quiet_shutdown(args)
+            return 1
+
+
+def _quiet_shutdown(args, names=("asyncio", "distributed", "tornado")):
+    """After a fault's line, no more: Dask's client, torn down mid-flight, leaves asyncio futures
+    whose errors the ``asyncio`` logger would print when they are collected (at exit), and
+    tornado logs the closed streams of an interrupted run.  Genuine failures of a Dask run reach
+    the engine as exceptions, which are reported; ``--debug`` keeps every log."""
+    import logging
+
+    if getattr(args, "scheduler", None) is None and getattr(args, "dask_local", None) is None:
+        return
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _run_experiment(parser, args, state, *, name, config_cls, presets, build_sweep, summarise, debug, drawing):
     try:
         config = config_from_args(config_cls, presets, args)
-        result = run_engine_from_args(build_sweep(config), args,
-                                      default_out=pathlib.Path("results") / name / config.preset)
-    except ValueError as exc:
-        parser.error(str(exc))
+        state["sweep"] = sweep = build_sweep(config)
+        result = run_engine_from_args(sweep, args, default_out=pathlib.Path("results") / name / config.preset)
+    except (ValueError, TypeError) as exc:  # a bad value or combination, another sweep's directory, too large
+        if debug:
+            raise
+        parser.exit(2, f"{parser.prog}: error: {_first_line(exc)}\n")
     if result is None:  # --dry-run
         return 0
-    outdir = result.outdir
-    summary = summarise(config, result.records)
-    if set(summary) != set(tables):
-        raise RuntimeError(f"summarise returned the tables {sorted(summary)}, expected {sorted(tables)}")
-    written = [write_table(outdir / f"{table}.csv", summary[table]) for table in tables]
-    figures = _draw(config, outdir, result.manifest, **drawing)
-    for path in [result.trials_csv, *written, outdir / _MANIFEST, *figures]:
+    state["result"] = result
+    paths, reason = _summarise_and_draw(config, result, prog=parser.prog, summarise=summarise,
+                                        tables=drawing["tables"], debug=debug, drawing=drawing)
+    for path in paths:
         print(f"wrote {path}")
+    if reason is not None:
+        _say(parser.prog, f"figures not drawn: {reason}")
     if result.failures:
-        print(f"{len(result.failures)} trial(s) raised; see {outdir / _MANIFEST}", file=sys.stderr)
-        return 1
-    return 0
+        _say(parser.prog, f"{len(result.failures)} of {len(result.records)} trials failed (tracebacks in "
+                          f"{result.outdir / _MANIFEST}; replay one with mixreg.montecarlo.replay_trial):")
+        for line in _failure_lines(result.failures, sweep.cells):
+            print(line, file=sys.stderr)
+    return 1 if result.failures or reason is not None else 0

@@ -61,6 +61,18 @@ def long_reduction_trial(cell, seed):
     return {"sq_norm": float(x @ x), "atw0": float((A.T @ w)[0])}
 
 
+#: ``(cell parameter k, trial)`` at which :func:`interrupting_trial` raises KeyboardInterrupt.
+INTERRUPT_AT = None
+
+
+def interrupting_trial(cell, seed):
+    """A draw, or a KeyboardInterrupt (as Ctrl-C would raise) at ``INTERRUPT_AT``."""
+    if INTERRUPT_AT == (cell["k"], seed.spawn_key[-1]):
+        raise KeyboardInterrupt
+    rng = np.random.default_rng(seed)
+    return {"draw": float(rng.standard_normal())}
+
+
 def bad_output_trial(cell, seed):
     """Returns a non-scalar value: the engine must report it as a trial failure."""
     return {"vector": np.zeros(3)}
@@ -82,6 +94,14 @@ def sleepy_sweep(root_seed=7):
     cells = [{"sleep": 0.1, "group": g} for g in ("a", "b")]
     return Sweep(name="sleepy", trial_fn=sleepy_trial, cells=cells, n_trials=4,
                  root_seed=root_seed, config={"purpose": "kill test"}, chunk_size=1)
+
+
+def slow_sweep(sleep=0.5, n_trials=6):
+    """A sweep of a few sleepy trials, one per chunk, for the simultaneous-starts test."""
+    from mixreg.montecarlo import Sweep
+
+    return Sweep(name="slow", trial_fn=sleepy_trial, cells=[{"sleep": sleep, "group": "a"}],
+                 n_trials=n_trials, root_seed=3, config={"purpose": "lock test"}, chunk_size=1)
 
 
 def step_sizes_trial(cell, seed):

@@ -1,9 +1,15 @@
-"""Tests of experiments._cli: an experiment's Config is its command line; --redraw draws from tables."""
+"""Tests of experiments._cli: an experiment's Config is its command line; --redraw draws from tables; every
+fault of a command ends in one line (failed trials, figures, directories, Ctrl-C)."""
 
 import argparse
 import dataclasses
 import json
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import time
 import typing
 
@@ -11,8 +17,11 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+import _toy_trials as toys
+from _toy_trials import REPO_DIR, subprocess_env
 from experiments import _cli, success_vs_R, two_phase
 from experiments._cli import config_flag, param, parser_from_config
+from mixreg.montecarlo import Sweep, run_sweep
 
 EXPERIMENTS = {"success_vs_R": success_vs_R, "two_phase": two_phase}
 TINY = {
@@ -21,7 +30,7 @@ TINY = {
     "two_phase": ["--Ms", "60", "--M-ref", "60", "--laws", "zipf", "--law-ref", "zipf", "--p-mins", "0.2",
                   "--p-ref", "0.2", "--trials", "2", "--d", "4", "--k", "2", "--n-max", "20", "--size-mean", "4",
                   "--fmd-rounds", "3", "--fx-rounds", "6", "--checkpoint-every", "2", "--ifca-restarts", "1",
-                  "--ifca-steps", "0.5", "--anchor-points", "30"],
+                  "--steps", "0.5", "--anchor-points", "30"],
 }
 QUIET = ["--no-progress", "--jobs", "1"]
 
@@ -204,7 +213,7 @@ def runs(tmp_path_factory):
 def test_redraw_reproduces_the_figures_without_running_a_trial(name, runs, monkeypatch, capsys):
     out = runs[name]
     first = {png.name: matplotlib.image.imread(png) for png in out.glob("*.png")}
-    assert len(first) == {"success_vs_R": 1, "two_phase": 2}[name]
+    assert first  # every figure the run drew is redrawn below
     for figure in [*out.glob("*.png"), *out.glob("*.pdf")]:
         figure.unlink()
     trials_mtime = (out / "trials.csv").stat().st_mtime_ns
@@ -290,3 +299,107 @@ def test_paper_preset_figures_are_copied_only_for_the_unchanged_preset(monkeypat
                                   *changed] + QUIET) == 0
         assert success_vs_R.main(["--redraw", str(tmp_path / "changed")]) == 0
         assert not figures.exists()
+
+
+# --------------------------------------------------------------------------- faults end in one line
+
+@dataclasses.dataclass(frozen=True)
+class Broken:
+    preset: str = param("the preset")
+    trials: int = param("trials per cell")
+
+    def validate(self):
+        return self
+
+
+def _broken_main(argv, *, summarise, draw=None, trial_fn=toys.bad_output_trial):
+    def build_sweep(config, root_seed=1):
+        return Sweep(name="broken", trial_fn=trial_fn, cells=toys.CELLS, n_trials=config.trials,
+                     root_seed=root_seed, config=dataclasses.asdict(config))
+
+    def no_figures(config, tables, outdir):
+        return []
+
+    parser = parser_from_config(Broken, {"quick": dict(trials=3)}, prog="broken", description="")
+    return _cli.experiment_main(parser, argv, name="broken", config_cls=Broken, presets={"quick": dict(trials=3)},
+                                build_sweep=build_sweep, summarise=summarise, draw=draw or no_figures,
+                                tables=("rates",))
+
+
+def _empty_min(config, records):
+    return {"rates": [{"best": min(r["dist"] for r in records if not r["error"])}]}
+
+
+def test_a_sweep_whose_trials_failed_is_written_listed_and_exits_1(tmp_path, capsys):
+    assert _broken_main(["--out", str(tmp_path / "o")] + QUIET, summarise=_empty_min) == 1
+    out, err = capsys.readouterr()
+    assert f"wrote {tmp_path / 'o' / 'trials.csv'}" in out and "manifest.json" in out
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err
+    assert lines[0] == "broken: figures not drawn: ValueError: min() arg is an empty sequence"
+    assert lines[1].startswith("broken: 18 of 18 trials failed (tracebacks in ")
+    assert len(lines) == 2 + 10 + 1 and lines[-1] == "  ... and 8 more"
+    assert lines[2] == ("  cell 0 (R=0.5, noise=0.1) trial 0: TypeError: trial_fn returned vector=array([0., 0., 0.]) "
+                        "(ndarray); values must be int, float, bool or str scalars")
+
+
+def test_a_figure_that_cannot_be_drawn_is_one_line(tmp_path, capsys):
+    def refuse_log_scale(config, tables, outdir):
+        raise ValueError("Data has no positive values, and therefore cannot be log-scaled.\nsecond line")
+
+    def fine(config, records):
+        return {"rates": [{"n": len(records)}]}
+
+    argv = ["--out", str(tmp_path / "o")] + QUIET
+    assert _broken_main(argv, summarise=fine, draw=refuse_log_scale, trial_fn=toys.least_squares_trial) == 1
+    out, err = capsys.readouterr()
+    assert err == "broken: figures not drawn: ValueError: Data has no positive values, and therefore cannot be log-scaled.\n"
+    assert "rates.csv" in out
+    with pytest.raises(ValueError, match="log-scaled"):  # --debug: the traceback
+        _broken_main(argv + ["--debug"], summarise=fine, draw=refuse_log_scale, trial_fn=toys.least_squares_trial)
+
+
+def test_debug_shows_the_traceback_of_a_fault(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    argv = TINY["success_vs_R"] + QUIET + ["--out", str(blocker / "out")]
+    assert success_vs_R.main(argv) == 1
+    assert "cannot create the results directory" in _one_line_error(capsys)
+    with pytest.raises(OSError, match="cannot create the results directory"):
+        success_vs_R.main(argv + ["--debug"])
+
+
+SLOW = ["--m", "40", "--n", "20", "--d", "200", "--sigmas", "0.5", "--rs", "0.3", "1.0", "--trials", "3",
+        "--n-inits", "4", "--n-rounds", "200", "--chunk-size", "1", "--no-progress"]  # 6 trials of ~0.3 s
+
+
+@pytest.mark.parametrize("engine", [["--jobs", "2"], pytest.param(["--dask-local", "2"], marks=pytest.mark.dask)])
+def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(engine, tmp_path):
+    """Ctrl-C signals the terminal's whole process group: one line, whatever the backend's workers do."""
+    out = tmp_path / "out"
+    argv = SLOW + engine + ["--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.success_vs_R", *argv], cwd=REPO_DIR,
+                            env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # its own group, as a terminal's foreground job
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and not list(out.glob("chunks/cell*.json")):
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    lines = stderr.decode().strip().splitlines()
+    assert proc.returncode == 130, stderr.decode()
+    assert len(lines) == 1, lines
+    match = re.fullmatch(r"python -m experiments.success_vs_R: interrupted: (\d+) of 6 trials kept; "
+                         r"rerun the same command to resume", lines[0])
+    assert match and 1 <= int(match[1]) < 6, lines
+    kept = int(match[1])
+    sweep = success_vs_R.build_sweep(success_vs_R.config_from_args(success_vs_R.build_parser().parse_args(SLOW)))
+    resumed = run_sweep(dataclasses.replace(sweep, chunk_size=1), out, jobs=2, progress=False)  # the rerun's sweep
+    assert [run["status"] for run in resumed.manifest["runs"]] == ["interrupted", "complete"]
+    assert resumed.manifest["runs"][-1]["trials_loaded"] == kept

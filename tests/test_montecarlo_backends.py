@@ -18,34 +18,78 @@ def test_jobs_2_is_bit_identical_to_jobs_1(reference, tmp_path):
     assert records_json(result) == records_json(reference)
     assert csv_rows(result.trials_csv) == csv_rows(reference.trials_csv)
     assert result.manifest["runs"][-1]["kernel_threads"] == 1
-    assert reference.manifest["runs"][-1]["kernel_threads"] is None
+    assert reference.manifest["runs"][-1]["kernel_threads"] == 1  # in-process too, by default
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
 
 
 def test_thread_limits_per_backend(tmp_path):
-    from threadpoolctl import threadpool_info
-
     cells = [{"k": 0}, {"k": 1}]
     sweep = toy_sweep(trial_fn=toys.thread_probe_trial, cells=cells, n_trials=2)
     parallel = run_sweep(sweep, tmp_path / "jobs2", jobs=2, progress=False)
     assert set(parallel.column("blas_threads")) == {1}
     assert set(parallel.column("numba_threads")) == {1}
 
-    before = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    before = _blas_threads()
     serial = run_sweep(sweep, tmp_path / "jobs1", progress=False)
-    assert set(serial.column("blas_threads")) == {before}  # jobs=1: kernels not limited
+    assert set(serial.column("blas_threads")) == {1}  # jobs=1: single-threaded by default too
+    assert set(serial.column("numba_threads")) == {1}
+    assert _blas_threads() == before  # in-process limits are restored
 
-    forced = run_sweep(sweep, tmp_path / "forced", kernel_threads=1, progress=False)
-    assert set(forced.column("blas_threads")) == {1}
-    after = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-    assert after == before  # in-process limits are restored
+    opted_out = run_sweep(sweep, tmp_path / "opt_out", kernel_threads=2, progress=False)
+    assert set(opted_out.column("blas_threads")) == {min(2, before)}
+    assert opted_out.manifest["runs"][-1]["kernel_threads"] == 2
+    assert _blas_threads() == before
 
 
-def test_kernel_threads_1_matches_parallel_for_long_reductions(tmp_path):
-    """Long BLAS reductions may round differently with 2 threads; kernel_threads=1 fixes it."""
+def test_default_jobs_1_matches_parallel_for_long_reductions(tmp_path):
+    """Long BLAS reductions may round differently with 2 threads; the default is one thread."""
     sweep = toy_sweep(trial_fn=toys.long_reduction_trial, cells=[{"length": 200_000}], n_trials=4)
-    serial = run_sweep(sweep, tmp_path / "serial", kernel_threads=1, progress=False)
+    serial = run_sweep(sweep, tmp_path / "serial", progress=False)
     parallel = run_sweep(sweep, tmp_path / "parallel", jobs=2, progress=False)
     assert records_json(serial) == records_json(parallel)
+
+
+# --------------------------------------------------------------------------- an experiment's trials
+
+
+def _ifca_sweep():
+    """success_vs_R's trial function at d = 600, where 2-thread OpenBLAS rounds differently."""
+    from experiments import success_vs_R
+
+    config = success_vs_R.Config(preset="quick", k=2, m=8, n=64, d=600, sigmas=(0.5,), rs=(0.3, 1.0),
+                                 trials=2, n_inits=2, step_sizes=(0.1,), n_rounds=20, dtype="float64")
+    return success_vs_R.build_sweep(config)
+
+
+@pytest.fixture(scope="module")
+def ifca_reference(tmp_path_factory):
+    """The IFCA sweep in-process with the default (single-threaded) kernels."""
+    return run_sweep(_ifca_sweep(), tmp_path_factory.mktemp("ifca") / "jobs1", jobs=1, progress=False)
+
+
+def test_ifca_records_are_bit_identical_under_jobs_1_and_2(ifca_reference, tmp_path):
+    """Bit-identity by construction: ``jobs=1`` runs one BLAS thread as the workers do.
+
+    Before, ``jobs=1`` let BLAS use every core, and at d = 600 its records differed in the last
+    bits from ``jobs=2``'s.
+    """
+    parallel = run_sweep(_ifca_sweep(), tmp_path / "jobs2", jobs=2, progress=False)
+    assert len(ifca_reference.records) == 4 and not ifca_reference.failures
+    assert records_json(parallel) == records_json(ifca_reference)
+    assert csv_rows(parallel.trials_csv) == csv_rows(ifca_reference.trials_csv)
+
+
+@pytest.mark.dask
+def test_ifca_records_are_bit_identical_on_dask(ifca_reference, tmp_path):
+    pytest.importorskip("distributed")
+    local = run_sweep(_ifca_sweep(), tmp_path / "dask", dask_local=2, progress=False)
+    assert records_json(local) == records_json(ifca_reference)
+    assert csv_rows(local.trials_csv) == csv_rows(ifca_reference.trials_csv)
 
 
 @pytest.mark.dask

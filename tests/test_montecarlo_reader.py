@@ -90,12 +90,15 @@ def test_a_manifest_without_column_types_is_read_by_inference(tmp_path):
 
 def test_reader_never_writes_nor_takes_the_lock(awkward):
     fcntl = pytest.importorskip("fcntl")
+    lock = awkward.outdir / ".lock"
+    lock.write_text("1\n")  # as a running sweep would: its lock file, flocked
     before = _snapshot(awkward.outdir)
-    with open(awkward.outdir / ".lock") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running sweep would
+    with open(lock) as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         back = read_results(awkward.outdir)
         back.table("summary.csv")
     assert _snapshot(awkward.outdir) == before
+    lock.unlink()
 
 
 def test_table_round_trips_write_table_rows(awkward):

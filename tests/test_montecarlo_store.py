@@ -5,13 +5,21 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 import _toy_trials as toys
 from _toy_trials import CELLS, csv_rows, records_json, subprocess_env, toy_sweep
-from mixreg.montecarlo import ConfigMismatchError, SweepWarning, run_sweep
+from mixreg.montecarlo import (
+    ConfigMismatchError,
+    DirectoryBusyError,
+    ResultsDirectoryError,
+    SweepWarning,
+    run_sweep,
+)
+from mixreg.montecarlo._store import _directory_lock
 
 TUPLE_CELLS = [{"steps": (1.0, 0.1), "k": 2}, {"steps": (1, 2, 3), "k": 2},
                {"steps": (True, 0.5), "k": 3}]
@@ -49,6 +57,7 @@ def test_kill_and_resume_recomputes_only_missing_chunks(tmp_path):
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in chunk_dir.glob("cell*.json")}
     assert 2 <= len(before) < total
     assert json.loads((outdir / "manifest.json").read_text())["status"] == "running"
+    assert (outdir / ".lock").exists()  # left by the killed run, no longer flocked
 
     resumed = run_sweep(toys.sleepy_sweep(), outdir, progress=False)
     after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in chunk_dir.glob("cell*.json")}
@@ -59,6 +68,7 @@ def test_kill_and_resume_recomputes_only_missing_chunks(tmp_path):
     assert run["chunks_computed"] == total - len(before)
     assert len(resumed.manifest["runs"]) == 2
     assert not list(chunk_dir.glob(".*.tmp"))
+    assert not (outdir / ".lock").exists()  # taken over, then removed by its new owner
 
     fresh = run_sweep(toys.sleepy_sweep(), tmp_path / "uninterrupted", progress=False)
     assert csv_rows(resumed.trials_csv) == csv_rows(fresh.trials_csv)
@@ -102,8 +112,8 @@ def test_resume_with_another_thread_setting_warns(tmp_path):
     first = run_sweep(sweep, tmp_path / "out", jobs=2, progress=False)
     (first.outdir / "chunks" / "cell00000_t000000-000002.json").unlink()
     with pytest.warns(SweepWarning, match="different kernel thread settings"):
-        second = run_sweep(sweep, tmp_path / "out", progress=False)
-    assert second.manifest["kernel_thread_settings"] == [None, 1]
+        second = run_sweep(sweep, tmp_path / "out", kernel_threads=2, progress=False)
+    assert second.manifest["kernel_thread_settings"] == [1, 2]
 
 
 def test_resume_with_another_chunk_size_reuses_every_finished_trial(reference, tmp_path):
@@ -234,3 +244,107 @@ def test_concurrent_run_into_the_same_directory_is_refused(tmp_path):
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(RuntimeError, match="another process"):
             run_sweep(toy_sweep(n_trials=1), tmp_path, progress=False)
+
+
+def test_the_loser_of_a_race_leaves_the_winners_lock_alone(tmp_path):
+    lock = tmp_path / ".lock"
+    with _directory_lock(tmp_path):
+        inode = lock.stat().st_ino
+        with pytest.raises(DirectoryBusyError, match=f"process {os.getpid()}"):
+            with _directory_lock(tmp_path):
+                pass
+        assert lock.stat().st_ino == inode and lock.read_text() == f"{os.getpid()}\n"
+    assert not lock.exists()
+
+
+def test_a_stale_lock_is_taken_over(tmp_path):
+    (tmp_path / ".lock").write_text("999999999\n")  # a run that died without removing it
+    result = run_sweep(toy_sweep(n_trials=1), tmp_path, overwrite=True, progress=False)
+    assert len(result.records) == len(CELLS) and not (tmp_path / ".lock").exists()
+
+
+def test_the_lock_admits_one_owner_among_many_threads(tmp_path):
+    """flock is per open file, so threads of one process contend as processes do."""
+    holders, most, wins, errors = [0], [0], [0], []
+    guard = threading.Lock()
+
+    def contend():
+        for _ in range(40):
+            try:
+                with _directory_lock(tmp_path):
+                    with guard:
+                        holders[0] += 1
+                        most[0] = max(most[0], holders[0])
+                        wins[0] += 1
+                    time.sleep(0.0005)
+                    with guard:
+                        holders[0] -= 1
+            except DirectoryBusyError:
+                pass
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=contend) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and most[0] == 1 and wins[0] > 0
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_simultaneous_starts_run_once_and_refuse_the_others(tmp_path):
+    """Several processes start the same sweep into one directory at the same instant."""
+    outdir, n = tmp_path / "out", 4
+    code = ("import pathlib, sys, time, _toy_trials\n"
+            "from mixreg.montecarlo import DirectoryBusyError, run_sweep\n"
+            "flag = pathlib.Path(sys.argv[2])\n"
+            "pathlib.Path(sys.argv[3]).touch()\n"
+            "while not flag.exists():\n"
+            "    time.sleep(0.001)\n"
+            "try:\n"
+            "    run_sweep(_toy_trials.slow_sweep(), sys.argv[1], progress=False)\n"
+            "except DirectoryBusyError as exc:\n"
+            "    print(exc, file=sys.stderr)\n"
+            "    sys.exit(3)\n")
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(outdir), str(go), str(tmp_path / f"ready{i}")],
+                              env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for i in range(n)]
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("ready*"))) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()
+        codes = [p.wait(timeout=120) for p in procs]
+        errors = [p.stderr.read().decode() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.stderr.close()
+    assert sorted(codes) == [0] + [3] * (n - 1), errors
+    assert all("another process" in e and e.count("\n") == 1 for e, c in zip(errors, codes) if c == 3)
+    assert not (outdir / ".lock").exists()
+    result = run_sweep(toys.slow_sweep(), outdir, progress=False)
+    assert result.manifest["runs"][-1]["chunks_computed"] == 0 and len(result.manifest["runs"]) == 2
+
+
+def test_a_directory_that_cannot_be_created_or_written_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(ResultsDirectoryError, match="cannot create the results directory .*a_file/out"):
+        run_sweep(toy_sweep(n_trials=1), blocker / "out", progress=False)
+    with pytest.raises(ValueError, match="exists and is not a directory"):
+        run_sweep(toy_sweep(n_trials=1), blocker, progress=False)
+    if os.name == "posix" and os.geteuid() != 0:  # root writes anywhere
+        readonly = tmp_path / "readonly"
+        readonly.mkdir()
+        readonly.chmod(0o555)
+        try:
+            with pytest.raises(ResultsDirectoryError, match="cannot write into the results directory"):
+                run_sweep(toy_sweep(n_trials=1), readonly, progress=False)
+            with pytest.raises(ResultsDirectoryError, match="cannot create"):
+                run_sweep(toy_sweep(n_trials=1), readonly / "sub", progress=False)
+        finally:
+            readonly.chmod(0o755)

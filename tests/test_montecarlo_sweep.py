@@ -144,7 +144,7 @@ def test_dry_run_describes_grid_tasks_and_work():
     assert "18 tasks" in text
     assert "R: 3 value(s): 0.5, 1.0, 2.0" in text
     assert "7e+07 flops in total" in text
-    assert "tasks" in dry_run(toy_sweep(), jobs=4)
+    assert "tasks" in dry_run(toy_sweep(), jobs=1)
 
 
 # --------------------------------------------------------------------------- CLI and provenance
@@ -191,3 +191,145 @@ def test_provenance_records(tmp_path):
     record = provenance.environment_record()
     json.dumps(record)
     assert {"time", "python", "platform", "packages", "git"} <= set(record)
+
+
+# --------------------------------------------------------------------------- planning and fitting
+
+
+def test_tasks_are_planned_lazily_for_a_huge_grid():
+    """A billion trials are planned without building a list: counting and the first tasks are instant."""
+    import itertools
+    import time
+
+    from mixreg.montecarlo._sweep import _Plan
+
+    sweep = toy_sweep(cells=CELLS[:2], n_trials=10**9)
+    start = time.perf_counter()
+    plan = _Plan(sweep, {}, 50, costs=[1.0, 2.0])
+    assert len(plan) == 2 * 10**9 // 50
+    assert list(itertools.islice(plan, 2)) == [(1, 0, 50), (1, 50, 100)]  # the expensive cell first
+    assert time.perf_counter() - start < 1.0
+
+
+def test_lazy_plan_covers_exactly_the_missing_trials():
+    from mixreg.montecarlo._sweep import _Plan
+
+    sweep = toy_sweep(cells=CELLS[:2], n_trials=7)
+    done = {(0, t): None for t in (0, 1, 4)} | {(1, t): None for t in range(7)}
+    plan = _Plan(sweep, done, 3, costs=None)
+    assert list(plan) == [(0, 2, 3), (0, 3, 4), (0, 5, 6), (0, 6, 7)]
+    assert len(plan) == 4
+
+
+def test_too_many_trials_are_refused_before_anything_is_written(tmp_path):
+    from mixreg.montecarlo import MAX_TRIALS, SweepTooLargeError, check_fits
+
+    sweep = toy_sweep(cells=CELLS[:2], n_trials=10**9)
+    with pytest.raises(SweepTooLargeError, match=r"2 cells x 1000000000 trials = 2e\+09 trials"):
+        run_sweep(sweep, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SweepTooLargeError, match="limit"):
+        check_fits(sweep)
+    text = dry_run(sweep)
+    assert "Estimated memory:" in text and "Refused:" in text
+    assert check_fits(toy_sweep(n_trials=100)) == []
+    assert MAX_TRIALS == 10_000_000
+
+
+def test_long_or_memory_hungry_sweeps_are_warned_or_refused(tmp_path, monkeypatch):
+    from mixreg.montecarlo import SweepTooLargeError, check_fits
+    from mixreg.montecarlo import _sweep
+
+    day = toy_sweep(n_trials=2, cost_fn=lambda cell: 1e14)  # 1.2e15 flops: ~1.4 days at 1e10 flop/s
+    assert any("may take about 1.39 days" in w for w in check_fits(day, jobs=1))
+    assert "Warning:" in dry_run(day, jobs=1) and "Estimated time: 1.39 days" in dry_run(day, jobs=1)
+    assert check_fits(day, jobs=None) == []  # a scheduler: workers unknown, no time estimate
+    with pytest.warns(SweepWarning, match="may take about 1.39 days"):  # the cost is made up: it is quick
+        run_sweep(day, tmp_path / "day", jobs=1, progress=False)
+
+    years = toy_sweep(n_trials=2, cost_fn=lambda cell: 1e18)
+    with pytest.raises(SweepTooLargeError, match=r"would take about .* years with 1 worker"):
+        run_sweep(years, tmp_path / "years", progress=False)
+    assert not (tmp_path / "years").exists()
+
+    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 300_000)  # 6 x 4 trials need ~240 kB
+    with pytest.warns(SweepWarning, match="more than half of this machine's"):
+        run_sweep(toy_sweep(n_trials=4), tmp_path / "half", progress=False)
+    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 100_000)
+    with pytest.raises(SweepTooLargeError, match="of memory"):
+        run_sweep(toy_sweep(n_trials=4), tmp_path / "full", progress=False)
+
+
+def test_jobs_above_the_cores_are_capped_with_a_warning(tmp_path, monkeypatch):
+    from mixreg.montecarlo import _sweep
+
+    monkeypatch.setattr(_sweep, "_available_cores", lambda: 1)
+    with pytest.warns(SweepWarning, match=r"jobs=10000 is more than the 1 cores .* using 1") as record:
+        result = run_sweep(toy_sweep(n_trials=2), tmp_path / "out", jobs=10000, progress=False)
+    assert len(record) == 1
+    assert result.manifest["runs"][-1]["jobs"] == 1 and result.manifest["backend"].startswith("serial")
+    with pytest.warns(SweepWarning, match="workers=8"):
+        assert "automatic for 1 worker(s)" in dry_run(toy_sweep(), jobs=8)
+
+
+def test_connect_timeout_is_validated(tmp_path):
+    for bad in (0, -1.0, float("nan"), float("inf"), "5", True):
+        with pytest.raises(ValueError, match="connect_timeout"):
+            run_sweep(toy_sweep(n_trials=1), tmp_path / "out", connect_timeout=bad, progress=False)
+
+
+# --------------------------------------------------------------------------- interruption and progress
+
+
+def test_an_interrupted_run_says_what_it_kept_and_resumes_exactly(tmp_path, monkeypatch):
+    from mixreg.montecarlo import SweepInterrupted
+
+    cells = [{"k": 0}, {"k": 1}]
+    sweep = toy_sweep(trial_fn=toys.interrupting_trial, cells=cells, n_trials=4, chunk_size=1)
+    monkeypatch.setattr(toys, "INTERRUPT_AT", (1, 2))
+    with pytest.raises(SweepInterrupted) as info:
+        run_sweep(sweep, tmp_path / "out", progress=False)
+    assert isinstance(info.value, KeyboardInterrupt)
+    assert (info.value.kept, info.value.total) == (6, 8)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert not (tmp_path / "out" / ".lock").exists()
+
+    monkeypatch.setattr(toys, "INTERRUPT_AT", None)
+    resumed = run_sweep(sweep, tmp_path / "out", progress=False)
+    assert resumed.manifest["runs"][-1]["trials_loaded"] == 6
+    assert records_json(resumed) == records_json(run_sweep(sweep, tmp_path / "fresh", progress=False))
+
+
+def test_progress_bar_has_a_width_when_the_terminal_reports_none(monkeypatch):
+    import io
+    import os
+
+    from mixreg.montecarlo import _sweep
+
+    monkeypatch.setattr(os, "get_terminal_size", lambda *args: os.terminal_size((0, 0)))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    stream = io.StringIO()
+    monkeypatch.setattr(_sweep.sys, "stderr", stream)
+    bar = _sweep._progress_bar(total=10, initial=0, desc="toy", show=True)
+    with bar:
+        bar.update(5)
+        bar.refresh()
+    text = stream.getvalue().replace("\r", "\n").strip().splitlines()[-1]
+    assert "toy:  50%|" in text and "5/10" in text and 60 <= len(text) <= 80
+
+
+def test_a_trial_too_large_for_the_machine_is_refused(tmp_path, monkeypatch):
+    from mixreg.montecarlo import SweepTooLargeError, check_fits
+    from mixreg.montecarlo import _sweep
+
+    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 10**9)
+    monkeypatch.setattr(_sweep, "_available_cores", lambda: 2)
+    sweep = toy_sweep(n_trials=2, memory_fn=lambda cell: 3e8 * cell["R"])  # 600 MB at R = 2
+    assert check_fits(sweep, jobs=1) and "more than half" in check_fits(sweep, jobs=1)[0]
+    assert "up to 600 MB per worker for the heaviest trial" in dry_run(sweep, jobs=1)
+    with pytest.raises(SweepTooLargeError, match=r"2 worker\(s\) running a trial of up to 600 MB"):
+        run_sweep(sweep, tmp_path / "out", jobs=2, progress=False)
+    assert check_fits(sweep, jobs=None) == []  # a remote cluster's memory is not this machine's
+    with pytest.raises(ValueError, match="memory_fn must return a finite value"):
+        check_fits(toy_sweep(memory_fn=lambda cell: -1.0))

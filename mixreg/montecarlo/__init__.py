@@ -12,9 +12,11 @@ Same numbers wherever it runs
     The seed of trial ``t`` of a cell depends only on the root seed, an exact, stable
     encoding of the cell's parameters and ``t`` (:func:`trial_seed`): not on the cell's
     position in the grid, the chunking, the backend or the process.  Adding a value to a grid
-    leaves the records of the cells already there unchanged.  Parallel workers (loky
-    processes, Dask workers) run their kernels with one BLAS thread and one numba thread,
-    see ``kernel_threads`` in :func:`run_sweep` for the one caveat.
+    leaves the records of the cells already there unchanged.  Every backend (in-process,
+    loky processes, Dask workers) runs its kernels with one BLAS thread and one numba
+    thread by default, so the records are bit-identical whatever the backend and the
+    number of workers; ``kernel_threads`` above 1 in :func:`run_sweep` is an explicit
+    opt-out that gives up this guarantee.
 Never loses finished work
     Each finished chunk is written by the coordinating process to its own file under a
     temporary name, flushed to disk and renamed, so a kill at any moment leaves either the
@@ -26,6 +28,15 @@ Never mixes two configurations
     trials, cells, config).  Running a different sweep into the same directory raises
     :class:`ConfigMismatchError`, naming the differing keys, unless ``overwrite=True`` (start
     fresh) or ``new_dir=True`` (write into ``<dir>-2``, ``<dir>-3``, ...).
+Refuses what cannot fit, before writing anything
+    More than :data:`MAX_TRIALS` trials, an estimated memory above the machine's or an
+    estimated time above a year raise :class:`SweepTooLargeError`; :func:`dry_run` shows the
+    estimate and :func:`check_fits` makes the same checks.  Tasks are generated lazily.
+Every fault in one line
+    Environment faults raise :class:`ResultsDirectoryError` (an ``OSError``),
+    :class:`DirectoryBusyError`, ``OSError`` (a Dask scheduler that does not answer) or
+    :class:`SweepInterrupted` (Ctrl-C, with the number of trials kept), each with a
+    one-line message; failed trials are data, reported with a :class:`TrialsFailedWarning`.
 
 Layout of a results directory (read it back with :func:`mixreg.montecarlo.reader.read_results`)::
 
@@ -36,7 +47,8 @@ Layout of a results directory (read it back with :func:`mixreg.montecarlo.reader
         chunks/
             cell00000_t000000-000050.json    records of trials [0, 50) of cell 0
             ...
-        .lock                    held (flock) while a run writes into the directory
+        .lock                    created (O_EXCL) and flocked by the one run writing into
+                                 the directory, which removes it at the end
 
 The engine is split into private modules: ``_cells`` (cell values, canonical encoding,
 seeds), ``_store`` (atomic files, chunk files, manifest, directory lock), ``_backends``
@@ -54,7 +66,15 @@ Examples
 """
 
 from mixreg.montecarlo._cells import ENGINE_COLUMNS, seed_from_record, trial_seed
-from mixreg.montecarlo._errors import ConfigMismatchError, SweepWarning
+from mixreg.montecarlo._errors import (
+    ConfigMismatchError,
+    DirectoryBusyError,
+    ResultsDirectoryError,
+    SweepInterrupted,
+    SweepTooLargeError,
+    SweepWarning,
+    TrialsFailedWarning,
+)
 from mixreg.montecarlo._store import (
     CHUNK_DIR_NAME,
     FORMAT,
@@ -63,7 +83,15 @@ from mixreg.montecarlo._store import (
     SUMMARY_CSV_NAME,
     TRIALS_CSV_NAME,
 )
-from mixreg.montecarlo._sweep import Sweep, SweepResult, dry_run, replay_trial, run_sweep
+from mixreg.montecarlo._sweep import (
+    MAX_TRIALS,
+    Sweep,
+    SweepResult,
+    check_fits,
+    dry_run,
+    replay_trial,
+    run_sweep,
+)
 from mixreg.montecarlo._tables import write_table
 
 __all__ = [
@@ -73,8 +101,15 @@ __all__ = [
     "SweepResult",
     "run_sweep",
     "dry_run",
+    "check_fits",
+    "MAX_TRIALS",
     "write_table",
     "replay_trial",
     "ConfigMismatchError",
+    "SweepTooLargeError",
+    "DirectoryBusyError",
+    "ResultsDirectoryError",
+    "SweepInterrupted",
     "SweepWarning",
+    "TrialsFailedWarning",
 ]

@@ -1,14 +1,17 @@
 """Running chunks of trials: in this process, on loky worker processes or on Dask workers.
 
-A task is a chunk, trials ``[start, stop)`` of one cell (:func:`_run_chunk`).  Workers run
-their kernels with a limited number of BLAS/OpenMP and numba threads (:func:`_kernel_threads`).
+A task is a chunk, trials ``[start, stop)`` of one cell (:func:`_run_chunk`).  Every backend,
+the in-process one included, runs its kernels with one BLAS/OpenMP and one numba thread unless
+``kernel_threads`` says otherwise (:func:`_kernel_threads`): multi-threaded BLAS rounds long
+products differently with another thread count, so one thread is what makes the records
+bit-identical whatever the backend and the number of workers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
-import logging
 import time
 import traceback
 import warnings
@@ -17,18 +20,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from mixreg import provenance
+from mixreg.montecarlo import _local_cluster
 from mixreg.montecarlo._cells import ENGINE_COLUMNS, _cell_entropy, _scalar
 from mixreg.montecarlo._errors import SweepWarning
 
-_THREAD_ENV_VARS = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "NUMBA_NUM_THREADS",
-)
 _TRACEBACK_LIMIT = 4000  # characters of a failure's traceback kept in the manifest
 
 
@@ -91,6 +86,9 @@ def _run_chunk(trial_fn, root_seed, cell_index, cell, start, stop, kernel_thread
 def _kernel_threads(n, restore):
     """Limit BLAS/OpenMP (threadpoolctl) and numba to ``n`` threads; ``None`` = no limit.
 
+    The engine always passes a number (1 unless ``kernel_threads`` says otherwise), for
+    in-process runs too.
+
     In worker processes ``restore`` is False: the limit stays for the life of the worker,
     which is dedicated to the sweep (restoring could race with a concurrent task on a
     multi-threaded Dask worker).  In-process runs restore the previous limits afterwards.
@@ -131,6 +129,9 @@ class _Backend:
     kernel_threads = None
     info = {}
 
+    def prepare(self, sweep):
+        """Check, before any task is sent, that the workers can run ``sweep``'s trials."""
+
     def run(self, sweep, tasks):
         for ci, start, stop in tasks:
             yield _run_chunk(sweep.trial_fn, sweep.root_seed, ci, sweep.cells[ci], start,
@@ -141,6 +142,19 @@ class _JoblibBackend(_Backend):
     def __init__(self, name, workers, kernel_threads, config, info=None):
         self.name, self.workers, self.kernel_threads = name, workers, kernel_threads
         self._config, self.info = config, info or {}
+
+    def prepare(self, sweep):
+        client = self._config.get("client")
+        module = getattr(sweep.trial_fn, "__module__", None)
+        if client is None or not module or module == "__main__":  # loky workers share our path
+            return
+        try:
+            client.run(importlib.import_module, module)
+        except Exception as exc:  # noqa: BLE001 - a task would fail to unpickle, and joblib wait forever
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise RuntimeError(f"the Dask workers cannot import {module!r}, the module of the trial "
+                               f"function ({reason}); mixreg and that module must be importable on "
+                               "every worker") from None
 
     def run(self, sweep, tasks):
         from joblib import Parallel, delayed, parallel_config
@@ -156,41 +170,40 @@ class _JoblibBackend(_Backend):
 
 
 @contextlib.contextmanager
-def _open_backend(jobs, scheduler, dask_local, kernel_threads):
+def _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout=30.0):
+    """The backend for these arguments; ``kernel_threads`` None means 1 (see run_sweep)."""
+    threads = 1 if kernel_threads is None else kernel_threads
     if scheduler is None and dask_local is None:
         if jobs == 1:
             backend = _Backend()
-            backend.kernel_threads = kernel_threads
+            backend.kernel_threads = threads
             backend.name = "serial (in-process)"
             yield backend
             return
-        threads = 1 if kernel_threads is None else kernel_threads
         config = {"backend": "loky", "n_jobs": jobs, "inner_max_num_threads": threads}
         yield _JoblibBackend(f"loky ({jobs} processes)", jobs, threads, config)
         return
 
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise ImportError("scheduler/dask_local need dask.distributed: "
                           "pip install 'dask[distributed]'") from None
-    threads = 1 if kernel_threads is None else kernel_threads
     with contextlib.ExitStack() as stack:
         if dask_local is not None:
-            env = {var: str(threads) for var in _THREAD_ENV_VARS}
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=dask_local, threads_per_worker=1, processes=True,
-                host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
-                env=env,
-            ))
-            client = stack.enter_context(Client(cluster, set_as_default=False))
+            # In a session of its own, so that Ctrl-C reaches only this process (see _local_cluster).
+            address = stack.enter_context(_local_cluster.start(dask_local, threads))
+            client = stack.enter_context(Client(address, set_as_default=False,
+                                                timeout=connect_timeout))
             name = f"dask LocalCluster ({dask_local} workers on 127.0.0.1)"
         else:
             try:
-                client = stack.enter_context(Client(scheduler, set_as_default=False))
-            except OSError as exc:
-                raise OSError(f"could not connect to the Dask scheduler at {scheduler!r}: "
-                              f"{exc}") from None
+                client = stack.enter_context(Client(scheduler, set_as_default=False,
+                                                    timeout=connect_timeout))
+            except OSError as exc:  # TimeoutError too
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise OSError(f"could not connect to the Dask scheduler at {scheduler!r} "
+                              f"within {connect_timeout:g} s ({reason})") from None
             name = f"dask ({scheduler})"
         nthreads = client.nthreads()
         workers = max(1, sum(nthreads.values()))

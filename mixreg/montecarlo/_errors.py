@@ -1,4 +1,9 @@
-"""The engine's exception and warning types."""
+"""The engine's exception and warning types.
+
+Every fault of the engine's environment is one of these (or an ``OSError`` whose message
+names the file or the directory), with a message that fits on one line, so that a command
+line can report it in one line.
+"""
 
 from __future__ import annotations
 
@@ -26,5 +31,66 @@ class ConfigMismatchError(ValueError):
         )
 
 
+class SweepTooLargeError(ValueError):
+    """The sweep cannot fit: too many trials, too much memory or too much time (estimated).
+
+    Raised by :func:`~mixreg.montecarlo.run_sweep` before anything is written.
+
+    Attributes
+    ----------
+    estimate : dict
+        What was estimated: ``trials``, ``flops`` (or None), ``memory_bytes``, ``seconds``
+        (or None), ``workers`` (or None).
+    """
+
+    def __init__(self, message, estimate):
+        self.estimate = dict(estimate)
+        super().__init__(message)
+
+
+class DirectoryBusyError(RuntimeError):
+    """Another live run holds the results directory's lock.
+
+    Attributes
+    ----------
+    directory : pathlib.Path
+    """
+
+    def __init__(self, directory, holder=None):
+        self.directory = pathlib.Path(directory)
+        who = f" (process {holder})" if holder else ""
+        super().__init__(f"another process{who} is running a sweep into '{self.directory}'; "
+                         "wait for it to finish or choose another directory")
+
+
+class ResultsDirectoryError(OSError):
+    """The results directory cannot be created or written (read-only, a parent is a file, ...)."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A run was interrupted (Ctrl-C); the finished chunks are on disk and a rerun resumes.
+
+    A :class:`KeyboardInterrupt`, so ``except KeyboardInterrupt`` still catches it.
+
+    Attributes
+    ----------
+    outdir : pathlib.Path
+    kept : int
+        Trials whose records are on disk (loaded or computed before the interrupt).
+    total : int
+        Trials of the sweep.
+    """
+
+    def __init__(self, outdir, kept, total):
+        self.outdir = pathlib.Path(outdir)
+        self.kept, self.total = int(kept), int(total)
+        super().__init__(f"interrupted: {self.kept} of {self.total} trials kept in "
+                         f"'{self.outdir}'; rerun the same call to resume")
+
+
 class SweepWarning(UserWarning):
     """Something in a sweep needs the user's attention but did not stop it."""
+
+
+class TrialsFailedWarning(SweepWarning):
+    """Some trials raised; their records have an ``error`` and the manifest lists them."""

@@ -12,7 +12,12 @@ import warnings
 
 from mixreg import provenance
 from mixreg.montecarlo._cells import _canonical_cell, _json_default, _tuple_keys
-from mixreg.montecarlo._errors import ConfigMismatchError, SweepWarning
+from mixreg.montecarlo._errors import (
+    ConfigMismatchError,
+    DirectoryBusyError,
+    ResultsDirectoryError,
+    SweepWarning,
+)
 
 FORMAT = "mixreg.montecarlo/1"
 MANIFEST_NAME = "manifest.json"
@@ -173,35 +178,127 @@ def _resolve_outdir(outdir, new_dir):
         k += 1
 
 
-@contextlib.contextmanager
-def _directory_lock(outdir):
-    """Hold an exclusive flock on ``outdir/.lock``; released by the OS even on SIGKILL."""
+def _make_outdir(outdir):
+    """Create ``outdir`` (and its parents); a clear error when it cannot be."""
+    if outdir.exists() and not outdir.is_dir():
+        raise ValueError(f"outdir '{outdir}' exists and is not a directory")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResultsDirectoryError(
+            exc.errno, f"cannot create the results directory '{outdir}': "
+                       f"{exc.strerror or exc}") from exc
+
+
+def _same_file(fd, path):
+    try:
+        st, here = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
+
+
+def _lock_holder(fd):
+    """The process id written in a lock file, or None."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid):
+    if pid is None or pid == os.getpid():
+        return pid is not None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but another user's
+        return True
+    return True
+
+
+def _try_flock(fd):
+    """True if this process now holds an exclusive flock on ``fd``, False if another does,
+    None where the platform or filesystem has no flock."""
     try:
         import fcntl
-    except ImportError:  # pragma: no cover - Windows: no locking
-        yield
-        return
-    path = outdir / LOCK_NAME
-    created = not path.exists()
-    fh = open(path, "a+", encoding="utf-8")
+    except ImportError:  # pragma: no cover - Windows
+        return None
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # filesystem without locks
+        return None
+    return True
+
+
+def _acquire_lock(outdir):
+    """Create or take over ``outdir/.lock``; return its open descriptor, now owned.
+
+    The file is created with ``O_CREAT | O_EXCL``.  When it exists, it was left by a run
+    that died (SIGKILL, power loss) or belongs to a live run: a live run holds an flock on
+    it, a dead one does not, so the file is taken over only if its flock can be taken and it
+    is still the file at that path (not removed and re-created by its owner meanwhile).
+    Where flock is missing, the process id written in the file decides.
+    """
+    path = outdir / LOCK_NAME
+    for _ in range(1000):
+        created = True
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RuntimeError(f"another process is running a sweep into '{outdir}'; wait for "
-                               "it to finish or choose another directory") from None
-        except OSError:  # filesystem without locks: proceed unlocked
-            pass
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            created = False
+            try:
+                fd = os.open(path, os.O_RDWR)
+            except FileNotFoundError:
+                continue  # its owner removed it just now: try to create it again
+            except OSError as exc:
+                raise ResultsDirectoryError(
+                    exc.errno, f"cannot write into the results directory '{outdir}': "
+                               f"{exc.strerror or exc}") from exc
+        except OSError as exc:
+            raise ResultsDirectoryError(
+                exc.errno, f"cannot write into the results directory '{outdir}': "
+                           f"{exc.strerror or exc}") from exc
+        try:
+            locked = _try_flock(fd)
+            if locked is False:
+                raise DirectoryBusyError(outdir, _lock_holder(fd))
+            if not _same_file(fd, path):
+                os.close(fd)  # removed or replaced since we opened it: start again
+                continue
+            if locked is None and not created and _alive(_lock_holder(fd)):
+                raise DirectoryBusyError(outdir, _lock_holder(fd))
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+    raise DirectoryBusyError(outdir)  # pragma: no cover - a thousand lost races
+
+
+@contextlib.contextmanager
+def _directory_lock(outdir):
+    """Own ``outdir/.lock`` while the block runs (see :func:`_acquire_lock`).
+
+    Only the owner removes the file, while it still holds the flock, so a process that
+    lost the race (and was refused) never removes the winner's lock.  The OS releases the
+    flock of a killed owner; the next run takes the file over.
+    """
+    fd = _acquire_lock(outdir)
+    try:
         yield
     finally:
-        fh.close()
-        if created and not (outdir / MANIFEST_NAME).exists():  # refused: leave no litter
-            with contextlib.suppress(OSError):
-                path.unlink()
+        try:
+            if _same_file(fd, outdir / LOCK_NAME):
+                with contextlib.suppress(OSError):
+                    (outdir / LOCK_NAME).unlink()
+        finally:
+            os.close(fd)
 
 
 def _remove_own_files(outdir):

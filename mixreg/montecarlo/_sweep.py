@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import pathlib
 import re
 import sys
@@ -26,7 +27,12 @@ from mixreg.montecarlo._cells import (
     _text_cell,
     trial_seed,
 )
-from mixreg.montecarlo._errors import SweepWarning
+from mixreg.montecarlo._errors import (
+    SweepInterrupted,
+    SweepTooLargeError,
+    SweepWarning,
+    TrialsFailedWarning,
+)
 from mixreg.montecarlo._store import (
     CHUNK_DIR_NAME,
     MANIFEST_NAME,
@@ -34,6 +40,7 @@ from mixreg.montecarlo._store import (
     TRIALS_CSV_NAME,
     _directory_lock,
     _load_chunks,
+    _make_outdir,
     _new_manifest,
     _prepare_directory,
     _resolve_outdir,
@@ -91,8 +98,14 @@ class Sweep:
         workers (at most 50).  Not part of the sweep's identity: a resumed run may use another
         chunk size and still reuses every finished trial.
     cost_fn : callable ``(cell: dict) -> float``, optional
-        Estimated flops of one trial of a cell, for :func:`dry_run` and to start the most
+        Estimated flops of one trial of a cell, for :func:`dry_run`, the time estimate that
+        refuses a sweep taking more than a year (see :func:`run_sweep`) and to start the most
         expensive tasks first.
+    memory_fn : callable ``(cell: dict) -> float``, optional
+        Estimated peak bytes of one trial of a cell (its data and buffers).  With it, a sweep
+        whose heaviest trial times the number of workers exceeds the machine's memory is
+        refused before it starts (above half of it, warned).  Neither function is part of
+        the sweep's identity.
 
     Raises
     ------
@@ -110,6 +123,7 @@ class Sweep:
     config: dict
     chunk_size: int | None = None
     cost_fn: Callable[[dict], float] | None = None
+    memory_fn: Callable[[dict], float] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -126,6 +140,8 @@ class Sweep:
             object.__setattr__(self, "chunk_size", check_int("chunk_size", self.chunk_size, low=1))
         if self.cost_fn is not None and not callable(self.cost_fn):
             raise TypeError(f"cost_fn must be callable or None, got {type(self.cost_fn).__name__}")
+        if self.memory_fn is not None and not callable(self.memory_fn):
+            raise TypeError(f"memory_fn must be callable or None, got {type(self.memory_fn).__name__}")
 
     @property
     def identity(self):
@@ -228,50 +244,225 @@ def _auto_chunk_size(n_cells, n_trials, workers):
     return math.ceil(n_trials / pieces)  # balance the chunks of a cell
 
 
-def _plan(sweep, done, chunk_size, costs):
-    """Tasks ``(cell_index, start, stop)`` covering the trials not in ``done``.
+class _Plan:
+    """The tasks ``(cell_index, start, stop)`` covering the trials not in ``done``, made lazily.
 
     Chunks are aligned to multiples of ``chunk_size``, so an interrupted and resumed run
-    writes the same files as an uninterrupted one.  With costs, expensive tasks go first.
+    writes the same files as an uninterrupted one.  With costs, the cells are visited from
+    the most expensive down (ties in grid order).  Iterating generates the tasks one at a
+    time (the backends consume them as workers free up), so no per-trial or per-task list of
+    the whole grid is ever built; ``len`` counts them, by arithmetic for a cell with no
+    finished trial.
     """
-    tasks = []
-    for ci in range(len(sweep.cells)):
-        for lo in range(0, sweep.n_trials, chunk_size):
-            hi = min(lo + chunk_size, sweep.n_trials)
+
+    def __init__(self, sweep, done, chunk_size, costs):
+        self.n_trials, self.chunk_size = sweep.n_trials, chunk_size
+        self.finished = {}
+        for ci, t in done:
+            self.finished.setdefault(ci, set()).add(t)
+        order = range(len(sweep.cells))
+        self.order = order if costs is None else sorted(order, key=lambda ci: -costs[ci])
+
+    def _cell_tasks(self, ci):
+        finished = self.finished.get(ci)
+        for lo in range(0, self.n_trials, self.chunk_size):
+            hi = min(lo + self.chunk_size, self.n_trials)
+            if not finished:
+                yield ci, lo, hi
+                continue
             run_start = None
             for t in range(lo, hi + 1):
-                missing = t < hi and (ci, t) not in done
+                missing = t < hi and t not in finished
                 if missing and run_start is None:
                     run_start = t
                 elif not missing and run_start is not None:
-                    tasks.append((ci, run_start, t))
+                    yield ci, run_start, t
                     run_start = None
-    if costs is not None:
-        tasks.sort(key=lambda task: -costs[task[0]] * (task[2] - task[1]))  # stable
-    return tasks
+
+    def __iter__(self):
+        for ci in self.order:
+            yield from self._cell_tasks(ci)
+
+    def __len__(self):
+        per_cell = math.ceil(self.n_trials / self.chunk_size)
+        return sum(per_cell if not self.finished.get(ci) else sum(1 for _ in self._cell_tasks(ci))
+                   for ci in self.order)
 
 
-def _cell_costs(sweep):
-    if sweep.cost_fn is None:
+def _cell_costs(sweep, name="cost_fn"):
+    fn = getattr(sweep, name)
+    if fn is None:
         return None
     costs = []
     for i, cell in enumerate(sweep.cells):
         try:
-            cost = float(sweep.cost_fn(dict(cell)))
+            cost = float(fn(dict(cell)))
         except Exception as exc:  # noqa: BLE001 - re-raised with the cell named
-            raise ValueError(f"cost_fn failed for cells[{i}] = {cell}: {exc}") from exc
+            raise ValueError(f"{name} failed for cells[{i}] = {cell}: {exc}") from exc
         if not (math.isfinite(cost) and cost >= 0):
-            raise ValueError(f"cost_fn must return a finite cost >= 0, got {cost!r} "
+            raise ValueError(f"{name} must return a finite value >= 0, got {cost!r} "
                              f"for cells[{i}] = {cell}")
         costs.append(cost)
     return costs
+
+
+# --------------------------------------------------------------------------- will it fit?
+
+#: Most trials a sweep may have: every record is held in memory until ``trials.csv`` is written.
+MAX_TRIALS = 10_000_000
+#: Memory per trial assumed by the estimate: a record in memory (a few kB for 30 to 80
+#: columns), its copy in column order and its line of CSV text at the end of the run.
+_BYTES_PER_TRIAL = 10_000
+#: Speed assumed by the time estimate, per single-threaded worker: a round figure of the order
+#: of what the IFCA kernels reach on one core (see the README's benchmark); the real speed
+#: depends on the machine and the sizes, so the estimate is an order of magnitude.
+_FLOPS_PER_WORKER = 1e10
+_WARN_SECONDS = 86_400.0  # warn above a day
+_MAX_SECONDS = 365 * 86_400.0  # refuse above a year
+_WARN_MEMORY_FRACTION = 0.5  # warn above half the physical memory; refuse above all of it
+
+
+def _available_cores():
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cap_workers(name, value):
+    """``value`` capped at the machine's cores, with a one-line warning when it was above."""
+    if value is None:
+        return None
+    cores = _available_cores()
+    if value > cores:
+        warnings.warn(f"{name}={value} is more than the {cores} cores of this machine; using "
+                      f"{cores} (the results do not depend on the number of workers, only the "
+                      "speed does)", SweepWarning, stacklevel=4)
+        return cores
+    return value
+
+
+def _size(n):
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _duration(seconds):
+    for unit, scale in (("years", 365 * 86400.0), ("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.2g} s"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Estimate:
+    """What a sweep will cost, and whether it fits (:func:`_estimate`)."""
+
+    trials: int
+    flops: float | None
+    memory_bytes: float
+    seconds: float | None
+    workers: int | None
+    warnings: tuple
+    refusal: str | None
+    trial_bytes: float | None = None
+
+    def lines(self):
+        mem = _physical_memory()
+        text = [f"Estimated memory: {_size(self.memory_bytes)} in the process that runs the "
+                f"command (about {_size(_BYTES_PER_TRIAL)} per trial)"
+                + ("" if self.trial_bytes is None else
+                   f", and up to {_size(self.trial_bytes)} per worker for the heaviest trial")
+                + ("" if mem is None else f"; this machine has {_size(mem)}")]
+        if self.seconds is not None:
+            text.append(f"Estimated time: {_duration(self.seconds)} with {self.workers} "
+                        f"worker(s), at an assumed {_FLOPS_PER_WORKER:.0e} flop/s per worker "
+                        "(an order of magnitude)")
+        text += [f"Warning: {w}" for w in self.warnings]
+        if self.refusal:
+            text.append(f"Refused: {self.refusal}")
+        return text
+
+    def as_dict(self):
+        return {"trials": self.trials, "flops": self.flops, "memory_bytes": self.memory_bytes,
+                "seconds": self.seconds, "workers": self.workers, "trial_bytes": self.trial_bytes}
+
+    def enforce(self, stacklevel=3):
+        """Raise :class:`SweepTooLargeError` for a refusal; warn (one line each) otherwise."""
+        if self.refusal:
+            raise SweepTooLargeError(self.refusal, self.as_dict())
+        for text in self.warnings:
+            warnings.warn(text, SweepWarning, stacklevel=stacklevel + 1)
+
+
+def _estimate(sweep, workers, costs=None, *, time=True, other=True):
+    """The work, memory and time of a sweep, and whether it fits.
+
+    Refused: more than :data:`MAX_TRIALS` trials; an estimated memory above the machine's
+    physical memory (the records, plus the heaviest trial per worker with ``memory_fn``); an
+    estimated time above a year.  Warned: memory above half the physical memory; time above
+    a day.  ``workers=None`` (a scheduler not yet reached) or no
+    ``cost_fn`` gives no time estimate.  ``time`` / ``other`` select which checks are made.
+    """
+    n_cells, n_trials = len(sweep.cells), sweep.n_trials
+    total = n_cells * n_trials
+    name = f"sweep {sweep.name!r}"
+    records_memory = float(total) * _BYTES_PER_TRIAL
+    trial_memory = _cell_costs(sweep, "memory_fn")
+    trial_bytes = None if trial_memory is None else max(trial_memory)
+    local_trials = trial_bytes is not None and workers is not None  # not a remote cluster's
+    memory = records_memory + (trial_bytes * workers if local_trials else 0.0)
+    if costs is None:
+        costs = _cell_costs(sweep)
+    flops = None if costs is None else float(sum(costs)) * n_trials
+    seconds = None
+    if flops is not None and workers:
+        seconds = flops / (_FLOPS_PER_WORKER * workers)
+    notes, refusal = [], None
+    if other:
+        physical = _physical_memory()
+        what = (f"its {total} trials' records" if not local_trials else
+                f"its {total} trials' records and {workers} worker(s) running a trial of up "
+                f"to {_size(trial_bytes)}")
+        if total > MAX_TRIALS:
+            refusal = (f"{name} has {n_cells} cells x {n_trials} trials = {total:.3g} trials, "
+                       f"more than the engine's limit of {MAX_TRIALS:.0e} (every record is "
+                       f"held in memory: about {_size(records_memory)}); use fewer trials or cells")
+        elif physical and memory > physical:
+            refusal = (f"{name} needs about {_size(memory)} of memory for {what}, more than "
+                       f"this machine's {_size(physical)}; use fewer trials, cells, workers or "
+                       "smaller problems")
+        elif physical and memory > _WARN_MEMORY_FRACTION * physical:
+            notes.append(f"{name} needs about {_size(memory)} of memory for {what}, more than "
+                         f"half of this machine's {_size(physical)}")
+    if time and refusal is None and seconds is not None:
+        if seconds > _MAX_SECONDS:
+            refusal = (f"{name} would take about {_duration(seconds)} with {workers} worker(s) "
+                       f"({flops:.3g} flops at an assumed {_FLOPS_PER_WORKER:.0e} flop/s per "
+                       "worker); reduce the trials, the grid or the problem sizes")
+        elif seconds > _WARN_SECONDS:
+            notes.append(f"{name} may take about {_duration(seconds)} with {workers} worker(s) "
+                         f"({flops:.3g} flops at an assumed {_FLOPS_PER_WORKER:.0e} flop/s per "
+                         "worker); finished chunks are kept if it is interrupted")
+    return _Estimate(trials=total, flops=flops, memory_bytes=memory, seconds=seconds,
+                     workers=workers, warnings=tuple(notes), refusal=refusal,
+                     trial_bytes=trial_bytes)
 
 
 # --------------------------------------------------------------------------- running
 
 
 def _check_run_arguments(sweep, jobs, scheduler, dask_local, overwrite, new_dir, progress,
-                         kernel_threads):
+                         kernel_threads, connect_timeout):
     if not isinstance(sweep, Sweep):
         raise TypeError(f"sweep must be a mixreg.montecarlo.Sweep, got {type(sweep).__name__}")
     jobs = check_int("jobs", jobs, low=1)
@@ -295,11 +486,15 @@ def _check_run_arguments(sweep, jobs, scheduler, dask_local, overwrite, new_dir,
         raise TypeError(f"progress must be None, True or False, got {progress!r}")
     if kernel_threads is not None:
         kernel_threads = check_int("kernel_threads", kernel_threads, low=1)
+    if (isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float))
+            or not math.isfinite(connect_timeout) or connect_timeout <= 0):
+        raise ValueError(f"connect_timeout must be a finite number of seconds > 0, "
+                         f"got {connect_timeout!r}")
     return jobs, dask_local, kernel_threads
 
 
 def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwrite=False,
-              new_dir=False, progress=None, kernel_threads=None):
+              new_dir=False, progress=None, kernel_threads=None, connect_timeout=30.0):
     """Run (or resume) a sweep, writing its results directory, and return the results.
 
     Parameters
@@ -309,14 +504,16 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
         Results directory; created if needed.  If it holds the same sweep, finished chunks
         are loaded and only missing trials run.
     jobs : int, default=1
-        Local worker processes (joblib's loky backend).  ``1`` runs in this process.
+        Local worker processes (joblib's loky backend).  ``1`` runs in this process.  More
+        than the machine's cores is capped at the cores, with a :class:`SweepWarning`.
     scheduler : str, optional
         Address of a running Dask scheduler (``"tcp://host:port"``); runs through joblib's
         dask backend on that cluster.  ``mixreg`` and the trial function's module must be
         importable on the workers.
     dask_local : int, optional
         Start a ``distributed.LocalCluster`` with this many single-threaded worker processes
-        on 127.0.0.1 (no dashboard) for the duration of the run.
+        on 127.0.0.1 (no dashboard) for the duration of the run; capped at the cores like
+        ``jobs``.
     overwrite : bool, default=False
         Delete this engine's files in ``outdir`` (manifest, CSVs, chunk files) first.
     new_dir : bool, default=False
@@ -325,12 +522,17 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
     progress : bool, optional
         Show a tqdm progress bar on stderr.  ``None``: only when stderr is a terminal.
     kernel_threads : int, optional
-        BLAS/OpenMP and numba threads per task.  ``None`` (default): 1 in every worker when
-        ``jobs > 1`` or on Dask, unlimited when ``jobs == 1`` (kernels may use all cores).
-        Multi-threaded BLAS reductions (long dot products, large matrix-vector products)
-        and numba ``prange`` reductions can round differently with another thread count;
-        pass ``kernel_threads=1`` to make a ``jobs=1`` run bit-identical to any parallel
-        run for every trial function.
+        BLAS/OpenMP and numba threads per task.  ``None`` (default) means 1, in every
+        backend: in the workers of ``jobs > 1`` and Dask, and for ``jobs == 1`` too, where
+        the trials run under a threadpoolctl limit that is restored afterwards.  This is what
+        makes the records bit-identical whatever the backend and the number of workers:
+        multi-threaded BLAS reductions (long dot products, large matrix-vector products) and
+        numba ``prange`` reductions round differently with another thread count.  Passing a
+        number above 1 is an explicit opt-out: it may be faster with fewer workers than
+        cores, but **breaks bit-identity** with runs under any other setting (a resumed
+        directory that mixes settings says so with a :class:`SweepWarning`).
+    connect_timeout : float, default=30
+        Seconds to wait for ``scheduler`` to answer before giving up with an ``OSError``.
 
     Returns
     -------
@@ -341,6 +543,19 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
     ConfigMismatchError
         ``outdir`` holds a sweep with a different identity (and neither ``overwrite`` nor
         ``new_dir`` was given).
+    SweepTooLargeError
+        The sweep cannot fit (before anything is written): more than :data:`MAX_TRIALS`
+        trials, an estimated memory above the machine's, or an estimated time above a year
+        (from ``cost_fn``).  A memory above half the machine's or a time above a day is a
+        :class:`SweepWarning`; :func:`dry_run` shows the estimate.
+    DirectoryBusyError
+        Another live run holds ``outdir``'s lock.
+    ResultsDirectoryError
+        ``outdir`` cannot be created or written (an ``OSError``).
+    OSError
+        ``scheduler`` did not answer within ``connect_timeout``.
+    SweepInterrupted
+        A ``KeyboardInterrupt`` during the run, with the number of trials kept on disk.
     ValueError, TypeError
         For invalid arguments, naming the parameter.
 
@@ -353,75 +568,123 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
     ``wall_time`` is the only column that differs between two runs of the same sweep.
     """
     jobs, dask_local, kernel_threads = _check_run_arguments(
-        sweep, jobs, scheduler, dask_local, overwrite, new_dir, progress, kernel_threads)
+        sweep, jobs, scheduler, dask_local, overwrite, new_dir, progress, kernel_threads,
+        connect_timeout)
+    jobs = _cap_workers("jobs", jobs)
+    dask_local = _cap_workers("dask_local", dask_local)
+    costs = _cell_costs(sweep)
+    workers = None if scheduler is not None else (dask_local or jobs)
+    _estimate(sweep, workers, costs).enforce()
     outdir = _resolve_outdir(outdir, new_dir)
-    if outdir.exists() and not outdir.is_dir():
-        raise ValueError(f"outdir '{outdir}' exists and is not a directory")
-    outdir.mkdir(parents=True, exist_ok=True)
+    created = not outdir.exists()
+    _make_outdir(outdir)
+    total = len(sweep.cells) * sweep.n_trials
+    done = {}
+    try:
+        with _directory_lock(outdir):
+            return _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local,
+                               overwrite, progress, kernel_threads, connect_timeout)
+    except BaseException as exc:
+        if created:  # refused before writing anything (a scheduler that does not answer, ...)
+            with contextlib.suppress(OSError):
+                outdir.rmdir()  # only if still empty
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, SweepInterrupted):
+            raise SweepInterrupted(outdir, len(done), total) from exc
+        raise
+
+
+def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwrite, progress,
+                kernel_threads, connect_timeout):
     chunk_dir = outdir / CHUNK_DIR_NAME
-    with _directory_lock(outdir):
-        previous = _prepare_directory(outdir, sweep, overwrite)
+    previous = _prepare_directory(outdir, sweep, overwrite)
+    loaded, failures, thread_settings, n_loaded = _load_chunks(chunk_dir, sweep)
+    done.update(loaded)
+    environment = provenance.environment_record()
+    if previous is not None:
+        _warn_version_change(previous, environment)
+    with _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout) as backend:
+        if scheduler is not None:  # the workers are known now
+            _estimate(sweep, backend.workers, costs, other=False).enforce(stacklevel=4)
+        backend.prepare(sweep)
         chunk_dir.mkdir(exist_ok=True)
-        done, failures, thread_settings, n_loaded = _load_chunks(chunk_dir, sweep)
-        costs = _cell_costs(sweep)
-        environment = provenance.environment_record()
-        if previous is not None:
-            _warn_version_change(previous, environment)
-        with _open_backend(jobs, scheduler, dask_local, kernel_threads) as backend:
-            chunk_size = sweep.chunk_size or _auto_chunk_size(
-                len(sweep.cells), sweep.n_trials, backend.workers)
-            tasks = _plan(sweep, done, chunk_size, costs)
-            run_info = {
-                "started": environment["time"],
-                "finished": None,
-                "status": "running",
-                "backend": backend.name,
-                "jobs": jobs,
-                "trial_fn": _function_name(sweep.trial_fn),
-                "workers": backend.workers,
-                "kernel_threads": backend.kernel_threads,
-                "chunk_size": chunk_size,
-                "chunks_loaded": n_loaded,
-                "trials_loaded": len(done),
-                "chunks_computed": 0,
-                "tasks_planned": len(tasks),
-                **backend.info,
-                "environment": environment,
-            }
-            manifest = _new_manifest(sweep, previous, run_info)
-            _write_manifest(outdir, manifest)
-            if done:
-                logger.info("resuming sweep %r in %s: %d of %d trials loaded from %d chunk files",
-                            sweep.name, outdir, len(done), len(sweep.cells) * sweep.n_trials,
-                            n_loaded)
-            try:
-                _execute(sweep, backend, tasks, chunk_dir, done, failures, thread_settings,
-                         run_info, progress)
-            except BaseException as exc:
-                run_info.update(status="interrupted", finished=provenance.utc_now(),
-                                error=f"{type(exc).__name__}: {exc}")
-                manifest["status"] = "interrupted"
-                with contextlib.suppress(Exception):
-                    _write_manifest(outdir, manifest)
-                raise
-        return _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings)
+        chunk_size = sweep.chunk_size or _auto_chunk_size(
+            len(sweep.cells), sweep.n_trials, backend.workers)
+        plan = _Plan(sweep, done, chunk_size, costs)
+        run_info = {
+            "started": environment["time"],
+            "finished": None,
+            "status": "running",
+            "backend": backend.name,
+            "jobs": jobs,
+            "trial_fn": _function_name(sweep.trial_fn),
+            "workers": backend.workers,
+            "kernel_threads": backend.kernel_threads,
+            "chunk_size": chunk_size,
+            "chunks_loaded": n_loaded,
+            "trials_loaded": len(done),
+            "chunks_computed": 0,
+            "tasks_planned": len(plan),
+            **backend.info,
+            "environment": environment,
+        }
+        manifest = _new_manifest(sweep, previous, run_info)
+        _write_manifest(outdir, manifest)
+        if done:
+            logger.info("resuming sweep %r in %s: %d of %d trials loaded from %d chunk files",
+                        sweep.name, outdir, len(done), len(sweep.cells) * sweep.n_trials,
+                        n_loaded)
+        try:
+            _execute(sweep, backend, plan, chunk_dir, done, failures, thread_settings,
+                     run_info, progress)
+        except BaseException as exc:
+            run_info.update(status="interrupted", finished=provenance.utc_now(),
+                            error=f"{type(exc).__name__}: {exc}")
+            manifest["status"] = "interrupted"
+            with contextlib.suppress(Exception):
+                _write_manifest(outdir, manifest)
+            raise
+    return _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings)
+
+
+def _progress_columns(fp):
+    """``(columns, rows)`` for tqdm: the terminal's, or 80 x 24 when it reports none (0)."""
+    try:
+        size = os.get_terminal_size(fp.fileno())
+        columns, rows = size.columns, size.lines
+    except (AttributeError, OSError, ValueError):
+        columns, rows = 0, 0
+    if columns <= 1:
+        try:
+            columns = int(os.environ.get("COLUMNS", ""))
+        except ValueError:
+            columns = 0
+        columns = columns if columns > 1 else 80
+    return columns - 1, max(rows - 1, 1) if rows > 1 else 23
+
+
+def _progress_bar(total, initial, desc, show):
+    from tqdm import tqdm
+
+    ncols, nrows = _progress_columns(sys.stderr)
+    bar = tqdm(total=total, initial=initial, unit="trial", desc=desc, disable=not show,
+               file=sys.stderr, ncols=ncols, nrows=nrows, mininterval=0.5)
+    if show:
+        bar.dynamic_ncols = _progress_columns  # follows resizes; never 0 columns
+    return bar
 
 
 def _execute(sweep, backend, tasks, chunk_dir, done, failures, thread_settings, run_info,
              progress):
-    from tqdm import tqdm
-
     total = len(sweep.cells) * sweep.n_trials
     per_cell = [0] * len(sweep.cells)
     for ci, _ in done:
         per_cell[ci] += 1
     cells_done = sum(1 for c in per_cell if c == sweep.n_trials)
     show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=total, initial=len(done), unit="trial", desc=sweep.name,
-               disable=not show, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+    bar = _progress_bar(total, len(done), sweep.name, show)
     with bar:
         bar.set_postfix_str(f"cells {cells_done}/{len(sweep.cells)}")
-        if not tasks:
+        if not run_info["tasks_planned"]:
             return
         for ci, start, stop, results in backend.run(sweep, tasks):
             _write_chunk(chunk_dir, sweep.key, ci, sweep.cells[ci], start, stop, results,
@@ -467,10 +730,10 @@ def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):
     if len(thread_settings) > 1:
         warnings.warn(
             f"the records in '{outdir}' were computed with different kernel thread settings "
-            f"{sorted(map(str, thread_settings))} (a run resumed with another jobs/backend); "
-            "multi-threaded reductions may differ in the last bits from an uninterrupted "
-            "run. Use kernel_threads=1 for bit-identical results everywhere.",
-            SweepWarning, stacklevel=3)
+            f"{sorted(map(str, thread_settings))} (a run resumed with another kernel_threads "
+            "or from an earlier version); multi-threaded reductions may differ in the last "
+            "bits from an uninterrupted run. Rerun with overwrite=True for bit-identical "
+            "results.", SweepWarning, stacklevel=4)
     if failure_list:
         first = failure_list[0]
         message = (f"{len(failure_list)} of {len(records)} trials of sweep {sweep.name!r} "
@@ -479,7 +742,7 @@ def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):
                    f"'{outdir / MANIFEST_NAME}'; replay one with "
                    "mixreg.montecarlo.replay_trial(sweep, cell, trial).")
         logger.info(message)
-        warnings.warn(message, SweepWarning, stacklevel=3)
+        warnings.warn(message, TrialsFailedWarning, stacklevel=4)
     return SweepResult(outdir=outdir, records=records, failures=failure_list,
                        manifest=manifest, trials_csv=trials_csv, summary_csv=summary_csv,
                        summary=summary)
@@ -507,26 +770,71 @@ def replay_trial(sweep, cell, trial):
     return sweep.trial_fn(dict(params), trial_seed(sweep.root_seed, params, trial))
 
 
-def dry_run(sweep, *, jobs=1):
-    """Describe a sweep without running it: grid, tasks and an estimate of the work.
+def _dry_run_workers(jobs, warn=True):
+    if jobs is None:
+        return None
+    jobs = check_int("jobs", jobs, low=1)
+    return _cap_workers("workers", jobs) if warn else min(jobs, _available_cores())
+
+
+def check_fits(sweep, *, jobs=1):
+    """Refuse a sweep that cannot fit; return the warnings about one that may not.
+
+    The checks :func:`run_sweep` makes before writing anything (see its ``Raises``): more
+    than :data:`MAX_TRIALS` trials or an estimated memory above the machine's is refused; an
+    estimated time above a year (from ``cost_fn``, at an assumed speed per worker) is
+    refused; memory above half the machine's or time above a day is a warning.
 
     Parameters
     ----------
     sweep : Sweep
-    jobs : int, default=1
-        Number of workers assumed for the automatic chunk size and the work per worker.
+    jobs : int or None, default=1
+        Workers the run will have (capped at the machine's cores); ``None`` when unknown (a
+        Dask scheduler), which skips the time estimate.
+
+    Returns
+    -------
+    warnings : list of str
+        One line each; empty when the sweep fits comfortably.
+
+    Raises
+    ------
+    SweepTooLargeError
+        With a one-line message giving the estimate.
+    """
+    if not isinstance(sweep, Sweep):
+        raise TypeError(f"sweep must be a mixreg.montecarlo.Sweep, got {type(sweep).__name__}")
+    estimate = _estimate(sweep, _dry_run_workers(jobs, warn=False))
+    if estimate.refusal:
+        raise SweepTooLargeError(estimate.refusal, estimate.as_dict())
+    return list(estimate.warnings)
+
+
+def dry_run(sweep, *, jobs=1):
+    """Describe a sweep without running it: grid, tasks, and an estimate of work, memory, time.
+
+    Parameters
+    ----------
+    sweep : Sweep
+    jobs : int or None, default=1
+        Number of workers assumed for the automatic chunk size, the work per worker and the
+        time (capped at the machine's cores); ``None`` when unknown (a Dask scheduler).
 
     Returns
     -------
     text : str
-        Human-readable description; mentions the number of tasks.
+        Human-readable description; mentions the number of tasks, the estimated memory and
+        time, and a ``Warning:`` or ``Refused:`` line when :func:`check_fits` would warn or
+        refuse.  The grid is described per parameter, without listing a large grid's cells.
     """
     if not isinstance(sweep, Sweep):
         raise TypeError(f"sweep must be a mixreg.montecarlo.Sweep, got {type(sweep).__name__}")
-    jobs = check_int("jobs", jobs, low=1)
+    workers = _dry_run_workers(jobs)
     n_cells, n_trials = len(sweep.cells), sweep.n_trials
-    chunk_size = sweep.chunk_size or _auto_chunk_size(n_cells, n_trials, jobs)
-    chunk_source = "set by the sweep" if sweep.chunk_size else f"automatic for {jobs} worker(s)"
+    per_worker = workers or 1
+    chunk_size = sweep.chunk_size or _auto_chunk_size(n_cells, n_trials, per_worker)
+    chunk_source = ("set by the sweep" if sweep.chunk_size
+                    else f"automatic for {per_worker} worker(s)")
     tasks_per_cell = math.ceil(n_trials / chunk_size)
     lines = [
         f"Sweep {sweep.name!r} ({_function_name(sweep.trial_fn)}), root seed {sweep.root_seed}",
@@ -547,9 +855,11 @@ def dry_run(sweep, *, jobs=1):
     else:
         total = sum(costs) * n_trials
         heaviest = int(np.argmax(costs))
-        lines.append(f"Estimated work: {total:.3g} flops in total, {total / jobs:.3g} per "
-                     f"worker with {jobs} worker(s); heaviest cell {heaviest} "
-                     f"{sweep.cells[heaviest]}: {costs[heaviest]:.3g} flops per trial")
+        split = ("" if workers is None else
+                 f", {total / workers:.3g} per worker with {workers} worker(s)")
+        lines.append(f"Estimated work: {total:.3g} flops in total{split}; heaviest cell "
+                     f"{heaviest} {sweep.cells[heaviest]}: {costs[heaviest]:.3g} flops per trial")
+    lines += _estimate(sweep, workers, costs).lines()
     if n_cells <= 50:
         lines.append("Cells:")
         for i, cell in enumerate(sweep.cells):
