@@ -1,0 +1,229 @@
+"""IFCA's final error against m, n', d, sigma and p, with Corollary 1's exponents (``experiments/error_floor.py``)."""
+
+from __future__ import annotations
+
+import matplotlib.lines
+import matplotlib.ticker
+import numpy as np
+
+from ._common import _plain, plt
+from .methods import METHODS, MethodStyle
+
+__all__ = ["plot_error_floor", "ERROR_FLOOR_SERIES"]
+
+#: The series of the figure.  The practical setting and the oracle take the registry's labels,
+#: colours and markers of ``ifca`` (random init, best run by training loss) and ``ls``.
+#: "Thm 1" names only the setting the theorem covers.
+ERROR_FLOOR_SERIES = {
+    "theorem": MethodStyle(
+        "theorem", "Theorem 1's setting: init at distance αΔ, resampling (n' fresh points per round), "
+        "γ = c1/p (covered by Thm 1)", "#2166ac", "o", "-", short="Thm-1 setting, γ = c1/p"),
+    "theorem_safe_step": MethodStyle(
+        "theorem_safe_step", "Theorem 1's setting with the safe step γ = c1/p_max (a step Thm 1 does not "
+        "consider)", "#35978f", "s", "-", short="safe step γ = c1/p_max"),
+    "practical": MethodStyle(
+        "practical", METHODS["ifca"].label + ", no resampling (n = n'): the paper's practical setting, "
+        "NOT covered by Thm 1", METHODS["ifca"].color, METHODS["ifca"].marker, "-",
+        short="practical IFCA (not Thm 1)"),
+    "known_label_ls": MethodStyle(
+        "known_label_ls", METHODS["ls"].label + " on the practical data: the oracle that knows the labels "
+        "(minimax rate, not a floor: shrinkage beats it for d ≥ 3)", METHODS["ls"].color, METHODS["ls"].marker,
+        "-", short=METHODS["ls"].short),
+}
+
+_AXES = {
+    "m": ("clients m", "m"),
+    "n_prime": ("points per client and round n' (practical: n = n')", "n'"),
+    "d": ("dimension d", "d"),
+    "sigma": ("noise level σ", "σ"),
+    "p": ("smallest cluster proportion p (exact proportions)", "p"),
+}
+# Markers of the series are drawn side by side on the log x axis, so that equal values stay visible.
+_SHIFT = {"theorem": 1.0, "theorem_safe_step": 1.0, "practical": 0.965, "known_label_ls": 1.035}
+
+
+def _fraction(value):
+    """``-1/2``, ``+1``: an exponent as the paper writes it."""
+    for den in (1, 2, 4):
+        if abs(value * den - round(value * den)) < 1e-9:
+            num = int(round(value * den))
+            return f"{num:+d}" if den == 1 else f"{num:+d}/{den}"
+    return f"{value:+.3g}"
+
+
+def _finite(value):
+    return value is not None and bool(np.isfinite(value))
+
+
+def _row(exponents, axis, series):
+    for row in exponents:
+        if row["axis"] == axis and row["setting"] == series:
+            return row
+    return None
+
+
+def _slope_text(row, failing_x=()):
+    if row is None:
+        return "slope undetermined"
+    text = "slope undetermined"
+    if _finite(row["fitted"]):
+        text = f"slope {row['fitted']:+.2f} [{row['low']:+.2f}, {row['high']:+.2f}]"
+    if failing_x:
+        where = ", ".join(f"{x:g}" for x in failing_x)
+        return f"NOT contracting at {_AXES[row['axis']][1]} = {where}; {text} on the others"
+    return f"{text}, predicted {_fraction(row['predicted'])}: {row['verdict']}"
+
+
+def _panel(ax, axis, points, exponents):
+    label, short_axis = _AXES[axis]
+    rows = [r for r in points if r["axis"] == axis]
+    series = list(dict.fromkeys(r["series"] for r in rows))
+    ok_highs = [r["high"] for r in rows if _finite(r["high"]) and not (r["diverged"] or r["not_contracting"])]
+    ok_lows = [r["low"] for r in rows if _finite(r["low"]) and r["low"] > 0]
+    init = [r.get("init_dist") for r in rows if r["series"] == "theorem" and _finite(r.get("init_dist"))]
+    failures = any(r["diverged"] or r["not_contracting"] for r in rows if r["series"].startswith("theorem"))
+    top = max(ok_highs) * 2.5 if ok_highs else 1.0
+    if failures and init:  # the initial distance, the failures just above it, room for the legend on top
+        top = max(top, float(np.mean(init)) * 12)
+    bottom = min(ok_lows) / 1.6 if ok_lows else top / 1e3
+    xs_all = []
+    for name in series:
+        style = ERROR_FLOOR_SERIES[name]
+        sel = sorted((r for r in rows if r["series"] == name), key=lambda r: r["x"])
+        x = np.array([r["x"] for r in sel], dtype=float) * _SHIFT[name]
+        xs_all += [r["x"] for r in sel]
+        mean, low, high = (np.array([np.nan if r[c] is None else r[c] for r in sel], dtype=float)
+                           for c in ("mean", "low", "high"))
+        failing = np.array([bool(r["diverged"] or r["not_contracting"]) for r in sel]) & name.startswith("theorem")
+        good = ~failing & np.isfinite(mean)
+        exp_row = _row(exponents, axis, name)
+        ax.errorbar(x[good], mean[good], yerr=[mean[good] - low[good], high[good] - mean[good]],
+                    marker=style.marker, ms=5, ls="none", color=style.color, capsize=2, lw=1.2,
+                    label=f"{style.short}: {_slope_text(exp_row, [float(f'{r:.3g}') for r in x[failing]])}")
+        if exp_row is not None and _finite(exp_row["fitted"]) and good.any():
+            grid = np.geomspace(x[good].min(), x[good].max(), 20)
+            ax.plot(grid, np.exp(exp_row["intercept"]) * (grid / _SHIFT[name]) ** exp_row["fitted"], ls="-",
+                    color=style.color, lw=1.0, alpha=0.8)
+        derived = np.array([np.nan if r.get("derived") is None else r["derived"] for r in sel], dtype=float)
+        shown = np.isfinite(derived) & (derived > 0)
+        if shown.sum() >= 2:
+            ax.plot(x[shown], derived[shown], ls=":", color=style.color, lw=1.1, alpha=0.9)
+        for xi, m, r in zip(x[failing], mean[failing], [r for r, f in zip(sel, failing) if f]):
+            off = not (np.isfinite(m) and (not init or m < float(np.mean(init))))
+            y = float(np.mean(init)) * 1.6 if off and init else (top / 1.35 if off else m)
+            ax.plot([xi], [y], marker="^" if y != m else style.marker, ms=7, color=style.color, mfc="white", mew=1.5)
+            what = (f"diverged {r['diverged']}/{r['trials']}" if r["diverged"]
+                    else f"not contracting {r['not_contracting']}/{r['trials']}") + (" (off scale)" if off else "")
+            ax.annotate(what, (xi, y), textcoords="offset points", xytext=(5, 3), fontsize=6.5, color=style.color)
+    # The predictions: slopes fixed in advance, drawn through the centre of the points they compare with.
+    xs = np.array(sorted(set(xs_all)), dtype=float)
+    theorem = _row(exponents, axis, "theorem")
+    if theorem is not None and _finite(theorem["anchor_x"]) and xs.size:
+        grid = np.geomspace(xs.min(), xs.max(), 20)
+        ax.plot(grid, theorem["anchor_y"] * (grid / theorem["anchor_x"]) ** theorem["predicted"], "k--", lw=1.3,
+                label=f"Corollary 1's slope {_fraction(theorem['predicted'])}, through the Thm-1 points' centre "
+                      "(slope comparison)")
+    ls = _row(exponents, axis, "known_label_ls")
+    if (ls is not None and theorem is not None and _finite(ls["anchor_x"])
+            and abs(ls["predicted"] - theorem["predicted"]) > 1e-12):
+        grid = np.geomspace(xs.min(), xs.max(), 20)
+        ax.plot(grid, ls["anchor_y"] * (grid / ls["anchor_x"]) ** ls["predicted"], ls=":", color="0.2", lw=1.4,
+                label=f"minimax slope {_fraction(ls['predicted'])} with known labels, through the LS points' centre")
+    if failures and init and np.mean(init) < top:
+        ax.axhline(float(np.mean(init)), color="0.5", ls="-.", lw=0.9)
+        ax.text(xs.min(), float(np.mean(init)) * 1.1, "initial distance αΔ (theorem's setting)", fontsize=6.5,
+                color="0.35")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, top)
+    if xs.size:
+        ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
+        ax.set_xticks(xs)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel(label)
+    ax.set_ylabel("final error: matched max_j ‖θ̂_j − θ*_j‖ (mean)")
+    pred = theorem["predicted"] if theorem is not None else np.nan
+    ax.set_title(f"against {short_axis}  (Corollary 1: {short_axis}^{_fraction(pred)})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=6.6, loc="upper right" if failures else "best", framealpha=0.85)
+
+
+def _forest(ax, exponents):
+    """Fitted exponents with their intervals against the predicted ones, one row per axis and setting."""
+    rows = list(exponents)
+    y = np.arange(len(rows))[::-1].astype(float)
+    labels = []
+    for yi, row in zip(y, rows):
+        style = ERROR_FLOOR_SERIES[row["setting"]]
+        labels.append(f"{_AXES[row['axis']][1]} · {style.short}")
+        if _finite(row["fitted"]):
+            lo = row["fitted"] - row["low"] if _finite(row["low"]) else 0.0
+            hi = row["high"] - row["fitted"] if _finite(row["high"]) else 0.0
+            ax.errorbar([row["fitted"]], [yi], xerr=[[lo], [hi]], marker=style.marker, color=style.color, ms=5,
+                        capsize=2, lw=1.2)
+        ax.plot([row["predicted"]], [yi], marker="|", color="k", ms=12, mew=2)
+        verdict = str(row["verdict"])
+        mark = {"consistent": "consistent", "contradicts": "CONTRADICTS"}.get(verdict, verdict)
+        ax.annotate(mark, (1.0, yi), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=6.8, color="#b2182b" if verdict != "consistent" else "0.3")
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=6.8)
+    ax.axvline(0.0, color="0.7", lw=0.8)
+    ax.set_xlabel("exponent")
+    ax.set_title("fitted exponents (95% bootstrap) vs predicted (black bar)", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.25)
+
+
+def plot_error_floor(points, exponents, *, title=None, footnote=None):
+    """Final error against each axis on log-log axes, one panel per axis, and the exponents.
+
+    Parameters
+    ----------
+    points : list of dict
+        One row per axis, axis value and series: ``axis`` (``m``, ``n_prime``, ``d``,
+        ``sigma``, ``p``), ``series`` (a key of :data:`ERROR_FLOOR_SERIES`), ``x``, ``mean``,
+        ``low``, ``high`` (the interval drawn), ``trials``, ``diverged``, ``not_contracting``
+        (theorem's setting: a point with either is drawn hollow, at the top with an arrow when it
+        is off the scale, and annotated), optional ``init_dist`` (the theorem's initial distance,
+        drawn on the p panel).
+    exponents : list of dict
+        One row per axis and setting: ``axis``, ``setting``, ``predicted``, ``fitted``, ``low``,
+        ``high``, ``verdict``, ``intercept`` (the fitted line is ``exp(intercept) x^fitted``) and
+        ``anchor_x``/``anchor_y`` (the predicted slope is drawn through this point; for the
+        ``theorem`` row, and for ``known_label_ls`` where its prediction differs).
+    title, footnote : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, axes = plt.subplots(2, 3, figsize=(18.0, 12.0))
+    order = [a for a in _AXES if any(r["axis"] == a for r in points)]
+    for ax, axis in zip(axes.flat, order):
+        _panel(ax, axis, points, exponents)
+    _forest(axes.flat[5], exponents)
+    for ax in list(axes.flat)[len(order):5]:
+        ax.set_visible(False)
+    handles = [matplotlib.lines.Line2D([], [], color=s.color, marker=s.marker, ls="none", ms=6, label=s.label)
+               for key, s in ERROR_FLOOR_SERIES.items() if any(r["series"] == key for r in points)]
+    handles += [
+        matplotlib.lines.Line2D([], [], color="0.3", ls="-", lw=1.0, label="fitted slope (least squares on the "
+                                "points; legend: slope [95% bootstrap interval])"),
+        matplotlib.lines.Line2D([], [], color="k", ls="--", lw=1.3, label="predicted slope, fixed in advance, drawn "
+                                "through the centre of the points it is compared with (constants unknown)"),
+        matplotlib.lines.Line2D([], [], color="0.3", ls=":", lw=1.1, label="our derivation, no fitted constant: "
+                                "Thm-1 setting, max_j stationary RMS σ√(γd / (m n' (1 − γ p_j))); practical and "
+                                "LS, "
+                                "max_j σ√(d / (N_j − d − 1))"),
+        matplotlib.lines.Line2D([], [], color="0.3", marker="^", mfc="white", ls="none", label="theorem's setting "
+                                "not contracting (hollow; arrow = off the scale), left out of the fit"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7.5, frameon=False,
+               bbox_to_anchor=(0.5, 0.045 if footnote else 0.0))
+    if title:
+        fig.suptitle(title, fontsize=12)
+    if footnote:
+        fig.text(0.01, 0.004, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
+    fig.tight_layout(rect=(0, 0.12 if footnote else 0.08, 1, 0.97))
+    return fig

@@ -1,0 +1,259 @@
+"""Trial function of the error-floor experiment: IFCA's final error in two settings, and the oracle.
+
+:func:`error_floor_trial` draws one clustered linear-regression problem (``theta*`` of the
+Gaussian protocol at exact minimum separation ``Delta``, ``x ~ N(0, I_d)``, noise
+``N(0, sigma^2)``) and returns, as scalars, the final error of
+
+* **the theorem's setting** (IFCA paper, Theorem 1 / Corollary 1, linear model): option I,
+  full participation, the resampling scheme (each client holds ``n = 2 T n'`` points, split
+  into ``2T`` fresh subsets of ``n'``: identity estimate and gradient of each round), started on
+  the sphere ``||theta_j - theta*_j|| = alpha Delta`` (Assumption 1's boundary for
+  ``alpha = 1/4``), run twice on the same data and subsets:
+
+  - ``thm_*``: Theorem 1's step ``gamma = c1 / p`` (:func:`mixreg.theory.ifca_step_size`, ``p``
+    the realised smallest proportion);
+  - ``safe_*``: the safe step ``gamma = c1 / p_max`` (:func:`mixreg.theory.ifca_safe_step_size`);
+    equal to the above on balanced clusters;
+
+* **the paper's practical setting** (its synthetic experiment): option I on a data set of ``n'``
+  points per client with no resampling (``n' := n``, all data every round), random Gaussian
+  initialisations ``N(0, Delta^2 / (2d) I)`` (the law of the Gaussian protocol's ``theta*``
+  itself), ``restarts`` of them times every step size of a fixed grid, the run kept being the
+  one with the lowest final **training loss** (never the distance to the truth;
+  :meth:`mixreg.algorithms.DriverResult.best_replica`);
+
+* **known-label least squares** on the practical data set (``n'`` points per client): the
+  oracle that knows every client's cluster.  Its error is the minimax rate of linear
+  regression with the labels known, ``sigma sqrt(d / (p m n'))`` for the smallest cluster; it is
+  not a floor no estimator can beat (shrinkage does better for ``d >= 3``).
+
+The error is the permutation-matched distance per cluster, **maximum** over clusters
+(:func:`mixreg.metrics.matched_max_distance`), since Theorem 1 and Corollary 1 hold "for all
+j"; in the theorem's setting, whose models start labelled by their truths, it equals
+``max_j ||theta_j - theta*_j||`` whenever the run contracts.
+
+Rounds of the theorem's setting: Corollary 1 runs ``T = log2(Delta / (4 eps))`` rounds of a 1/2
+contraction; we run ``T = ceil(halvings / log2(1 / f))`` with ``f = max(1/2, 1 - 2 c1 p / p_max)``,
+the population factor of the slowest cluster under the safe step (``T = halvings`` on balanced
+clusters), so that both runs of a trial share one data set and the safe step's smallest cluster
+also reaches its floor.
+
+Labels, and what :class:`~mixreg.problems.ProblemSpec` draws: the spec draws ``theta*`` and a
+problem with the official code's balanced contiguous labels (``p = 1/k`` exactly), which a cell
+with ``p_min = 1/k`` uses as it is.  A cell with ``p_min < 1/k`` keeps that ``theta*`` and draws
+the data again for **exact** proportions (:func:`exact_labels`: ``round(p_min m)`` clients in
+cluster 0, the others shared as evenly as possible): the spec's own ``p_min`` draws i.i.d.
+labels, whose realised ``p`` spreads by ``sqrt(p / m)`` (0.03 at ``p = 0.1, m = 100``, and an
+empty cluster now and then), too much for an axis whose value is ``p``.  The realised
+proportions are recorded either way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._validation import check_int, check_real
+from .algorithms.ifca import ifca, initial_parameters
+from .baselines import known_label_least_squares
+from .metrics import matched_max_distance, misclustering_rate, oracle_ls_floor
+from .problems import CellSchema, ProblemSpec, make_problem_from_parameters
+from .theory import ifca_safe_step_size, ifca_step_size
+
+__all__ = ["error_floor_trial", "theory_rounds", "exact_labels", "ERROR_FLOOR_CELLS", "METHOD_KEYS"]
+
+#: How :func:`error_floor_trial` reads its problem from a cell: ``n_prime`` is the practical data
+#: set's points per client (the theorem's setting holds ``2 T n'``), ``separation`` the exact
+#: minimum distance of the Gaussian-protocol ``theta*``.  Changing a key would change the seeds
+#: of every trial.
+ERROR_FLOOR_CELLS = CellSchema(
+    keys={"m": "m", "k": "k", "d": "d", "sigma": "sigma", "scale": "separation", "n": "n_prime"},
+    fixed={"protocol": "gaussian", "dtype": "float64"})
+
+#: The method's keys of a cell, besides the problem's.
+METHOD_KEYS = ("p_min", "alpha", "c1", "halvings", "restarts", "step_sizes", "practical_rounds", "practical_tol")
+
+
+def theory_rounds(halvings, c1, p, p_max):
+    """Rounds of the theorem's setting: ``ceil(halvings / log2(1 / f))``, ``f = max(1/2, 1 - 2 c1 p / p_max)``.
+
+    ``f`` is the population contraction of the slowest cluster under the safe step ``c1 / p_max``
+    (at most Theorem 1's 1/2, so balanced clusters run ``halvings`` rounds, Corollary 1's
+    ``log2(Delta / (4 eps))`` for ``eps = 2^-halvings Delta / 4``).
+
+    Examples
+    --------
+    >>> theory_rounds(14, 0.375, 0.5, 0.5), theory_rounds(14, 0.375, 0.2, 0.8)
+    (14, 47)
+    """
+    halvings = check_int("halvings", halvings, low=1)
+    f = max(0.5, 1.0 - 2.0 * c1 * p / p_max)
+    return int(math.ceil(halvings / math.log2(1.0 / f) - 1e-9))
+
+
+def exact_labels(m, k, p_min):
+    """Labels with exactly ``round(p_min m)`` clients in cluster 0 and the rest shared evenly.
+
+    Contiguous, as the official code's balanced labels; cluster 0 is the smallest (ties
+    included) and never empty.
+
+    Examples
+    --------
+    >>> np.bincount(exact_labels(100, 3, 0.1)).tolist()
+    [10, 45, 45]
+    >>> np.bincount(exact_labels(10, 2, 0.5)).tolist()
+    [5, 5]
+    """
+    m = check_int("m", m, low=2)
+    k = check_int("k", k, low=2, high=m)
+    p_min = check_real("p_min", p_min, low=0.0, high=1.0 / k + 1e-12, low_inclusive=False)
+    small = min(max(1, int(round(p_min * m))), m // k)
+    rest = m - small
+    counts = [small] + [rest // (k - 1) + (1 if j < rest % (k - 1) else 0) for j in range(k - 1)]
+    return np.repeat(np.arange(k, dtype=np.int64), counts)
+
+
+def _check_method(cell):
+    """The method's parameters of a cell, validated (``ValueError`` naming the key)."""
+    missing = [key for key in METHOD_KEYS + ("k", "n_prime", "separation") if key not in cell]
+    if missing:
+        raise ValueError(f"cell must hold the key(s) {missing}, got keys {sorted(cell)}")
+    k = check_int("k", cell["k"], low=2)  # Delta and Assumption 1 need two clusters
+    check_int("n_prime", cell["n_prime"], low=1)  # the problem's own names (n, scale) would not say which key
+    separation = check_real("separation", cell["separation"], low=0.0, low_inclusive=False)
+    p_min = check_real("p_min", cell["p_min"], low=0.0, high=1.0 / k + 1e-12, low_inclusive=False)
+    alpha = check_real("alpha", cell["alpha"], low=0.0, high=0.5, high_inclusive=False)
+    c1 = check_real("c1", cell["c1"], low=0.0, low_inclusive=False)
+    steps = tuple(cell["step_sizes"]) if isinstance(cell["step_sizes"], (tuple, list)) else (cell["step_sizes"],)
+    if not steps:
+        raise ValueError("step_sizes must hold at least one step size")
+    steps = tuple(check_real("step_sizes", g, low=0.0, low_inclusive=False) for g in steps)
+    return dict(k=k, separation=separation, p_min=p_min, alpha=alpha, c1=c1,
+                halvings=check_int("halvings", cell["halvings"], low=1),
+                restarts=check_int("restarts", cell["restarts"], low=1), step_sizes=steps,
+                practical_rounds=check_int("practical_rounds", cell["practical_rounds"], low=1),
+                practical_tol=check_real("practical_tol", cell["practical_tol"], low=0.0))
+
+
+def _cluster_errors(theta, theta_star, index):
+    """``||theta_index - theta*_index||`` of every replica (the theorem's labelling, no matching)."""
+    return np.linalg.norm(theta[:, index, :] - theta_star[index], axis=1)
+
+
+def error_floor_trial(cell, seed):
+    """One trial of the error-floor experiment (see the module docstring).
+
+    Parameters
+    ----------
+    cell : dict
+        The problem, a :class:`mixreg.problems.ProblemSpec` under :data:`ERROR_FLOOR_CELLS`
+        (``m, k, d, sigma, separation, n_prime``), and the method (:data:`METHOD_KEYS`):
+        ``p_min`` (smallest cluster's proportion, ``1/k`` = balanced), ``alpha`` (initial
+        distance ``alpha Delta`` of the theorem's setting), ``c1`` (``gamma = c1 / p``),
+        ``halvings`` (see :func:`theory_rounds`), ``restarts`` and ``step_sizes`` (the
+        practical setting's random starts and step grid), ``practical_rounds`` (at most) and
+        ``practical_tol`` (stop once every run moved less; 0 runs every round).
+    seed : numpy.random.SeedSequence
+        Spawns three streams: the problem (``theta*``, labels and the practical data), the
+        theorem's setting (its data, initial point and subsets), the practical starts.
+
+    Returns
+    -------
+    dict of scalars
+        Realised problem: ``p`` and ``p_max`` (proportions), ``delta`` (``Delta``), ``rho``
+        (``Delta^2 / sigma^2``), ``eta`` (``sqrt(d / (p m n'))``).  Theorem's setting:
+        ``theory_rounds`` (``T``), ``theory_n`` (``2 T n'``), ``init_dist`` (``alpha Delta``),
+        and for each run ``<run> in (thm, safe)``: ``<run>_step``, ``<run>_err`` (matched max
+        distance; ``nan`` if it diverged), ``<run>_err_small`` / ``<run>_err_large`` (error of the
+        smallest / largest true cluster), ``<run>_diverged``, ``<run>_contracted`` (final error
+        below ``init_dist``), ``<run>_misclustering`` (final identities on all the client's data).
+        Practical setting: ``practical_err``, ``practical_step`` (chosen), ``practical_misclustering``,
+        ``practical_diverged`` (runs that diverged), ``practical_runs``, ``practical_rounds_run``.
+        Oracle: ``ls_err`` (known-label least squares on the ``n'`` points per client),
+        ``ls_rms`` (its expected RMS ``sigma sqrt(d / (N_j - d - 1))``, max over clusters),
+        ``ls_full_err`` (known-label least squares on the theorem's ``2 T n'`` points per client).
+
+    Raises
+    ------
+    ValueError
+        A bad cell, naming the key and its allowed range.
+    """
+    method = _check_method(cell)
+    k = method["k"]
+    spec = ProblemSpec.from_cell(cell, ERROR_FLOOR_CELLS)
+    data_ss, theory_ss, init_ss = seed.spawn(3)
+
+    # --- the problem and the practical data set (n' points per client)
+    data_rng = np.random.default_rng(data_ss)
+    problem = spec.generate(data_rng)
+    if method["p_min"] < 1.0 / k - 1e-12:  # same theta*, exact unbalanced proportions
+        problem = make_problem_from_parameters(problem.theta_star, exact_labels(spec.m, k, method["p_min"]), spec.n,
+                                               spec.sigma, rng=data_rng, dtype=spec.dtype, protocol=spec.protocol)
+    counts = np.bincount(problem.labels, minlength=k)
+    props = counts / spec.m
+    p, p_max = float(props.min()), float(props.max())
+    small, large = int(np.argmin(counts)), int(np.argmax(counts))
+    n_prime, d, m, sigma = spec.n, spec.d, spec.m, spec.sigma
+    truth = problem.theta_star
+    delta = float(problem.separation)
+
+    # --- the theorem's setting: 2 T n' points per client, resampled, from alpha Delta
+    c1 = method["c1"]
+    T = theory_rounds(method["halvings"], c1, p, p_max)
+    theory_rng = np.random.default_rng(theory_ss)
+    theory_problem = make_problem_from_parameters(truth, problem.labels, 2 * T * n_prime, sigma, rng=theory_rng,
+                                                  dtype=problem.dtype, protocol=problem.protocol)
+    start = initial_parameters(theory_problem, 1, "close", rng=theory_rng, alpha=method["alpha"])
+    steps = np.array([ifca_step_size(p, c1), ifca_safe_step_size(p_max, c1)])
+    res = ifca(theory_problem, np.repeat(start, 2, axis=0), steps, n_rounds=T, resample=True, rng=theory_rng)
+    init_dist = float(method["alpha"] * delta)
+    finite = ~res.diverged
+    err = np.where(finite, matched_max_distance(res.theta, truth), np.nan)
+    err_small = np.where(finite, _cluster_errors(res.theta, truth, small), np.nan)
+    err_large = np.where(finite, _cluster_errors(res.theta, truth, large), np.nan)
+    miscl = np.where(finite, misclustering_rate(res.assignments, problem.labels, k), np.nan)
+    record = dict(
+        p=p, p_max=p_max, delta=delta, rho=float(problem.snr), eta=math.sqrt(d / (p * m * n_prime)),
+        theory_rounds=T, theory_n=2 * T * n_prime,
+        init_dist=init_dist,
+    )
+    for b, run in enumerate(("thm", "safe")):
+        record.update({
+            f"{run}_step": float(steps[b]),
+            f"{run}_err": float(err[b]),
+            f"{run}_err_small": float(err_small[b]),
+            f"{run}_err_large": float(err_large[b]),
+            f"{run}_diverged": bool(res.diverged[b]),
+            f"{run}_contracted": bool(finite[b] and err[b] < init_dist),
+            f"{run}_misclustering": float(miscl[b]),
+        })
+
+    # --- the practical setting: random starts x step grid, no resampling, chosen by training loss
+    grid = np.array(method["step_sizes"])
+    restarts = method["restarts"]
+    starts = initial_parameters(problem, restarts, "gaussian", rng=np.random.default_rng(init_ss),
+                                scale=delta / math.sqrt(2 * d))
+    # replica b = (start b // L, step size b % L)
+    tol = method["practical_tol"] if method["practical_tol"] > 0 else None
+    run = ifca(problem, np.repeat(starts, grid.size, axis=0), np.tile(grid, restarts),
+               n_rounds=method["practical_rounds"], tol=tol)
+    chosen = run.best_replica()
+    if chosen is None:
+        practical = dict(practical_err=math.nan, practical_step=math.nan, practical_misclustering=math.nan)
+    else:
+        practical = dict(
+            practical_err=float(matched_max_distance(run.theta[chosen], truth)),
+            practical_step=float(run.step_sizes[chosen]),
+            practical_misclustering=float(misclustering_rate(run.assignments[chosen], problem.labels, k)),
+        )
+    record.update(practical, practical_diverged=int(run.diverged.sum()), practical_runs=int(run.theta.shape[0]),
+                  practical_rounds_run=int(run.n_rounds))
+
+    # --- the oracle: known-label least squares
+    record.update(
+        ls_err=float(matched_max_distance(known_label_least_squares(problem), truth)),
+        ls_rms=float(np.max(oracle_ls_floor(sigma, d, problem.cluster_sizes))),
+        ls_full_err=float(matched_max_distance(known_label_least_squares(theory_problem), truth)),
+    )
+    return record
