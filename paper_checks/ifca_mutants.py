@@ -1,0 +1,416 @@
+"""Mutation check of the IFCA driver: the theorem-level tests must fail on a broken driver.
+
+    python -m paper_checks.ifca_mutants                      # check every mutant (a few minutes)
+    python -m paper_checks.ifca_mutants --mutant true-labels # one mutant
+    python -m paper_checks.ifca_mutants --survey             # which candidate tests fail, per mutant
+
+For every mutant, the package (``mixreg/``, ``tests/``, ``pyproject.toml``) is copied into a
+scratch directory, one exact text replacement is applied to the copy's
+``mixreg/algorithms/ifca.py`` (the script stops if the target text is not there exactly once, so
+a refactor of the driver makes it fail loudly instead of silently testing nothing), and the
+tests that the table below says catch the mutant are run against the copy with
+``python -m pytest <tests> -q -p no:cacheprovider -rfE`` (``cwd`` and ``PYTHONPATH`` the copy;
+a sanity run checks that the copy's ``mixreg``, mutated, is the one imported).  Each of them
+must FAIL: the run must exit with code 1 and its summary must list every named test as failed
+(so no ``-x`` here: with it, only the first failure would be seen).  All of them must PASS on an
+unmutated copy (one run, with ``-x``).  One pytest process per copy (its start-up, about 3 s of
+CPU, is most of the cost); ``--jobs`` copies run at a time.
+
+Mutants (``m`` clients, ``k`` models, ``gamma`` the step size; the driver's option I update is
+``theta_j -= (gamma / m) sum_{i: j_hat_i = j} grad F_i(theta_j)``):
+
+=================  ==========================================================================
+mutant             change
+=================  ==========================================================================
+true-labels        (a) identity estimate replaced by the true labels after the argmin
+random-3pct        (b) 3% of the clients moved to a uniformly drawn wrong model every round
+                   (a fixed-seed generator at module level of the mutated driver)
+step-x1.25         (c) step ``1.25 gamma / m``
+step-x0.75         (c) step ``0.75 gamma / m``
+cluster-size       (d) ``gamma / |S_j|`` (estimated cluster size) instead of ``gamma / m``
+identity-gradient  (e, ours) the gradient computed on the identity subset of the round instead
+                   of the fresh gradient subset (the resampling scheme broken)
+=================  ==========================================================================
+
+Which tests fail on each mutant (``x``: fails, checked by every run of this script; ``.``:
+passes, from a ``--survey`` run).  Theorem-level tests, in tests/test_ifca_clustering_step.py
+unless marked: RATE ``test_driver_misclustering_rate_matches_the_exact_law`` (the driver's
+misclustering rate against the exact law of the two residual sums), MEAN
+``test_theorem1_one_round_mean_with_misclustering`` (Theorem 1's round in expectation, the
+misclustering term at its exact value), FACTOR
+``test_one_round_factor_is_one_minus_two_gamma_p_lambda`` (the exact one-round factor), THM1
+``tests/test_theory_ifca.py::test_theorem1_one_round_contraction``.  Reference-level: ARGMIN
+``test_decoded_identities_are_the_argmin_on_the_identity_subset`` (identities and weights read
+off the update against a plain argmin), REF and REF-RS ``tests/test_algorithms_ifca.py::``
+``test_matches_reference`` and ``test_resampled_run_matches_reference``.
+
+=================  ====  ====  ======  ====  ======  ===  ======
+mutant             RATE  MEAN  FACTOR  THM1  ARGMIN  REF  REF-RS
+=================  ====  ====  ======  ====  ======  ===  ======
+true-labels         x     x      .      .      x      x     .
+random-3pct         x     x      x      ~      x      x     ~
+step-x1.25          .     x      x      .      x      x     x
+step-x0.75          .     x      x      ~      x      x     x
+cluster-size        .     x      x      x      x      x     x
+identity-gradient   x     x      x      .      x      .     x
+=================  ====  ====  ======  ====  ======  ===  ======
+
+By design RATE does not see a wrong step or normalisation (its decoding of the identities is
+scale-free), so that its failure points at the clustering step.  Of the theorem-level tests,
+only RATE and MEAN catch true labels (a contraction bound cannot: true labels only help).  THM1
+(a regime without misclustering) misses true labels and a step 25% too large (with c1 = 3/8 the
+one-round factor stays below 1/2 for c1 in about [0.35, 0.56]).  ``~``: failed in the runs we
+made, but not relied upon.  For random-3pct, whether the mis-assignments hit the test's few
+client-rounds depends on the state of the mutant's module-level generator when the test runs,
+i.e. on the tests run before it in the same process: THM1 failed in both orders we tried (one
+wrong worker moves a model by about (2 c1 / (p m)) ||theta_j - theta*_l||, more than the
+bound's slack when p m is small); REF-RS sees only 24 client-rounds (m = 6, T = 4).  For
+step-x0.75 (c1 = 0.28, a worst one-round factor just above 1/2), whether THM1 fails depends on
+the examples Hypothesis draws, which change with the test's source (derandomised draws are
+seeded by a digest of the test function): it failed before the test's docstring was edited,
+and passed after.  REF
+starts far from the truth, where misclustering is common; REF-RS starts close, where it is not,
+so it misses true labels.
+
+The copy takes the working tree as it is (uncommitted changes included).  Numba's on-disk cache
+is copied with the package (file times preserved), so the copy does not recompile the kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Mutant", "Outcome", "MUTANTS", "CANDIDATES", "check", "survey", "main", "ROOT"]
+
+logger = logging.getLogger(__name__)
+
+#: The project root (the directory holding ``mixreg/`` and ``tests/``).
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = "mixreg/algorithms/ifca.py"
+MARK = "# MUTANT"
+
+_T = "tests/test_ifca_clustering_step.py::"
+RATE = _T + "test_driver_misclustering_rate_matches_the_exact_law"
+MEAN = _T + "test_theorem1_one_round_mean_with_misclustering"
+FACTOR = _T + "test_one_round_factor_is_one_minus_two_gamma_p_lambda"
+ARGMIN = _T + "test_decoded_identities_are_the_argmin_on_the_identity_subset"
+THEOREM1 = "tests/test_theory_ifca.py::test_theorem1_one_round_contraction"
+REFERENCE = "tests/test_algorithms_ifca.py::test_matches_reference"
+REFERENCE_RESAMPLED = "tests/test_algorithms_ifca.py::test_resampled_run_matches_reference"
+THEOREM_LEVEL = (RATE, MEAN, FACTOR, THEOREM1)
+
+#: Every test the survey runs against every mutant.
+CANDIDATES = (RATE, MEAN, FACTOR, ARGMIN, THEOREM1, REFERENCE, REFERENCE_RESAMPLED)
+
+_ASSIGN = "kernels.assign_clients(ws.losses, active, assign, best)\n"
+_UPDATE = "new = theta - step * grad\n"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One exact text replacement in the copy's driver, and the tests that must catch it.
+
+    ``old`` must occur exactly once in ``path``; ``append`` is added at the end of the file
+    (helpers of the mutant).  ``caught_by`` lists pytest node ids relative to the root.
+    """
+
+    name: str
+    summary: str
+    old: str
+    new: str
+    caught_by: tuple
+    append: str = ""
+    path: str = DRIVER
+
+    def apply(self, root):
+        """Apply to the copy under ``root``; raises ``RuntimeError`` if the target text is gone."""
+        file = Path(root) / self.path
+        text = file.read_text()
+        count = text.count(self.old)
+        if count != 1:
+            raise RuntimeError(
+                f"mutant {self.name!r}: the target text {self.old!r} occurs {count} times in {self.path} "
+                "(expected exactly once); the driver was refactored, update the mutant"
+            )
+        file.write_text(text.replace(self.old, self.new) + self.append)
+
+
+_RANDOM_HELPER = f'''
+
+_MUTANT_RNG = np.random.default_rng(20261123)  {MARK}: fixed seed, module level
+
+
+def _mutant_misassign(assign, k):  {MARK}: 3% of the participating clients to a wrong model
+    if k < 2:
+        return
+    flip = (_MUTANT_RNG.random(assign.shape) < 0.03) & (assign >= 0)
+    assign[flip] = (assign[flip] + _MUTANT_RNG.integers(1, k, size=int(flip.sum()))) % k
+'''
+
+_CLUSTER_SIZE = "np.maximum(1, (assign[:, :, None] == np.arange(k)).sum(axis=1))[:, :, None]"
+
+MUTANTS = (
+    Mutant(
+        "true-labels",
+        "(a) identity estimate replaced by the true labels",
+        _ASSIGN,
+        _ASSIGN[:-1] + f"; assign[:, active] = problem.labels[active]  {MARK}\n",
+        (RATE, MEAN, ARGMIN, REFERENCE),
+    ),
+    Mutant(
+        "random-3pct",
+        "(b) 3% random mis-assignment every round",
+        _ASSIGN,
+        _ASSIGN[:-1] + f"; _mutant_misassign(assign, k)  {MARK}\n",
+        (RATE, MEAN, FACTOR, ARGMIN, REFERENCE),
+        append=_RANDOM_HELPER,
+    ),
+    Mutant(
+        "step-x1.25",
+        "(c) step size 25% too large",
+        _UPDATE,
+        f"new = theta - (1.25 * step) * grad  {MARK}\n",
+        (MEAN, FACTOR, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
+    ),
+    Mutant(
+        "step-x0.75",
+        "(c) step size 25% too small",
+        _UPDATE,
+        f"new = theta - (0.75 * step) * grad  {MARK}\n",
+        (MEAN, FACTOR, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
+    ),
+    Mutant(
+        "cluster-size",
+        "(d) gradient average divided by the cluster size instead of m",
+        _UPDATE,
+        f"new = theta - (step * m / {_CLUSTER_SIZE}) * grad  {MARK}\n",
+        (MEAN, FACTOR, THEOREM1, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
+    ),
+    Mutant(
+        "identity-gradient",
+        "(e) gradient on the identity subset instead of the fresh gradient subset",
+        "gX, gy = Xr[2 * t + 1], yr[2 * t + 1]\n",
+        f"gX, gy = Xr[2 * t], yr[2 * t]  {MARK}\n",
+        (RATE, MEAN, FACTOR, ARGMIN, REFERENCE_RESAMPLED),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One pytest run on one copy: exit code, the node ids reported FAILED or ERROR, output tail."""
+
+    mutant: str
+    tests: tuple
+    returncode: int
+    failing: frozenset
+    errors: frozenset
+    seconds: float
+    tail: str
+
+    @property
+    def passed(self):
+        return self.returncode == 0
+
+    def fails(self, test):
+        """``test`` (a node id; its parametrised cases count) failed in this run."""
+        return any(n == test or n.startswith(test + "[") for n in self.failing)
+
+
+def _copy_package(root, dest):
+    """Copy what the tests need; keep numba's cache (file times preserved), drop bytecode."""
+    dest.mkdir(parents=True)
+    shutil.copytree(root / "mixreg", dest / "mixreg", ignore=shutil.ignore_patterns("*.pyc"))
+    shutil.copytree(root / "tests", dest / "tests", ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+    shutil.copy2(root / "pyproject.toml", dest / "pyproject.toml")
+
+
+def _env(copy):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(copy)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _check_imported_copy(copy, mutant):
+    """The copy's package is the one imported, and its driver is mutated iff ``mutant``."""
+    code = (
+        "import importlib, pathlib, mixreg\n"
+        "m = importlib.import_module('mixreg.algorithms.ifca')\n"
+        "print(pathlib.Path(mixreg.__file__).resolve())\n"
+        "print(pathlib.Path(m.__file__).resolve())\n"
+        f"print(pathlib.Path(m.__file__).read_text().count({MARK!r}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=300
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"importing the copy failed:\n{proc.stderr}")
+    pkg, driver, marks = proc.stdout.split()
+    copy = Path(copy).resolve()
+    if not (Path(pkg).is_relative_to(copy) and Path(driver).is_relative_to(copy)):
+        raise RuntimeError(f"the tests would import {pkg}, not the copy under {copy}")
+    if (int(marks) > 0) != (mutant is not None):
+        raise RuntimeError(f"the imported driver {driver} has {marks} mutated lines (mutant {mutant})")
+    logger.info("%-18s imports %s (%s mutated lines)", mutant or "original", pkg, marks)
+
+
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)")
+
+
+def _pytest(copy, tests, label, *, first_failure):
+    """``python -m pytest <tests> -q -p no:cacheprovider -rfE [-x]`` in the copy."""
+    start = time.perf_counter()
+    cmd = [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-rfE"]
+    proc = subprocess.run(
+        cmd + (["-x"] if first_failure else []),
+        cwd=copy,
+        env=_env(copy),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    found = {"FAILED": set(), "ERROR": set()}
+    for line in proc.stdout.splitlines():
+        hit = _SUMMARY.match(line)
+        if hit:
+            found[hit.group(1)].add(hit.group(2))
+    out = Outcome(
+        mutant=label,
+        tests=tuple(tests),
+        returncode=proc.returncode,
+        failing=frozenset(found["FAILED"]),
+        errors=frozenset(found["ERROR"]),
+        seconds=time.perf_counter() - start,
+        tail="\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:]),
+    )
+    logger.info("%-18s exit %d, %d failing node(s), %.1f s", label, out.returncode, len(out.failing), out.seconds)
+    return out
+
+
+def _prepared_copy(scratch, mutant, root):
+    copy = Path(scratch) / ("original" if mutant is None else mutant.name)
+    _copy_package(root, copy)
+    if mutant is not None:
+        mutant.apply(copy)
+    _check_imported_copy(copy, None if mutant is None else mutant.name)
+    return copy
+
+
+def _select(names):
+    if not names:
+        return MUTANTS
+    known = {m.name: m for m in MUTANTS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown mutant(s) {unknown}; known: {sorted(known)}")
+    return tuple(known[n] for n in names)
+
+
+def _run_all(runs, jobs):
+    """``runs``: ``(copy, tests, label, first_failure)`` tuples; outcomes in the same order."""
+    with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+        return list(pool.map(lambda r: _pytest(r[0], r[1], r[2], first_failure=r[3]), runs))
+
+
+def check(names=None, *, root=ROOT, keep=False, jobs=2):
+    """Run the check; return the outcomes (original first), raise ``AssertionError`` listing
+    every violation.
+
+    All tests named by the selected mutants must pass on the unmutated copy (one run, ``-x``);
+    on each mutant, one run of its tests (without ``-x``) must report every one of them failing.
+    Every mutant must name at least one theorem-level test.
+    """
+    mutants = _select(names)
+    for mutant in mutants:
+        if not set(mutant.caught_by) & set(THEOREM_LEVEL):
+            raise AssertionError(f"mutant {mutant.name} names no theorem-level test")
+    scratch = tempfile.mkdtemp(prefix="ifca-mutants-")
+    try:
+        tests = sorted({t for m in mutants for t in m.caught_by})
+        runs = [(_prepared_copy(scratch, None, Path(root)), tests, "original", True)]
+        runs += [(_prepared_copy(scratch, m, Path(root)), list(m.caught_by), m.name, False) for m in mutants]
+        outcomes = _run_all(runs, jobs)
+    finally:
+        if keep:
+            logger.warning("scratch copies kept in %s", scratch)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    problems = []
+    base = outcomes[0]
+    if not base.passed:
+        problems.append(f"the tests do not pass on the unmutated copy (exit {base.returncode}):\n{base.tail}")
+    for mutant, out in zip(mutants, outcomes[1:]):
+        survivors = [t for t in mutant.caught_by if not out.fails(t)]
+        if out.returncode != 1 or out.errors or survivors:
+            problems.append(
+                f"mutant {mutant.name}: exit {out.returncode}, errors {sorted(out.errors)}, "
+                f"not caught by {survivors}:\n{out.tail}"
+            )
+    if problems:
+        raise AssertionError("\n\n".join(problems))
+    return outcomes
+
+
+def survey(names=None, *, tests=CANDIDATES, root=ROOT, jobs=2):
+    """Which of ``tests`` fail on each mutant (no assertion): ``{mutant: {test: failed}}``,
+    ``None`` for a test whose run errored."""
+    with tempfile.TemporaryDirectory(prefix="ifca-mutants-") as scratch:
+        mutants = _select(names)
+        runs = [(_prepared_copy(scratch, m, Path(root)), list(tests), m.name, False) for m in mutants]
+        outcomes = _run_all(runs, jobs)
+    return {
+        out.mutant: {
+            t: None if any(e.startswith(t.split("::")[0]) for e in out.errors) else out.fails(t) for t in tests
+        }
+        for out in outcomes
+    }
+
+
+def main(argv=None):
+    """Command line: ``--mutant NAME`` (repeatable), ``--survey``, ``--keep``, ``--jobs N``;
+    exit status 0 when every mutant is caught and the original passes."""
+    parser = argparse.ArgumentParser(
+        prog="python -m paper_checks.ifca_mutants", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--mutant", action="append", default=[], help="check only this mutant (repeatable)")
+    parser.add_argument("--survey", action="store_true", help="run every candidate test on each mutant, report")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copies (check mode)")
+    parser.add_argument("--jobs", type=int, default=2, help="pytest runs at a time (default 2)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    start = time.perf_counter()
+    if args.survey:
+        for name, verdicts in survey(args.mutant, jobs=args.jobs).items():
+            caught = [t.split("::")[-1] for t, v in verdicts.items() if v]
+            errored = [t.split("::")[-1] for t, v in verdicts.items() if v is None]
+            errors = f"; ERRORS: {errored}" if errored else ""
+            print(f"{name:18s} fails: {', '.join(caught) or 'NOTHING'}{errors}")
+        return 0
+    try:
+        outcomes = check(args.mutant, keep=args.keep, jobs=args.jobs)
+    except AssertionError as exc:
+        print(f"FAILED:\n{exc}", file=sys.stderr)
+        return 1
+    for out in outcomes:
+        names = [t.split("::")[-1] for t in out.tests]
+        verdict = "all pass" if out.passed else "caught by " + ", ".join(names)
+        print(f"{out.mutant:18s} {out.seconds:6.1f} s  {verdict}")
+    print(f"every mutant caught by each test named for it, all of which pass on the original; "
+          f"{time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
