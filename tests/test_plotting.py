@@ -47,3 +47,64 @@ def test_save_figure_writes_every_copy_of_one_drawing(tmp_path):
 
 def test_plain_tick_labels_have_no_scientific_notation():
     assert [_plain(v) for v in (0.03, 0.1, 2.0, 40.0, 500.0)] == ["0.03", "0.1", "2", "40", "500"]
+
+
+def test_ceiling_is_drawn_only_when_asked_and_the_prediction_is_labelled():
+    from mixreg.plotting import RULES
+
+    def labels(fig):
+        return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+    fig = plot_success_vs_separation(_summary(), ceiling=False)
+    assert RULES["oracle"].label not in labels(fig)
+    fig = plot_success_vs_separation(_summary(), predicted_ceiling=("oracle, predicted before the runs", {0.5: 0.7}))
+    assert RULES["oracle"].label in labels(fig) and "oracle, predicted before the runs" in labels(fig)
+    horizontal = [line for line in fig.axes[0].get_lines() if list(line.get_ydata()) == [0.7, 0.7]]
+    assert len(horizontal) == 1
+
+
+def test_collapse_figure_draws_every_sigma_on_every_scale_and_the_held_out_predictions(tmp_path):
+    from mixreg.plotting import plot_success_collapse
+
+    scales = [dict(divisor={0.0: 1.0, 0.5: 2.0}, xlabel="Δ / s(σ)", title="a predicted scale", verdict="verdict A"),
+              dict(divisor={0.0: 1.0, 0.5: 1.0}, xlabel="Δ", title="σ-free", verdict="verdict B")]
+    fig = plot_success_collapse(_summary(), scales, crossings={0.0: (1.0, 0.5, 2.0), 0.5: (1.0, 0.0, float("inf"))},
+                                held_out={"held-out prediction": {0.0: 0.0, 0.5: 1.2}}, title="t", footnote="f")
+    assert len(fig.axes) == 3
+    assert "verdict A" in fig.axes[0].get_title() and "σ-free" in fig.axes[1].get_title()
+    for ax, factor in zip(fig.axes[:2], (2.0, 1.0)):  # sigma = 0.5 is drawn at separation / s(0.5)
+        xs = [tuple(line.get_xdata()) for line in ax.get_lines() if len(line.get_xdata()) == 3]
+        assert (0.5 / factor, 1.0 / factor, 2.0 / factor) in xs
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "held-out prediction" in labels and any("σ = 0.5" in label for label in labels)
+    png, _ = save_figure(fig, tmp_path / "collapse")
+    assert png.stat().st_size > 10000
+
+
+def test_m_n_figures_have_one_panel_per_rule_and_r_and_say_what_is_predicted(tmp_path):
+    from mixreg.plotting import plot_success_heatmap, plot_success_vs_m
+
+    rates, predictions = [], []
+    for n in (5, 20):
+        for m in (10, 40, 120):
+            predictions.append(dict(m=m, n=n, m_needed=150.0 / n, ls_unlikely=m < 150.0 / n,
+                                    oracle_success_probability=float(m >= 150.0 / n)))
+            for r in (0.1, 0.25):
+                row = dict(r=r, n=n, m=m, separation_mean=5.0 * r)
+                for rule in ("official", "honest", "oracle"):
+                    rate = 0.0 if m < 150.0 / n else 1.0
+                    row.update({f"{rule}_success_rate": rate, f"{rule}_success_low": 0.0, f"{rule}_success_high": 1.0})
+                rates.append(row)
+    fig = plot_success_vs_m(rates, predictions, title="t", footnote="f")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert len(panels) == 6 and all("r = " in ax.get_title() for ax in panels)
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert any("prediction, before the runs" in label for label in labels)
+    assert any("n = 20" in label for label in labels)
+    save_figure(fig, tmp_path / "curves")
+    fig = plot_success_heatmap(rates, predictions, title="t", footnote="f")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert len(panels) == 6
+    hatched = [p for p in panels[0].patches if p.get_hatch()]
+    assert len(hatched) == sum(row["ls_unlikely"] for row in predictions)
+    save_figure(fig, tmp_path / "heat")

@@ -1,4 +1,5 @@
-"""IFCA's success probability against the separation, one panel per success rule."""
+"""IFCA's success probability against the separation, one panel per success rule, and the
+collapse of the noise levels' curves on a predicted scale."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import numpy as np
 from ._common import _plain, plt
 from .methods import RULES, method_label, rule_title
 
-__all__ = ["plot_success_vs_separation"]
+__all__ = ["plot_success_vs_separation", "plot_success_collapse"]
+
+
+def _log_tick(value, _pos=None):
+    """A log-axis tick: plain between 0.01 and 1000 (0.3, 2, 50), else a power of ten (1e+08)."""
+    return _plain(value) if 0.01 <= value <= 1000 else f"{value:.0e}"
 
 
 def plot_success_vs_separation(
@@ -18,6 +24,8 @@ def plot_success_vs_separation(
     rules=("official", "honest"),
     separation_lines=None,
     r_per_delta=None,
+    ceiling=True,
+    predicted_ceiling=None,
     title=None,
     footnote=None,
 ):
@@ -32,10 +40,17 @@ def plot_success_vs_separation(
         One panel per rule, titled by :func:`mixreg.plotting.rule_title`.
     separation_lines : dict, optional
         ``{sigma: {label: delta}}``: theory thresholds drawn as vertical lines in the colour of
-        that sigma, one line style per label (e.g. Theorem 1's separation condition with unit
-        and with fitted constants); each label appears once in the legend, in grey.
+        that sigma, one line style per label; each label appears once in the legend, in grey.
+        The label must say whether the line is a prediction (constants fixed before the data)
+        or a fit validated on held-out data, and in which regime the theory holds.
     r_per_delta : float, optional
         ``Delta / r`` of the protocol; adds a top axis in the official code's ``r``.
+    ceiling : bool, default True
+        Draw the oracle's observed success rate in every panel (a ceiling).  Turn it off
+        when it is 1 in every cell and say so in the footnote instead.
+    predicted_ceiling : tuple (label, dict), optional
+        ``(label, {sigma: probability})``: the oracle's success probability predicted before
+        the runs (constant in the separation), a thin dash-dot line per sigma.
     title, footnote : str, optional
 
     Returns
@@ -48,7 +63,7 @@ def plot_success_vs_separation(
     styles = ["--", ":", "-."]
     labels = list(dict.fromkeys(lab for lines in (separation_lines or {}).values() for lab in lines))
     ifca = method_label("ifca", short=True)
-    ceiling = RULES["oracle"]
+    oracle_style = RULES["oracle"]
     for ax, rule in zip(axes[0], rules):
         curve = RULES.get(rule, RULES["official"])  # an unregistered rule is drawn as the official one
         for colour, sigma in zip(colours, sigmas):
@@ -60,9 +75,14 @@ def plot_success_vs_separation(
             ax.plot(x, y, marker=curve.marker, ls=curve.linestyle, color=colour, lw=1.8, ms=4,
                     label=f"{ifca}, σ = {sigma:g}")
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
-            oracle = np.array([r["oracle_success_rate"] for r in rows])
-            ax.plot(x, oracle, ls=ceiling.linestyle, color=colour, lw=3.5, alpha=0.3, solid_capstyle="butt",
-                    label=ceiling.label if sigma == sigmas[0] else None)
+            if ceiling:
+                oracle = np.array([r["oracle_success_rate"] for r in rows])
+                ax.plot(x, oracle, ls=oracle_style.linestyle, color=colour, lw=3.5, alpha=0.3,
+                        solid_capstyle="butt", label=oracle_style.label if sigma == sigmas[0] else None)
+            if predicted_ceiling is not None and sigma in predicted_ceiling[1]:
+                first = min(s for s in predicted_ceiling[1] if s in sigmas)
+                ax.axhline(predicted_ceiling[1][sigma], color=colour, ls="-.", lw=1.0, alpha=0.9,
+                           label=predicted_ceiling[0] if sigma == first else None)
             for label, delta in (separation_lines or {}).get(sigma, {}).items():
                 if np.isfinite(delta) and delta > 0:
                     ax.axvline(delta, color=colour, ls=styles[labels.index(label) % len(styles)], lw=1.0, alpha=0.8)
@@ -93,4 +113,113 @@ def plot_success_vs_separation(
     if footnote:
         fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
     fig.tight_layout(rect=(0, bottom + 0.04 + 0.035 * ((len(handles) + 2) // 3), 1, 1))
+    return fig
+
+
+def plot_success_collapse(summary, scales, *, rule="official", crossings=None, held_out=None, title=None,
+                          footnote=None):
+    """Success against predicted scales (a data collapse), and the 1/2-crossings against sigma.
+
+    If success depends on the separation and the noise only through a scale ``Delta / s(sigma)``,
+    the curves of all noise levels fall on one curve when drawn against it.  One panel per
+    candidate scale, with the curves of every sigma; then, optionally, a panel of the observed
+    1/2-crossings against sigma with the held-out predictions of fitted models.
+
+    Parameters
+    ----------
+    summary : list of dict
+        Rows of :func:`mixreg.stats.group_rates` per (sigma, r): ``sigma``,
+        ``separation_mean``, ``<rule>_success_rate/_low/_high``.
+    scales : sequence of dict
+        One per panel: ``divisor`` (``{sigma: s(sigma)}``; the panel's x is
+        ``separation_mean / s(sigma)``), ``xlabel``, ``title`` (what the scale is and whether it
+        is a prediction), ``verdict`` (optional text shown in the panel, e.g. whether the
+        curves collapse, with the numbers).
+    rule : str
+        The success rule drawn (a key of :data:`mixreg.plotting.RULES`).
+    crossings : dict, optional
+        ``{sigma: (value, low, high)}``: the observed 1/2-crossing in Delta with its 95% interval
+        (e.g. :func:`mixreg.theory.crossing_draws`; ``low = 0`` or ``high = inf`` when it reaches
+        beyond the grid; drawn to the axis edge, with an arrow head for ``inf``).
+    held_out : dict, optional
+        ``{label: {sigma: predicted crossing}}``: predictions of fitted models for a sigma
+        level the fit did not use, drawn as markers on the crossings panel.
+    title, footnote : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    sigmas = sorted({row["sigma"] for row in summary})
+    colours = dict(zip(sigmas, plt.get_cmap("viridis")(np.linspace(0.0, 0.85, max(len(sigmas), 1)))))
+    n_panels = len(scales) + (1 if crossings else 0)
+    fig, axes = plt.subplots(1, n_panels, figsize=(5.2 * n_panels, 5.6), squeeze=False)
+    axes = axes[0]
+    style = RULES.get(rule, RULES["official"])
+    ifca = method_label("ifca", short=True)
+    for ax, scale in zip(axes, scales):
+        for sigma in sigmas:
+            divisor = scale["divisor"].get(sigma, np.nan)
+            rows = sorted((r for r in summary if r["sigma"] == sigma), key=lambda r: r["separation_mean"])
+            x = np.array([r["separation_mean"] for r in rows], dtype=float) / divisor
+            keep = np.isfinite(x) & (x > 0)
+            if not keep.any():
+                continue
+            y, lo, hi = (np.array([r[f"{rule}_success_{part}"] for r in rows], dtype=float)[keep]
+                         for part in ("rate", "low", "high"))
+            ax.plot(x[keep], y, marker=style.marker, ls=style.linestyle, color=colours[sigma], lw=1.8, ms=4,
+                    label=f"{ifca}, σ = {sigma:g}")
+            ax.fill_between(x[keep], lo, hi, color=colours[sigma], alpha=0.15, lw=0)
+        ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        drawn = [v for line in ax.get_lines() for v in np.asarray(line.get_xdata(), dtype=float) if v > 0]
+        wide = bool(drawn) and max(drawn) / min(drawn) > 1e3
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(numticks=7) if wide
+                                   else matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_log_tick))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel(scale["xlabel"])
+        ax.set_title(scale["title"] + (f"\n{scale['verdict']}" if scale.get("verdict") else ""), fontsize=8.5)
+        ax.grid(True, which="major", alpha=0.25)
+    axes[0].set_ylabel(f"success probability, {style.short} rule (95% Wilson band)")
+    if crossings:
+        ax = axes[-1]
+        finite = [v for c in crossings.values() for v in c if np.isfinite(v) and v > 0]
+        finite += [v for p in (held_out or {}).values() for v in p.values() if np.isfinite(v) and v > 0]
+        top = 1.15 * max(finite) if finite else 1.0
+        for sigma, (value, low, high) in sorted(crossings.items()):
+            colour = colours.get(sigma, "0.3")
+            lo = 0.0 if not np.isfinite(low) else min(low, top)
+            hi = top if not np.isfinite(high) else min(high, top)
+            ax.plot([sigma, sigma], [lo, hi], color=colour, lw=2.0, alpha=0.7)
+            if not np.isfinite(high) or high > top:
+                ax.plot(sigma, top, marker="^", color=colour, ms=6)
+            if np.isfinite(value):
+                ax.plot(sigma, value, marker="D", color=colour, ms=7, ls="none")
+        ax.plot([], [], marker="D", color="0.3", ls="-", lw=2.0,
+                label="observed 1/2-crossing and its 95% interval (▲: no upper end in the grid)")
+        markers = ["x", "+", "1", "2"]
+        for j, (label, predicted) in enumerate((held_out or {}).items()):
+            xs = sorted(predicted)
+            ax.plot(xs, [min(predicted[s], top) for s in xs], marker=markers[j % len(markers)], ms=10, mew=2.0,
+                    ls="none", color="0.15", label=label)
+        ax.set_ylim(-0.04 * top, top * 1.05)
+        span = max(sigmas) - min(sigmas) if len(sigmas) > 1 else 1.0
+        ax.set_xlim(min(sigmas) - 0.1 * span, max(sigmas) + 0.1 * span)
+        ax.set_xlabel("noise level σ")
+        ax.set_ylabel("separation Δ where success crosses 1/2")
+        ax.set_title("1/2-crossing against σ, and held-out predictions", fontsize=9)
+        ax.grid(True, alpha=0.25)
+    handles, _ = axes[0].get_legend_handles_labels()
+    if crossings:
+        handles += axes[-1].get_legend_handles_labels()[0]
+    bottom = 0.09 if footnote else 0.0
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=3, frameon=False,
+               bbox_to_anchor=(0.5, bottom))
+    if title:
+        fig.suptitle(title, fontsize=11)
+    if footnote:
+        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
+    fig.tight_layout(rect=(0, bottom + 0.035 * ((len(handles) + 2) // 3) + 0.01, 1, 1))
     return fig

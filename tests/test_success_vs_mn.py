@@ -1,0 +1,160 @@
+"""Tests of experiments.success_vs_mn (IFCA Fig. 3(c)/(d)): options, presets, and what the figures show."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from experiments import success_vs_mn as exp
+from mixreg.theory import ls_oracle_success_probability
+
+# A reduced quick preset (one r, two n, four m, 8 trials; d = 50 as the quick preset): a few
+# seconds of work, and it crosses the predicted boundary for both n.
+REDUCED = ["--ms", "20", "40", "80", "120", "--ns", "5", "20", "--rs", "0.25", "--trials", "8", "--no-progress"]
+
+
+def _read(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--ms", "1", "10"], "every m must be at least k"),
+        (["--ns", "0"], "ns must be distinct integers >= 1"),
+        (["--ms", "10", "10"], "ms must be distinct integers >= 1"),
+        (["--sigma", "-1"], "sigma must be finite and >= 0"),
+        (["--rs", "0"], "rs must be distinct, finite and > 0"),
+        (["--threshold-offset", "-1"], "threshold_offset must be finite and >= 0"),
+        (["--preset", "paper-a"], "invalid choice"),
+    ],
+)
+def test_bad_options_exit_with_a_clear_message(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        exp.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_presets_are_the_official_grids():
+    c = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-c"]))
+    assert (c.k, c.d, c.sigma, c.trials, c.n_inits, c.n_rounds, c.dtype) == (2, 1000, 0.1, 40, 10, 300, "float32")
+    assert c.ms == (50, 70, 100, 150, 200, 300, 400) and c.ns == (50, 100, 200) and c.rs == (0.1, 0.25)
+    assert c.step_sizes == (1.0, 0.1, 0.01) and c.threshold_offset == 0.0 and c.protocol == "official"
+    d = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-d"]))
+    assert (d.k, d.ms, d.ns, d.rs, d.step_sizes) == (4, (100, 200, 300, 400, 800), (50, 100, 200), (0.5, 0.75),
+                                                     (2.0, 1.0, 0.5))
+    assert len(exp.cells_of(d)) == 2 * 3 * 5
+
+
+def test_the_prediction_is_the_papers_floor_table():
+    """papers_spec 3.8: for (c) the floor / sigma is 0.82 at (n, m) = (50, 100), 0.60 at (50, 150), 0.50 at
+    (100, 100); success must be ~0 for (n = 50, m <= 100) and (n = 100, m <= 70)."""
+    config = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-c"]))
+    rows = {(row["n"], row["m"]): row for row in exp.predictions(config)}
+    assert rows[50, 100]["ls_rms_over_threshold"] * 0.6 == pytest.approx(0.82, abs=0.005)
+    assert rows[100, 100]["ls_rms_over_threshold"] * 0.6 == pytest.approx(0.50, abs=0.005)
+    unlikely = {key for key, row in rows.items() if row["ls_unlikely"]}
+    assert {(50, 50), (50, 70), (50, 100), (100, 50), (100, 70)} <= unlikely
+    assert (50, 150) in unlikely and rows[50, 150]["ls_rms_over_threshold"] < 1.01  # the borderline cell
+    assert all(m < rows[n, m]["m_needed"] for n, m in unlikely)
+    assert rows[200, 50]["oracle_success_probability"] > 0.999  # 0.50 sigma against 0.6 sigma at d = 1000
+
+
+def test_oracle_prediction_matches_a_direct_simulation():
+    """The predicted probability that known-label LS meets 0.6 sigma, against 2000 direct draws (d = 20)."""
+    rng = np.random.default_rng(3)
+    d, N, sigma = 20, 75, 1.0
+    mean_dist = []
+    for _ in range(2000):
+        errs = []
+        for _ in range(2):
+            X = rng.standard_normal((N, d))
+            errs.append(np.linalg.norm(np.linalg.lstsq(X, sigma * rng.standard_normal(N), rcond=None)[0]))
+        mean_dist.append(np.mean(errs))
+    observed = np.mean(np.array(mean_dist) < 0.6 * sigma)
+    assert ls_oracle_success_probability(sigma, d, [N, N], 0.6 * sigma) == pytest.approx(observed, abs=0.04)
+
+
+def test_dry_run_prints_the_plan(capsys, tmp_path):
+    assert exp.main(["--preset", "paper-c", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    assert "tasks" in capsys.readouterr().out
+    assert not (tmp_path / "o").exists()
+
+
+def test_reduced_run_shows_the_predicted_structure(tmp_path, monkeypatch):
+    figures = tmp_path / "figures"
+    monkeypatch.setattr(exp, "REPO", tmp_path)
+    out = tmp_path / "run"
+    assert exp.main(REDUCED + ["--out", str(out), "--jobs", "2"]) == 0
+    names = ["trials.csv", "rates.csv", "theory.csv", "crossings.csv", "manifest.json",
+             "success_vs_mn.png", "success_vs_mn.pdf", "success_vs_mn_heatmap.png", "success_vs_mn_heatmap.pdf"]
+    for name in names:
+        assert (out / name).stat().st_size > 0, name
+    assert not figures.exists()  # not a paper preset
+
+    rates = {(int(r["n"]), int(r["m"])): r for r in _read(out / "rates.csv")}
+    theory = {(int(r["n"]), int(r["m"])): r for r in _read(out / "theory.csv")}
+    assert set(rates) == set(theory) and len(rates) == 8
+    assert all(row["status"].startswith("prediction") for row in theory.values())
+    rules = ("official", "honest", "oracle")
+    for key, pred in theory.items():
+        rate = {rule: float(rates[key][f"{rule}_success_rate"]) for rule in rules}
+        p_oracle = float(pred["oracle_success_probability"])
+        if pred["ls_unlikely"] == "True" and p_oracle < 1e-3:  # deep inside the predicted region
+            assert all(v == 0.0 for v in rate.values()), (key, rate)
+        if float(pred["ls_rms_over_threshold"]) < 0.8:  # the floor far below the threshold
+            assert rate["oracle"] == 1.0, (key, rate)
+    assert {key for key, pred in theory.items() if pred["ls_unlikely"] == "True"} == {(5, 20), (5, 40)}
+
+    # success is non-decreasing in m for the largest n, within the Wilson intervals
+    big = sorted((r for r in _read(out / "rates.csv") if r["n"] == "20"), key=lambda r: int(r["m"]))
+    for rule in rules:
+        for a, b in zip(big, big[1:]):
+            assert float(b[f"{rule}_success_high"]) >= float(a[f"{rule}_success_low"]), (rule, a["m"], b["m"])
+    # once clustered, IFCA converges to the known-label LS solution: it never meets the threshold
+    # in a trial where known-label LS does not
+    for row in _read(out / "trials.csv"):
+        if row["official_success"] == "True":
+            assert row["oracle_success"] == "True", row
+
+    crossings = _read(out / "crossings.csv")
+    assert len(crossings) == 3 * 2
+    for row in crossings:
+        if row["m_half"]:
+            assert float(row["m_half_low"]) <= float(row["m_half"]) <= float(row["m_half_high"])
+            # no rule crosses 1/2 well inside the predicted region
+            assert float(row["m_half"]) >= 0.7 * float(row["m_needed"]), row
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    registered = manifest["sweep"]["config"]["predictions"]
+    assert "before any run" in registered["rule"]
+    assert {(c["n"], c["m"]) for c in registered["cells"] if c["ls_unlikely"]} == {(5, 20), (5, 40)}
+
+    before = (out / "success_vs_mn.png").read_bytes()
+    (out / "success_vs_mn.png").unlink()
+    assert exp.main(["--redraw", str(out)]) == 0
+    assert (out / "success_vs_mn.png").read_bytes() == before
+    assert not figures.exists()
+
+
+def test_figure_says_the_region_is_a_prediction(tmp_path):
+    """Legend and footnote of both figures name the shaded region a prediction made before the runs."""
+    import matplotlib.pyplot as plt
+
+    config = exp.Config(preset="t", k=2, ms=(10, 40), ns=(5, 20), d=50, sigma=0.1, rs=(0.25,), trials=2, n_inits=1,
+                        step_sizes=(0.1,), n_rounds=5, dtype="float64")
+    rates = []
+    for pred in exp.predictions(config):
+        row = dict(r=0.25, n=pred["n"], m=pred["m"], trials=2, separation_mean=1.2)
+        for rule in exp.RULES_DRAWN:
+            rate = 0.0 if pred["ls_unlikely"] else 1.0
+            row.update({f"{rule}_success_rate": rate, f"{rule}_success_low": 0.0, f"{rule}_success_high": 1.0})
+        rates.append(row)
+    theory = exp.predictions(config)
+    for fig in (exp.plot_success_vs_m(rates, theory), exp.plot_success_heatmap(rates, theory)):
+        texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        assert any("prediction, before the runs" in t for t in texts)
+        plt.close(fig)
