@@ -4,6 +4,12 @@
 least-squares fit of each cluster on the pooled data of its true clients.  Its error is the floor
 ``sigma sqrt(d / (N_l - d - 1))`` of :func:`mixreg.metrics.oracle_ls_floor` in expectation; no
 method that must also find the clusters can do better in that regime.
+
+``client_weighted_least_squares`` weighs every *client* equally instead of every point: it is the
+fixed point of IFCA's Algorithm 2 (gradient averaging with the server step divided by the number
+of clients ``m``) when every client's identity is right.  With unequal client sizes it is a worse
+estimate than the known-label least squares, and the gap between the two is the part of IFCA's
+error that comes from its aggregation weights, not from clustering.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import scipy.linalg
 
 from .problems import Problem
 
-__all__ = ["known_label_least_squares"]
+__all__ = ["known_label_least_squares", "client_weighted_least_squares"]
 
 
 def known_label_least_squares(problem):
@@ -66,4 +72,60 @@ def known_label_least_squares(problem):
             except np.linalg.LinAlgError:
                 pass  # rank deficient despite N > d: fall through to the minimum-norm solution
         theta[l] = np.linalg.lstsq(Xl, yl, rcond=None)[0]
+    return theta
+
+
+def client_weighted_least_squares(problem):
+    r"""Per-cluster least squares that weighs every true client equally.
+
+    .. math::
+
+        \hat\theta_l = \arg\min_\theta \sum_{i:\, z_i = l} \frac{1}{n_i}
+        \lVert X_i \theta - y_i \rVert_2^2
+        = \Big(\sum_{i:\, z_i = l} H_i\Big)^{-1} \sum_{i:\, z_i = l} \frac{X_i^\top y_i}{n_i},
+        \qquad H_i = X_i^\top X_i / n_i ,
+
+    the fixed point of IFCA's option I with client-uniform weights (Algorithm 2,
+    :func:`mixreg.algorithms.ifca.ifca` with ``aggregation="clients"``) when every identity is
+    right: its update :math:`\theta_l \leftarrow \theta_l - \frac{\gamma}{m} \sum_{i \in S_l}
+    \nabla F_i(\theta_l)`, :math:`F_i = \frac{1}{n_i}\lVert X_i\theta - y_i\rVert^2`, stops
+    exactly where the gradient of this objective vanishes.  A one-point client counts as much
+    as a client of a hundred points.  With equal sizes it is :func:`known_label_least_squares`.
+
+    Solved in float64 as the least squares of the rows scaled by :math:`1/\sqrt{n_i}` (minimum
+    norm when the cluster's rows do not span :math:`\mathbb{R}^d`).
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Returns
+    -------
+    theta : ndarray of shape (k, d), float64
+        Row ``l`` is the fit of cluster ``l``; ``nan`` for a cluster with no client (as
+        :func:`known_label_least_squares`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixreg.problems import make_problem_from_parameters
+    >>> rng = np.random.default_rng(0)
+    >>> pb = make_problem_from_parameters(np.eye(2), np.array([0, 0, 1, 1]), np.array([1, 9, 5, 5]), 0.5,
+    ...                                   rng=rng)
+    >>> cw, ls = client_weighted_least_squares(pb), known_label_least_squares(pb)
+    >>> bool(np.allclose(cw[1], ls[1])), bool(np.allclose(cw[0], ls[0]))  # equal sizes only in cluster 1
+    (True, False)
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
+    row_label = np.repeat(problem.labels, problem.sizes)
+    row_scale = np.repeat(1.0 / np.sqrt(problem.sizes), problem.sizes)
+    theta = np.full((problem.k, problem.d), np.nan)
+    for l in range(problem.k):
+        rows = row_label == l
+        if rows.any():
+            scale = row_scale[rows]
+            Xl = problem.X[rows].astype(np.float64) * scale[:, None]
+            yl = problem.y[rows].astype(np.float64) * scale
+            theta[l] = np.linalg.lstsq(Xl, yl, rcond=None)[0]
     return theta

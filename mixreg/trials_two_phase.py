@@ -4,16 +4,54 @@
 
 * **FMD -> FedAvg(s)** and **FMD -> FedProx**: Phase 1 (:func:`mixreg.algorithms.moment_descent.
   moment_descent`, from :math:`\\theta_0 = 0`) then Phase 2 (:func:`mixreg.algorithms.fedx.fedx`) from the
-  Phase-1 centres;
-* **IFCA** from random initialisation (option I, gradient averaging, as in the IFCA paper's
-  synthetic experiment; initial models :math:`N(0, s^2 I)` with :math:`s = \\Delta/\\sqrt{2d}`, so
-  that their pairwise distances match the separation), best of ``ifca_restarts`` restarts x step
-  sizes chosen by the final training loss;
-* **IFCA oracle**: IFCA started at :math:`\\theta^*` (the slides' "Oracle"), step size chosen by
-  the final training loss;
-* **known-label least squares** (the floor no method can beat on average),
+  Phase-1 centres, every step size :math:`\\eta` of the cell's grid ``steps``;
+* **IFCA** option I (gradient averaging) in two aggregations, each from random initialisation
+  (``ifca_restarts`` starts :math:`N(0, s^2 I)` with :math:`s = \\Delta/\\sqrt{2d}`, so that their
+  pairwise distances match the separation) and from the truth, every step size
+  :math:`\\gamma = \\eta / 2` of the grid (IFCA's :math:`F_i` is a mean of squares without the
+  :math:`\\frac12` of FedX's :math:`\\ell_i`, so :math:`\\gamma = \\eta/2` is the same step on the
+  per-point squared error):
 
-and returns scalars only (the engine's records hold scalars).
+  - ``ifca`` / ``oracle``: client-uniform weights :math:`1/m` (Algorithm 2, the paper and the
+    official code), from random starts / from :math:`\\theta^*` (the slides' "Oracle");
+  - ``ifca_data`` / ``oracle_data``: data weights :math:`n_i/N` (``aggregation="data"``, a
+    control: a gradient step on the pooled loss, whose fixed point with the right identities is
+    the known-label least squares);
+
+* the two fixed points that IFCA reaches when every identity is right, computed exactly:
+  **known-label least squares** (``ls``, data weights) and the **client-weighted least
+  squares** (``cwls``, client weights; :mod:`mixreg.baselines`).
+
+Step sizes, one rule for every method
+-------------------------------------
+Every method runs every step size of the grid and keeps the run with the lowest final value of
+**its own training objective** (never a distance to the truth): FedX
+:math:`\\frac{1}{2N}\\sum_i \\min_l L_i`, IFCA with client weights
+:math:`\\frac1m \\sum_i \\min_j F_i`, IFCA with data weights :math:`\\frac1N \\sum_i n_i \\min_j F_i`;
+for IFCA from random starts the choice is over restarts x steps.  Diverged runs are never chosen.
+The chosen IFCA runs are rerun alone with a history for their curves.
+
+Phase-2 contraction, measured
+-----------------------------
+For each local solver's chosen run, the labels are decoded at every Phase-2 iterate.  Round ``t``
+maps :math:`\\theta_t` to :math:`\\theta_{t+1}` with the labels decoded at :math:`\\theta_t`, an affine
+map whose fixed point :math:`\\theta^\\infty_t` is solved exactly (:class:`LabelMapFixedPoints`), so
+the round's contraction :math:`r_t = e'_{t+1} / e_t`, with :math:`e_t = \\max_l \\lVert
+\\theta_{l,t} - \\theta^\\infty_{l,t}\\rVert` and :math:`e'_{t+1}` the same for :math:`\\theta_{t+1}`,
+is a ratio of measured distances, not a fit.  The measured factor is their geometric mean from
+the round ``t0`` at which the labels have settled (they differ from the final decoding on at
+most :data:`LABEL_TOLERANCE` of the data from then on) until the iterate sits at its fixed point
+up to rounding (:func:`measured_contraction`; ``nan`` if fewer than :data:`MIN_WINDOW` rounds).
+The labels never all equal the true ones here: a one-point client is misclustered at any
+:math:`\\theta` with a probability bounded away from 0, so "from the round the labels are right"
+is read as "from the round they stop moving"; the fraction of data they get right is recorded.
+Beside it: the spectral radius of the final labels' map, computed from the data
+(``rate_exact``), and the prediction made before any run from the step size, the design bounds
+``cov_low``/``cov_high``, the design trace of :math:`\\Sigma` (:func:`design_trace`) and the
+realised data fractions (:func:`mixreg.theory.sxy_predicted_contraction`; FedAvg(1) and FedProx
+only).  The floor is :math:`d(\\theta^\\infty, \\theta^*)` for the final labels' fixed point, and
+the rounds to the floor are the first Phase-2 round after which :math:`d(\\theta_t, \\theta^*) \\le 2
+d(\\theta^\\infty, \\theta^*)` holds for good.
 
 Per-round curves as columns
 ---------------------------
@@ -32,13 +70,14 @@ import time
 
 import numpy as np
 
-from .baselines import known_label_least_squares
 from .algorithms.fedx import fedx, fedx_linear_rates
-from .algorithms.ifca import ifca, initial_parameters
-from .metrics import matched_max_distance
+from .algorithms.ifca import ifca, initial_parameters, training_loss
 from .algorithms.moment_descent import moment_descent
+from .baselines import client_weighted_least_squares, known_label_least_squares
+from .local_solvers import stacked_update_operators
+from .metrics import matched_max_distance
 from .problems import CellSchema, ProblemSpec, cluster_proportions
-from .theory import chi_square_from_uniform, sxy_nu_terms
+from .theory import chi_square_from_uniform, sxy_contraction_constant, sxy_nu_terms, sxy_predicted_contraction
 
 __all__ = [
     "two_phase_trial",
@@ -47,7 +86,17 @@ __all__ = [
     "curve_columns",
     "phase1_curve",
     "geometric_rate",
+    "decoded_labels",
+    "labels_window",
+    "LabelMapFixedPoints",
+    "measured_contraction",
+    "pooled_training_loss",
+    "design_trace",
     "CURVE_METHODS",
+    "IFCA_RUNS",
+    "SOLVERS",
+    "MIN_WINDOW",
+    "LABEL_TOLERANCE",
     "TWO_PHASE_CELLS",
 ]
 
@@ -61,8 +110,27 @@ TWO_PHASE_CELLS = CellSchema(
           "anchor_points": "anchor_points"},
     fixed={"protocol": "gaussian", "n_min": 1})
 
+#: The IFCA runs: method name -> (aggregation, start).
+IFCA_RUNS = {
+    "ifca": ("clients", "random"),
+    "oracle": ("clients", "truth"),
+    "ifca_data": ("data", "random"),
+    "oracle_data": ("data", "truth"),
+}
+
+#: Phase-2 local solvers.
+SOLVERS = ("fedavg", "fedprox")
+
 #: Methods whose error curve is stored at the checkpoint rounds.
-CURVE_METHODS = ("ifca", "oracle", "fedavg", "fedprox")
+CURVE_METHODS = (*IFCA_RUNS, *SOLVERS)
+
+#: Fewest rounds over which a contraction factor is measured.
+MIN_WINDOW = 5
+
+#: The window of the measured contraction opens once the decoded labels differ from the final
+#: decoding on at most this fraction of the data (one-point clients near a decision boundary keep
+#: flipping for as long as the models creep).
+LABEL_TOLERANCE = 1e-3
 
 
 def checkpoint_rounds(n_rounds, every):
@@ -77,6 +145,14 @@ def curve_columns(cell, method):
     """``[(round, column name), ...]`` of ``method``'s curve in a cell's records."""
     total = int(cell["fmd_rounds"]) + int(cell["fx_rounds"])
     return [(int(t), f"{method}_err_t{t:03d}") for t in checkpoint_rounds(total, int(cell["checkpoint_every"]))]
+
+
+def design_trace(d, cov_low, cov_high):
+    """Expected :math:`\\operatorname{tr}\\Sigma_l` of the design: ``d`` times the mean of the
+    log-uniform law on ``[cov_low, cov_high]`` (:func:`mixreg.problems.diagonal_covariances`)."""
+    if cov_high == cov_low:
+        return float(d * cov_low)
+    return float(d * (cov_high - cov_low) / np.log(cov_high / cov_low))
 
 
 def phase1_curve(history, groups, theta_star):
@@ -105,12 +181,13 @@ def phase1_curve(history, groups, theta_star):
 
 
 def geometric_rate(theta_path, *, fraction=0.5, tiny=1e-9):
-    """Measured per-round contraction of an iteration, from its path of iterates.
+    """Per-round contraction of an iteration *fitted* to its path (kept for other experiments).
 
     With :math:`e_t = \\max_l \\lVert \\theta_{l,t} - \\theta_{l,T} \\rVert` (distance to the last
     iterate, a proxy of the fixed point), the rate is :math:`\\exp` of the least-squares slope of
     :math:`\\log e_t` over rounds ``1 <= t <= fraction * T`` with
-    :math:`e_t > \\text{tiny} \\cdot e_0` (round 0 is skipped: labels still settle).
+    :math:`e_t > \\text{tiny} \\cdot e_0`.  :func:`measured_contraction` measures it instead,
+    against the exact fixed point of the settled labels.
 
     Parameters
     ----------
@@ -134,8 +211,263 @@ def geometric_rate(theta_path, *, fraction=0.5, tiny=1e-9):
     return float(np.exp(slope))
 
 
+def decoded_labels(problem, theta_path):
+    r"""The ML decoder's labels :math:`\arg\min_l L_i(\theta_t, l)` at every iterate.
+
+    Parameters
+    ----------
+    problem : Problem
+    theta_path : ndarray of shape (T + 1, k, d)
+
+    Returns
+    -------
+    int array of shape (T + 1, m)
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        _, assign = training_loss(problem, theta_path)
+    return assign
+
+
+def labels_window(problem, labels_path, *, tolerance=LABEL_TOLERANCE):
+    """When the decoded labels stop moving, relative to the final decoding.
+
+    Parameters
+    ----------
+    problem : Problem
+    labels_path : int array of shape (T + 1, m)
+    tolerance : float in [0, 1)
+
+    Returns
+    -------
+    t0 : int
+        First round from which the labels differ from the last row on at most ``tolerance`` of
+        the data (weights :math:`n_i / N`) at every later round.
+    settle : int
+        First round from which they equal the last row exactly.
+    """
+    differs = labels_path != labels_path[-1]
+    data = differs.astype(np.float64) @ (problem.sizes / problem.N)
+    late = np.flatnonzero(data > tolerance)
+    changed = np.flatnonzero(differs.any(axis=1))
+    return int(late[-1] + 1) if late.size else 0, int(changed[-1] + 1) if changed.size else 0
+
+
+class LabelMapFixedPoints:
+    r"""Exact fixed points of Phase 2's map with the labels held fixed, for any labels.
+
+    With labels ``z`` model ``l`` follows :math:`\theta_l \mapsto \theta_l + \sum_{i: z_i = l}
+    w_i K_i (y_i - X_i\theta_l)` (:mod:`mixreg.algorithms.fedx`), whose fixed point solves
+    :math:`\sum_{i: z_i = l} w_i K_i X_i\, \theta = \sum_{i: z_i = l} w_i K_i y_i`.  Each
+    client's ``d x d`` block and ``d`` vector are computed once; a call sums them per label.
+    For FedAvg(1) and the true labels the fixed point is the known-label least squares.
+
+    Parameters
+    ----------
+    problem : Problem
+    step_size, local_solver, local_steps
+        As for :func:`mixreg.algorithms.fedx.fedx`.
+    """
+
+    def __init__(self, problem, step_size, local_solver="fedavg", local_steps=1):
+        KT = stacked_update_operators(problem, step_size, local_solver, local_steps)
+        X, y = problem.X.astype(np.float64), problem.y.astype(np.float64)
+        starts = problem.offsets[:-1]
+        self.k = problem.k
+        self.A = np.add.reduceat(KT[:, :, None] * X[:, None, :], starts, axis=0)  # (m, d, d)
+        self.b = np.add.reduceat(KT * y[:, None], starts, axis=0)  # (m, d)
+
+    def __call__(self, labels, start):
+        """Fixed point of shape (k, d) for ``labels`` (m,); a model no client chose stays at ``start``."""
+        out = np.array(start, dtype=np.float64)
+        for l in range(self.k):
+            mine = labels == l
+            if mine.any():
+                out[l] = np.linalg.lstsq(self.A[mine].sum(axis=0), self.b[mine].sum(axis=0), rcond=None)[0]
+        return out
+
+
+def measured_contraction(theta_path, fixed_points, t0, *, min_window=MIN_WINDOW, rel_tiny=1e-10):
+    r"""Per-round factor of an affine iteration whose labels may still flip, measured exactly.
+
+    Round ``t`` maps :math:`\theta_t` to :math:`\theta_{t+1}` with the labels decoded at
+    :math:`\theta_t`, an affine map with fixed point :math:`\theta^\infty_t`, so
+    :math:`r_t = \max_l \lVert\theta_{l,t+1} - \theta^\infty_{l,t}\rVert /
+    \max_l \lVert\theta_{l,t} - \theta^\infty_{l,t}\rVert` is that round's contraction towards
+    its own fixed point (when the labels do not change, the product of the :math:`r_t` telescopes
+    to :math:`e_{t_1}/e_{t_0}`, :math:`e_t` the distance to the common fixed point).  The factor is
+    their geometric mean over the rounds ``t0 <= t`` whose distance is above rounding.
+
+    Parameters
+    ----------
+    theta_path : ndarray of shape (T + 1, k, d)
+    fixed_points : ndarray of shape (T, k, d)
+        Row ``t``: the fixed point of round ``t``'s map (rows before ``t0`` are not read).
+    t0 : int
+    min_window : int
+        Fewest rounds the window must hold.
+    rel_tiny : float
+        Rounds with :math:`e_t \le \text{rel\_tiny} \cdot \max(1, \max_l\lVert\theta^\infty_{l,t}
+        \rVert)` end the window (the iterate sits at its fixed point up to rounding).
+
+    Returns
+    -------
+    factor : float
+        ``nan`` if the window is shorter than ``min_window`` rounds.
+    window : int
+        Rounds used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> path = 0.9 ** np.arange(11)[:, None, None] * np.ones((11, 2, 3)) + 1.0
+    >>> measured_contraction(path, np.ones((10, 2, 3)), 2)
+    (0.9, 8)
+    """
+    path = np.asarray(theta_path, dtype=np.float64)
+    fixed = np.asarray(fixed_points, dtype=np.float64)
+    logs = []
+    for t in range(int(t0), fixed.shape[0]):
+        before = np.linalg.norm(path[t] - fixed[t], axis=1).max()
+        if not before > rel_tiny * max(1.0, float(np.linalg.norm(fixed[t], axis=1).max())):
+            break
+        after = np.linalg.norm(path[t + 1] - fixed[t], axis=1).max()
+        if not after > 0:  # landed on the fixed point exactly (or left the finite numbers)
+            break
+        logs.append(np.log(after / before))
+    if len(logs) < min_window:
+        return float("nan"), len(logs)
+    return float(np.round(np.exp(np.mean(logs)), 15)), len(logs)
+
+
+def pooled_training_loss(problem, theta):
+    """The pooled objective :math:`\\frac1N \\sum_i \\min_j \\lVert X_i\\theta_j - y_i\\rVert^2` of
+    each replica (IFCA with data weights minimises it).
+
+    Parameters
+    ----------
+    problem : Problem
+    theta : ndarray of shape (B, k, d)
+
+    Returns
+    -------
+    ndarray of shape (B,)
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    B, k, d = theta.shape
+    X, y = problem.X.astype(np.float64), problem.y.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r2 = np.square(X @ theta.reshape(B * k, d).T - y[:, None])
+        per_client = np.add.reduceat(r2, problem.offsets[:-1], axis=0).reshape(problem.m, B, k)
+        return per_client.min(axis=2).sum(axis=0) / problem.N
+
+
+def _best(loss, among):
+    """Index in ``among`` of the lowest finite loss (ties: the first), or ``None``."""
+    values = np.asarray(loss, dtype=np.float64)[among]
+    if not np.isfinite(values).any():
+        return None
+    return int(among[np.nanargmin(values)])
+
+
 def _curve_record(prefix, rounds, values):
     return {f"{prefix}_err_t{t:03d}": float(values[t]) if t < len(values) else float("nan") for t in rounds}
+
+
+def _nan_solver_record(name):
+    return {f"{name}_{key}": float("nan") for key in
+            ("final", "step", "misclustered_data", "window_start", "settle_round", "labels_right", "fixed_point_err",
+             "rate_measured", "rate_window", "rate_exact", "rounds_to_floor")}
+
+
+def _phase2(problem, name, centres, steps, local_steps, n_rounds, p1_curve, rounds):
+    """Phase 2 with one local solver over the step grid; the chosen run's curve and contraction."""
+    theta_star, k, d = problem.theta_star, problem.k, problem.d
+    out = {}
+    if not np.isfinite(centres).all():  # Phase 1 could not form k groups: Phase 2 has no start
+        out.update(_curve_record(name, rounds, np.concatenate([p1_curve, np.full(n_rounds, np.nan)])))
+        out.update(_nan_solver_record(name))
+        out[f"{name}_diverged"] = 0
+        return out
+    B = steps.size
+    res = fedx(problem, np.repeat(centres[None], B, axis=0), steps, local_solver=name, local_steps=local_steps,
+               n_rounds=n_rounds, history=True)
+    out[f"{name}_diverged"] = int(res.diverged.sum())
+    b = res.best_replica()  # the lowest final (1/2N) sum_i min_l L_i
+    if b is None:
+        out.update(_curve_record(name, rounds, np.concatenate([p1_curve, np.full(n_rounds, np.nan)])))
+        out.update(_nan_solver_record(name))
+        return out
+    eta = float(steps[b])
+    curve = np.concatenate([p1_curve, res.history.matched_max[1:, b]])
+    path = res.history.theta[:, b].astype(np.float64)
+    labels = decoded_labels(problem, path)
+    t0, settle = labels_window(problem, labels)
+    fixed_point = LabelMapFixedPoints(problem, eta, name, local_steps)
+    per_round = np.full((n_rounds, k, d), np.nan)
+    cache = {}
+    for t in range(t0, n_rounds):  # the fixed point of every round's map (cached by labels)
+        key = labels[t].tobytes()
+        if key not in cache:
+            cache[key] = fixed_point(labels[t], np.full((k, d), np.nan))
+        per_round[t] = np.where(np.isnan(cache[key]), path[t], cache[key])  # a model no one chose stays
+    final_fixed = fixed_point(labels[-1], path[-1])
+    floor = float(matched_max_distance(final_fixed, theta_star))
+    factor, window = measured_contraction(path, per_round, t0)
+    dist = res.history.matched_max[:, b]
+    above = np.flatnonzero(~(dist <= 2 * floor))
+    reached = float(above[-1] + 1) if above.size else 0.0
+    out.update(_curve_record(name, rounds, curve))
+    out.update({
+        f"{name}_final": float(curve[-1]),
+        f"{name}_step": eta,
+        f"{name}_misclustered_data": float(res.history.misclustered_data[-1, b]),
+        f"{name}_window_start": t0,
+        f"{name}_settle_round": settle,
+        f"{name}_labels_right": 1.0 - float(res.history.misclustered_data[-1, b]),
+        f"{name}_fixed_point_err": floor,
+        f"{name}_rate_measured": factor,
+        f"{name}_rate_window": window,
+        f"{name}_rate_exact": float(np.nanmax(fedx_linear_rates(problem, eta, name, local_steps,
+                                                                labels=labels[-1]))),
+        f"{name}_rounds_to_floor": reached if reached <= n_rounds else float("nan"),
+    })
+    return out
+
+
+def _ifca_runs(problem, cell, init_ss, total, rounds):
+    """The four IFCA runs (two aggregations x two starts), each over the step grid."""
+    d = problem.d
+    R = int(cell["ifca_restarts"])
+    gammas = np.asarray(cell["steps"], dtype=np.float64) / 2  # gamma = eta / 2 (see the module docstring)
+    L = gammas.size
+    inits = initial_parameters(problem, R, "gaussian", rng=np.random.default_rng(init_ss),
+                               scale=float(cell["separation"]) / np.sqrt(2 * d))
+    theta0 = np.concatenate([np.repeat(inits, L, axis=0), np.repeat(problem.theta_star[None], L, axis=0)])
+    starts = {"random": np.arange(R * L), "truth": R * L + np.arange(L)}
+    out, diverged = {}, 0
+    for aggregation in ("clients", "data"):
+        res = ifca(problem, theta0, np.tile(gammas, R + 1), n_rounds=total, aggregation=aggregation)
+        diverged += int(res.diverged.sum())
+        loss = res.train_loss if aggregation == "clients" else pooled_training_loss(problem, res.theta)
+        loss = np.where(res.diverged, np.nan, loss)
+        names = [name for name, (agg, _) in IFCA_RUNS.items() if agg == aggregation]
+        chosen = {name: _best(loss, starts[IFCA_RUNS[name][1]]) for name in names}
+        keep = [name for name in names if chosen[name] is not None]
+        if keep:  # rerun the chosen runs alone, with a history, for their curves
+            idx = np.array([chosen[name] for name in keep])
+            again = ifca(problem, theta0[idx], res.step_sizes[idx], n_rounds=total, aggregation=aggregation,
+                         history=True)
+        for name in names:
+            if chosen[name] is None:
+                curve, step = np.full(total + 1, np.nan), float("nan")
+            else:
+                j = keep.index(name)
+                curve, step = again.history.matched_max[:, j], float(res.step_sizes[chosen[name]])
+            out.update(_curve_record(name, rounds, curve))
+            out[f"{name}_final"] = float(curve[-1]) if len(curve) == total + 1 else float("nan")
+            out[f"{name}_step"] = step
+    out["ifca_diverged"] = diverged
+    return out
 
 
 def two_phase_trial(cell, seed):
@@ -150,11 +482,9 @@ def two_phase_trial(cell, seed):
         (:func:`mixreg.problems.diagonal_covariances`; both 1 for the identity).
         Anchors: ``anchor_mode, n_anchors`` (ignored for ``"per_cluster"``), ``anchor_points``.
         Phase 1: ``fmd_rounds, fmd_sampling, fmd_anchor_sampling, fmd_step_constant, fmd_clients``
-        (0 = default).
-        Phase 2: ``fx_rounds, fedavg_steps, fedavg_step, fedprox_step``.
-        IFCA: ``ifca_restarts`` and ``ifca_steps`` (comma-separated step sizes; every restart
-        and the oracle start run with each, the lowest final training loss is kept).  Output:
-        ``checkpoint_every``.
+        (0 = default).  Phase 2: ``fx_rounds, fedavg_steps``.  Step sizes: ``steps``, the grid
+        of :math:`\\eta` (FedX; IFCA runs :math:`\\gamma = \\eta/2`).  IFCA: ``ifca_restarts``.
+        Output: ``checkpoint_every``.
     seed : numpy.random.SeedSequence
         Spawns four streams: data, anchors, Phase 1, IFCA initialisations.
 
@@ -166,10 +496,14 @@ def two_phase_trial(cell, seed):
     spec = ProblemSpec.from_cell(cell, TWO_PHASE_CELLS)
     problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
                                          np.random.default_rng(anchor_ss))
-    k, d, separation, theta_star = spec.k, spec.d, spec.scale, problem.theta_star
+    k, d, theta_star = spec.k, spec.d, problem.theta_star
     T1, T2 = int(cell["fmd_rounds"]), int(cell["fx_rounds"])
     total = T1 + T2
     rounds = checkpoint_rounds(total, int(cell["checkpoint_every"]))
+    steps = np.asarray(cell["steps"], dtype=np.float64)
+    s = int(cell["fedavg_steps"])
+    fractions = problem.cluster_sizes / problem.N
+    trace = design_trace(d, float(cell["cov_low"]), float(cell["cov_high"]))
     out = {}
 
     # Phase 1, then Phase 2 with each local solver
@@ -184,53 +518,40 @@ def two_phase_trial(cell, seed):
                fmd_clients_per_round=p1.clients_per_round, fmd_anchor_pairs=p1.anchor_pairs,
                fmd_anchor_clusters=int(np.unique(problem.labels[anchors]).size),
                fmd_time=time.perf_counter() - start)
-    solvers = {"fedavg": (float(cell["fedavg_step"]), int(cell["fedavg_steps"])),
-               "fedprox": (float(cell["fedprox_step"]), 1)}
-    for name, (eta, steps) in solvers.items():
+    for name in SOLVERS:
         start = time.perf_counter()
-        predicted = float(np.nanmax(fedx_linear_rates(problem, eta, name, steps)))
-        if np.isfinite(p1.centres).all():
-            res = fedx(problem, p1.centres, eta, local_solver=name, local_steps=steps, n_rounds=T2, history=True)
-            curve = np.concatenate([p1_curve, res.history.matched_max[1:, 0]])
-            final, rate = float(curve[-1]), geometric_rate(res.history.theta[:, 0])
-            miscl = float(res.history.misclustered_data[-1, 0])
-            diverged = bool(res.diverged[0])
-        else:  # Phase 1 could not form k groups: Phase 2 has no start
-            curve = np.concatenate([p1_curve, np.full(T2, np.nan)])
-            final = rate = miscl = float("nan")
-            diverged = False
-        out.update(_curve_record(name, rounds, curve))
-        out.update({f"{name}_final": final, f"{name}_rate": rate, f"{name}_rate_linear": predicted,
-                    f"{name}_misclustered_data": miscl, f"{name}_diverged": diverged,
-                    f"{name}_time": time.perf_counter() - start})
+        local_steps = s if name == "fedavg" else 1
+        out.update(_phase2(problem, name, p1.centres, steps, local_steps, T2, p1_curve, rounds))
+        eta = out[f"{name}_step"]
+        predictable = np.isfinite(eta) and local_steps == 1  # derived for FedAvg(1) and FedProx
+        theory = dict(sizes=problem.sizes, cov_trace=trace) if name == "fedprox" else {}
+        out[f"{name}_rate_predicted"] = float(sxy_predicted_contraction(
+            eta, fractions, float(cell["cov_low"]), float(cell["cov_high"]), name, **theory)) if predictable \
+            else float("nan")
+        out[f"{name}_C1_predicted"] = float(sxy_contraction_constant(eta, float(cell["cov_low"]), name, **theory)) \
+            if predictable else float("nan")
+        out[f"{name}_rate_linear"] = float(np.nanmax(fedx_linear_rates(problem, eta, name, local_steps))) \
+            if np.isfinite(eta) else float("nan")
+        out[f"{name}_time"] = time.perf_counter() - start
 
-    # IFCA: random restarts x step sizes, and the oracle start x step sizes, in one batch
+    # IFCA: two aggregations x (random starts, the truth) x step sizes
     start = time.perf_counter()
-    R = int(cell["ifca_restarts"])
-    steps = np.asarray(cell["ifca_steps"], dtype=np.float64)
-    L = steps.size
-    inits = initial_parameters(problem, R, "gaussian", rng=np.random.default_rng(init_ss),
-                               scale=separation / np.sqrt(2 * d))
-    theta0 = np.concatenate([np.repeat(inits, L, axis=0), np.repeat(theta_star[None], L, axis=0)])
-    res = ifca(problem, theta0, np.tile(steps, R + 1), n_rounds=total, history=True)
-    for name, replicas in (("ifca", np.arange(R * L)), ("oracle", R * L + np.arange(L))):
-        b = res.best_replica(among=replicas)  # the run a user would keep: lowest training loss
-        curve = np.full(total + 1, np.nan) if b is None else res.history.matched_max[:, b]
-        out.update(_curve_record(name, rounds, curve))
-        out[f"{name}_final"] = float(curve[-1]) if len(curve) == total + 1 else float("nan")
-        out[f"{name}_step"] = float("nan") if b is None else float(res.step_sizes[b])
-    out.update(ifca_diverged=int(res.diverged.sum()), ifca_time=time.perf_counter() - start)
+    out.update(_ifca_runs(problem, cell, init_ss, total, rounds))
+    out["ifca_time"] = time.perf_counter() - start
 
-    # floor and theory inputs
+    # the exact fixed points with the true labels, and the theory's inputs
     w = problem.sizes / problem.N
     nu1, nu2 = sxy_nu_terms(problem.sizes, d, k)
     out.update(
         ls_err=float(matched_max_distance(known_label_least_squares(problem), theta_star)),
+        cwls_err=float(matched_max_distance(client_weighted_least_squares(problem), theta_star)),
         p_min_realised=problem.p_min,
-        p_min_data=float((problem.cluster_sizes / problem.N).min()),
+        p_min_data=float(fractions.min()),
+        p_max_data=float(fractions.max()),
         chi2=chi_square_from_uniform(w),
         nu1=nu1,
         nu2=nu2,
+        cov_trace=trace,
         N=problem.N,
         single_point_clients=float(np.mean(problem.sizes == 1)),
         separation_realised=problem.separation,

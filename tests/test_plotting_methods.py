@@ -29,6 +29,7 @@ from mixreg.plotting import (  # noqa: E402
     plot_two_phase_scaling,
     rule_title,
 )
+from mixreg.plotting import plot_two_phase_contraction, plot_two_phase_rounds  # noqa: E402
 from mixreg.trials import SUCCESS_RULES  # noqa: E402
 from mixreg.trials_two_phase import CURVE_METHODS  # noqa: E402
 
@@ -36,8 +37,8 @@ STYLES = [*METHODS.values(), *RULES.values()]
 
 
 def test_registry_holds_the_methods_and_rules_the_records_name():
-    assert set(CURVE_METHODS) | {"ls"} <= set(METHODS)
-    assert {"ifca", "oracle", "fedavg", "fedprox", "ls"} <= set(METHODS)
+    assert set(CURVE_METHODS) | {"ls", "cwls"} <= set(METHODS)
+    assert {"ifca", "oracle", "ifca_data", "oracle_data", "fedavg", "fedprox", "ls", "cwls"} <= set(METHODS)
     assert set(RULES) == set(SUCCESS_RULES) == {"official", "honest", "oracle"}
     assert all(key == style.name for registry in (METHODS, RULES) for key, style in registry.items())
 
@@ -60,8 +61,11 @@ def test_labels_are_non_empty_and_styles_are_drawable(style):
 
 def test_the_current_texts_are_kept():
     assert method_label("fedavg") == "FMD → FedAvg(s)"
-    assert method_label("ifca") == "IFCA, random init (best of restarts by training loss)"
-    assert method_label("oracle") == "IFCA started at θ* (oracle)"
+    assert method_label("ifca") == ("IFCA (Algorithm 2, client weights 1/m), random init (best of restarts by "
+                                    "training loss)")
+    assert method_label("oracle") == "IFCA (Algorithm 2, client weights 1/m) started at θ* (oracle)"
+    assert method_label("ifca_data", short=True) == "IFCA (data weights)"
+    assert method_label("cwls") == "client-weighted least squares (IFCA's fixed point with the true labels)"
     assert method_label("fedprox") == "FMD → FedProx"
     assert method_label("ls") == "known-label least squares"
     assert rule_title("official") == "official rule: best of all runs by distance to truth"
@@ -82,7 +86,8 @@ def test_method_label_fills_the_templates():
         method_label("fedavg", t=3)
     with pytest.raises(ValueError, match=r"takes parameters \[\], got \['s'\]"):
         method_label("ifca", s=3)
-    with pytest.raises(ValueError, match="method must be one of ifca, oracle, fedavg, fedprox, ls, got 'sgd'"):
+    with pytest.raises(ValueError, match="method must be one of ifca, oracle, fedavg, fedprox, ls, ifca_data, "
+                                         "oracle_data, cwls, got 'sgd'"):
         method_label("sgd")
 
 
@@ -181,4 +186,40 @@ def test_scaling_figure_takes_labels_and_colours_from_the_registry():
         for key, container in zip(keys, drawn):
             assert matplotlib.colors.to_rgba(container.lines[0].get_color()) == _rgba(key)
             assert container.lines[0].get_marker() == METHODS[key].marker
+    plt.close(fig)
+
+
+def test_rounds_panels_take_labels_and_colours_from_the_registry():
+    rounds = np.arange(0, 21, 5)
+    keys = ("ifca", "oracle", "ifca_data", "oracle_data")
+    curves = [dict(key=key, rounds=rounds, median=np.exp(-rounds / (5.0 + j)), low=0.8 * np.exp(-rounds / (5.0 + j)),
+                   high=1.2 * np.exp(-rounds / (5.0 + j))) for j, key in enumerate(keys)]
+    theory = [dict(key="fedavg", rounds=rounds, values=np.exp(-rounds / 4.0), linestyle="--", label="prediction")]
+    panels = [dict(title="left", curves=curves, floors=[("ls", 1e-3, None), ("cwls", 2e-3, None)]),
+              dict(title="right", curves=[dict(curves[0], key="fedavg")], theory=theory)]
+    fig = plot_two_phase_rounds(panels, switch_round=5, title="t", footnote="f")
+    left, right = fig.axes
+    assert [t.get_text() for t in left.get_legend().get_texts()] == \
+        [method_label(k) for k in keys] + [method_label("ls"), method_label("cwls")]
+    colours = _line_colours(left)
+    for key in (*keys, "ls", "cwls"):
+        assert colours[method_label(key)] == _rgba(key), key
+    assert _line_colours(right)["prediction"] == _rgba("fedavg")
+    assert [ax.get_title() for ax in fig.axes] == ["left", "right"]
+    plt.close(fig)
+
+
+def test_contraction_figure_takes_labels_and_colours_from_the_registry():
+    rng = np.random.default_rng(0)
+    solvers = [dict(key=key, predicted=rng.uniform(0.9, 0.99, 6), measured=rng.uniform(0.9, 0.99, 6),
+                    exact=rng.uniform(0.9, 0.99, 6), p=rng.uniform(0.05, 0.3, 6), C1=np.full(6, 0.5),
+                    rounds=rng.uniform(10, 50, 6), rounds_predicted=rng.uniform(10, 50, 6))
+               for key in ("fedavg", "fedprox")]
+    solvers[1]["measured"][0] = np.nan  # a trial without a measured factor is left out
+    fig = plot_two_phase_contraction(solvers, title="t", footnote="f")
+    texts = _legend_texts(fig)
+    for key in ("fedavg", "fedprox"):
+        assert f"{method_label(key)}: measured" in texts
+        assert f"{method_label(key)}: C₁ p_min, C₁ = 0.5 (median derived)" in texts
+    assert len(fig.axes) == 3
     plt.close(fig)

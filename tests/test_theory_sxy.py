@@ -11,12 +11,15 @@ from mixreg.metrics import matched_max_distance
 from mixreg.problems import client_sizes, make_problem
 from mixreg.theory import (
     chi_square_from_uniform,
+    sxy_contraction_constant,
     sxy_floor_term,
     sxy_nu,
     sxy_nu_terms,
     sxy_phase2_bound,
     sxy_phase2_fixed_point,
     sxy_phase2_recursion,
+    sxy_predicted_contraction,
+    sxy_rounds_to_floor,
 )
 
 
@@ -120,3 +123,61 @@ def test_phase2_contracts_to_a_floor(seed, p_min, law, sigma, solver):
     assert np.all(dist[1:] <= bound), (np.flatnonzero(dist[1:] > bound), dist, floor)
     assert dist[-1] <= floor / (C1 * p)  # at or below the recursion's fixed point
     assert dist[-1] < 0.25 * dist[0]  # and it did contract, well below epsilon
+
+
+# --------------------------------------------------------------------------------------------
+# The contraction constant C1, derived in advance (module docstring of mixreg.theory._sxy)
+# --------------------------------------------------------------------------------------------
+
+
+def test_fedavg_constant_and_predicted_factor():
+    assert sxy_contraction_constant(0.8, 0.5) == pytest.approx(0.4)
+    # no overshoot: the slow end of the smallest cluster, 1 - C1 p_min
+    p = [0.1, 0.4, 0.5]
+    assert sxy_predicted_contraction(1.0, p, 0.5, 2.0) == pytest.approx(1 - 0.5 * 0.1)
+    # a large cluster overshoots: |1 - eta p lambda_max| wins
+    assert sxy_predicted_contraction(2.0, [0.1, 0.9], 0.5, 2.0) == pytest.approx(2 * 0.9 * 2 - 1)
+    # empty clusters are ignored
+    assert sxy_predicted_contraction(1.0, [0.0, 0.2, 0.8], 1.0, 1.0) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="needs the client sizes"):
+        sxy_contraction_constant(1.0, 0.5, "fedprox")
+    with pytest.raises(ValueError, match="fractions"):
+        sxy_predicted_contraction(1.0, [1.5], 0.5, 2.0)
+
+
+def test_fedprox_constant_limits():
+    """C1 -> eta lam / (1 + eta lam) for large clients, eta lam / (1 + eta (lam + tr)) for one-point
+    clients, always < 1 and increasing in eta."""
+    big = sxy_contraction_constant(2.0, 0.5, "fedprox", sizes=np.full(10, 10**9), cov_trace=5.0)
+    assert big == pytest.approx(1.0 / 2.0, rel=1e-6)
+    one = sxy_contraction_constant(2.0, 0.5, "fedprox", sizes=np.ones(10, dtype=int), cov_trace=5.0)
+    assert one == pytest.approx(1.0 / (1 + 2.0 * 5.5))
+    values = [sxy_contraction_constant(eta, 0.5, "fedprox", sizes=np.array([1, 5, 50]), cov_trace=10.0)
+              for eta in (0.1, 1.0, 10.0, 1e4)]
+    assert np.all(np.diff(values) > 0) and values[-1] < 1
+
+
+@pytest.mark.parametrize("n,m,d", [(400, 40, 4), (1, 6000, 10)])
+@pytest.mark.parametrize("eta", [0.5, 1.0])
+def test_predicted_factor_matches_the_exact_linear_rate(n, m, d, eta):
+    """With Sigma = I the predictions are exact up to the sample covariance and ||x||^2 ~ tr Sigma:
+    1 - rate within 10% of the exact gap (fedx_linear_rates, computed from the data), for FedAvg(1)
+    and, in the two limits of its derivation (n_i >> d and n_i = 1), for FedProx."""
+    from mixreg.algorithms.fedx import fedx_linear_rates
+
+    pb = make_problem(m, 2, n, d, 0.1, 2.0, rng=np.random.default_rng(n + m), protocol="gaussian",
+                      proportions=[0.25, 0.75])
+    p = pb.cluster_sizes / pb.N
+    for solver, extra in (("fedavg", {}), ("fedprox", dict(sizes=pb.sizes, cov_trace=float(d)))):
+        exact = np.nanmax(fedx_linear_rates(pb, eta, solver))
+        predicted = sxy_predicted_contraction(eta, p, 1.0, 1.0, solver, **extra)
+        assert (1 - exact) / (1 - predicted) == pytest.approx(1.0, abs=0.1), solver
+        C1 = sxy_contraction_constant(eta, 1.0, solver, **extra)
+        assert predicted == pytest.approx(1 - C1 * p.min())
+
+
+def test_rounds_to_floor():
+    assert sxy_rounds_to_floor(0.95, np.exp(-2)) == pytest.approx(2 / 0.05)
+    assert np.isnan(sxy_rounds_to_floor(0.9, 1.5)) and np.isnan(sxy_rounds_to_floor(0.9, 0.0))
+    with pytest.raises(ValueError, match="rate"):
+        sxy_rounds_to_floor(1.0, 0.1)

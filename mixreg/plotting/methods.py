@@ -9,7 +9,9 @@ Two mappings, because the two experiments use the word "oracle" for different th
 
 * :data:`METHODS`: the algorithms of the two-phase experiment (``experiments/two_phase.py``),
   keyed by the method names of its records (``ifca``, ``oracle`` = IFCA started at
-  :math:`\\theta^*`, ``fedavg``, ``fedprox``, ``ls`` = known-label least squares);
+  :math:`\\theta^*`, both with Algorithm 2's client weights; ``ifca_data``, ``oracle_data`` =
+  the same with data weights :math:`n_i/N`, a control; ``fedavg``, ``fedprox``; ``ls`` =
+  known-label least squares, ``cwls`` = client-weighted least squares);
 * :data:`RULES`: the success rules of the IFCA success experiment
   (:data:`mixreg.trials.SUCCESS_RULES`: ``official``, ``honest``, ``oracle`` = known-label least
   squares as a ceiling), whose labels are the panel titles of
@@ -78,12 +80,19 @@ def _registry(*styles):
 
 #: The algorithms of the two-phase experiment, in the order their legends list them.
 METHODS = _registry(
-    MethodStyle("ifca", "IFCA, random init (best of restarts by training loss)", "#c51b7d", "v", "-",
-                short="IFCA"),
-    MethodStyle("oracle", "IFCA started at θ* (oracle)", "#e08214", "^", "-", short="IFCA from θ*"),
+    MethodStyle("ifca", "IFCA (Algorithm 2, client weights 1/m), random init (best of restarts by training loss)",
+                "#c51b7d", "v", "-", short="IFCA"),
+    MethodStyle("oracle", "IFCA (Algorithm 2, client weights 1/m) started at θ* (oracle)", "#e08214", "^", "-",
+                short="IFCA from θ*"),
     MethodStyle("fedavg", "FMD → FedAvg({s})", "#1b7837", "o", "-", short="FedAvg({s})"),
     MethodStyle("fedprox", "FMD → FedProx", "#5aae61", "s", "-", short="FedProx"),
     MethodStyle("ls", "known-label least squares", "0.35", "D", "-", short="known-label LS"),
+    MethodStyle("ifca_data", "IFCA with data weights n_i/N (control), random init (best of restarts by training "
+                "loss)", "#542788", "<", "--", short="IFCA (data weights)"),
+    MethodStyle("oracle_data", "IFCA with data weights n_i/N (control), started at θ*", "#b35806", ">", "--",
+                short="IFCA (data weights) from θ*"),
+    MethodStyle("cwls", "client-weighted least squares (IFCA's fixed point with the true labels)", "0.6", "P", "-",
+                short="client-weighted LS"),
 )
 
 #: The success rules of the IFCA success experiment; ``label`` is the panel title (and, for the

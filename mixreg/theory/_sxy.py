@@ -1,4 +1,4 @@
-"""Su, Xu and Yang (NeurIPS 2022), Phase 2: FedX + clustering.
+r"""Su, Xu and Yang (NeurIPS 2022), Phase 2: FedX + clustering.
 
 Theorem (slide "Theoretical guarantee for Phase 2"): if ``d(theta_T, theta*) <= epsilon``, then
 w.h.p. for all ``t >= T``::
@@ -11,13 +11,65 @@ on ``[M]``.  Global theorem: Phase 2 for ``Theta(rho^-1 log(1/nu))`` rounds reac
 ``d <~ nu log(1/nu) / p_min``.  The constants ``C1..C4`` are universal but unstated; every
 function takes them as arguments with unit defaults ("unit constants"), and a figure must say
 whether it used unit or fitted ones.
+
+The contraction constant, derived in advance
+--------------------------------------------
+:math:`C_1` is not fitted: it follows from the step size and the feature covariances before
+any data is seen (:func:`sxy_contraction_constant`, :func:`sxy_predicted_contraction`).
+
+*FedAvg(1).* With weights :math:`w_i = n_i / N` and the labels right, the clients of cluster
+``l`` move its model by :math:`-\eta \sum_{i \in S_l} w_i \nabla \ell_i(\theta_l)`, whose
+linear part is :math:`\eta \sum_{i \in S_l} w_i H_i = \eta (N_l / N) \hat H_l`
+(:math:`H_i = X_i^\top X_i / n_i`, :math:`\hat H_l` the pooled covariance of the cluster's
+:math:`N_l` points).  So the error to the fixed point
+(the known-label least squares) moves by :math:`I - \eta (N_l/N) \hat H_l` per round, and
+with :math:`\hat H_l \approx \Sigma_l` the factor is
+:math:`\max_l \max_{\lambda \in \operatorname{spec}(\Sigma_l)} |1 - \eta (N_l/N) \lambda|`.
+With :math:`\operatorname{spec}(\Sigma_l) \subset [\lambda_-, \lambda_+]` (``cov_low``,
+``cov_high``) the extremes of :math:`|1 - a\lambda|` sit at the ends of the interval, so the
+predicted worst factor is :math:`\max_l \max(|1 - \eta p_l \lambda_-|, |1 - \eta p_l
+\lambda_+|)`, :math:`p_l = N_l/N`.  When no cluster overshoots,
+:math:`\eta\, p_{max} \lambda_+ \le 2 - \eta\, p_{min} \lambda_-` (always true for
+:math:`\eta \le 1 / \lambda_+`), it is the slow end of the smallest cluster,
+
+.. math:: 1 - C_1 p_{min}, \qquad C_1 = \eta \lambda_- ,
+
+with :math:`p_{min}` the smallest data fraction :math:`N_l / N`.  The approximation
+:math:`\hat H_l \approx \Sigma_l` is the only one (finite :math:`N_l` moves
+:math:`\lambda_{min}(\hat H_l)` by about a factor :math:`(1 \pm \sqrt{d/N_l})^2`), and
+:math:`\lambda_{min}(\Sigma_l) \ge \lambda_-` makes the prediction the *worst* factor
+allowed by the design, not the realised one.
+
+*FedProx.* The local step is :math:`(H_i + I/\eta)^{-1} H_i` applied to the error, a spectral
+function of :math:`H_i` with values in :math:`[0, 1)`, so no cluster ever overshoots.  Along an
+eigen-direction of :math:`\Sigma_l` with eigenvalue :math:`\lambda`, a client of :math:`n` points
+moves the error by about :math:`\eta\lambda / (1 + \eta(\lambda + \operatorname{tr}\Sigma / n))`:
+exact as :math:`n \to \infty` (:math:`H_i \to \Sigma`, giving
+:math:`\eta\lambda/(1 + \eta\lambda)`), and for :math:`n = 1` up to
+:math:`\lVert x\rVert^2 \approx \operatorname{tr}\Sigma` (the step of a one-point client
+is :math:`\eta\, x x^\top / (1 + \eta \lVert x\rVert^2)`); in between an interpolation (the
+:math:`n` rows of :math:`X_i` are nearly orthogonal, :math:`X_i X_i^\top \approx
+\operatorname{tr}\Sigma\, I`, while :math:`n \ll d`).  Summed with weights :math:`w_i` over the
+clients of cluster ``l`` (client sizes independent of the labels, so the cluster's size mix is
+the population's), the slowest direction gives
+
+.. math:: 1 - C_1 p_{min}, \qquad C_1 = \sum_i w_i \frac{\eta \lambda_-}
+          {1 + \eta(\lambda_- + \operatorname{tr}\Sigma / n_i)} < 1 ,
+
+so FedProx never contracts faster than :math:`1 - p_{min}` however large :math:`\eta`, and
+clients much smaller than :math:`\eta \operatorname{tr}\Sigma` barely move the models.
+
+*Rounds to the floor.* The global theorem runs Phase 2 for :math:`\Theta(\rho^{-1}
+\log(1/\nu))` rounds; we read :math:`\rho = C_1 p_{min}` (one minus the contraction factor,
+the slides leave :math:`\rho` undefined) and the floor as the recursion's fixed point
+:math:`C_2 \nu \log(1/\nu) / \rho` (:func:`sxy_rounds_to_floor`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_real
+from .._validation import check_choice, check_int, check_real
 
 __all__ = [
     "chi_square_from_uniform",
@@ -27,6 +79,9 @@ __all__ = [
     "sxy_phase2_bound",
     "sxy_phase2_recursion",
     "sxy_phase2_fixed_point",
+    "sxy_contraction_constant",
+    "sxy_predicted_contraction",
+    "sxy_rounds_to_floor",
 ]
 
 
@@ -176,3 +231,146 @@ def sxy_phase2_fixed_point(p_min, nu, *, C1=1.0, C2=1.0):
     """
     rate = _contraction(p_min, C1)
     return sxy_floor_term(nu, C2=C2) / (1.0 - rate)
+
+
+def _step_per_direction(step_size, lam, local_solver, sizes, cov_trace):
+    """Data-weighted move of the error along an eigen-direction ``lam`` of Sigma, per unit of data."""
+    if local_solver == "fedavg":
+        return step_size * lam
+    n, w = _size_weights(sizes)
+    return float(np.dot(w, step_size * lam / (1.0 + step_size * (lam + cov_trace / n))))
+
+
+def _contraction_inputs(step_size, cov_low, local_solver, sizes, cov_trace):
+    step_size = check_real("step_size", step_size, low=0.0, low_inclusive=False)
+    cov_low = check_real("cov_low", cov_low, low=0.0, low_inclusive=False)
+    check_choice("local_solver", local_solver, ("fedavg", "fedprox"))
+    if local_solver == "fedprox":
+        if sizes is None or cov_trace is None:
+            raise ValueError("local_solver='fedprox' needs the client sizes and cov_trace = tr(Sigma)")
+        cov_trace = check_real("cov_trace", cov_trace, low=0.0, low_inclusive=False)
+    return step_size, cov_low, cov_trace
+
+
+def sxy_contraction_constant(step_size, cov_low, local_solver="fedavg", *, sizes=None, cov_trace=None):
+    r"""The constant :math:`C_1` of the Phase-2 contraction :math:`1 - C_1 p_{min}`, derived in advance.
+
+    See the module docstring for the derivation.
+
+    .. math::
+
+        C_1^{	ext{FedAvg(1)}} = \eta \lambda_-, \qquad
+        C_1^{	ext{FedProx}} = \sum_i w_i rac{\eta \lambda_-}{1 + \eta(\lambda_- + \operatorname{tr}\Sigma / n_i)},
+        \quad w_i = n_i / 	extstyle\sum n .
+
+    Parameters
+    ----------
+    step_size : float > 0
+        :math:`\eta` of the local solver (FedAvg's gradient step on
+        :math:`\ell_i = rac{1}{2n_i}\lVert X_i	heta - y_i
+Vert^2`, or FedProx's proximal
+        parameter), as in :func:`mixreg.algorithms.fedx.fedx`.
+    cov_low : float > 0
+        :math:`\lambda_-`, a lower bound on the eigenvalues of every :math:`\Sigma_l`.
+    local_solver : {"fedavg", "fedprox"}
+        FedAvg with one local step (the derivation for ``s > 1`` steps is not made: with
+        one-point clients their local steps are unstable for :math:`\eta > 2/\lVert x
+Vert^2`).
+    sizes : int array of shape (M,), optional
+        Client sizes; needed by FedProx.
+    cov_trace : float > 0, optional
+        :math:`\operatorname{tr}\Sigma` (e.g. ``d`` times the mean eigenvalue of the design);
+        needed by FedProx.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> sxy_contraction_constant(1.0, 0.5)
+    0.5
+    >>> c = sxy_contraction_constant(1.0, 0.5, "fedprox", sizes=[1, 1000], cov_trace=10.0)
+    >>> round(c, 4)  # the 1000-point client dominates: about 0.5 / 1.51
+    0.3308
+    """
+    step_size, cov_low, cov_trace = _contraction_inputs(step_size, cov_low, local_solver, sizes, cov_trace)
+    return float(_step_per_direction(step_size, cov_low, local_solver, sizes, cov_trace))
+
+
+def sxy_predicted_contraction(step_size, fractions, cov_low, cov_high, local_solver="fedavg", *, sizes=None,
+                              cov_trace=None):
+    r"""Predicted worst per-round factor of Phase 2 with the labels right, from the design alone.
+
+    .. math::
+
+        \max_l \max_{\lambda \in \{\lambda_-, \lambda_+\}} |1 - p_l\, g(\lambda)|,
+        \qquad g(\lambda) = \eta\lambda \ 	ext{(FedAvg(1))}, \quad
+        g(\lambda) = \sum_i w_i rac{\eta\lambda}{1 + \eta(\lambda + \operatorname{tr}\Sigma/n_i)}
+        \ 	ext{(FedProx)},
+
+    with :math:`p_l = N_l / N` the data fractions.  It equals :math:`1 - C_1 p_{min}`
+    (:func:`sxy_contraction_constant`) unless a large cluster overshoots
+    (:math:`\eta\, p_{max} \lambda_+ > 2 - \eta\, p_{min}\lambda_-`, FedAvg only).
+
+    Parameters
+    ----------
+    step_size : float > 0
+    fractions : array_like of shape (k,)
+        Data fractions :math:`N_l / N` of the clusters (empty clusters, 0, are ignored).
+    cov_low, cov_high : float, 0 < cov_low <= cov_high
+        Bounds on the spectra of the :math:`\Sigma_l`.
+    local_solver, sizes, cov_trace
+        As for :func:`sxy_contraction_constant`.
+
+    Returns
+    -------
+    float
+        ``>= 1`` means the prediction is divergence (FedAvg with too large a step).
+
+    Examples
+    --------
+    >>> sxy_predicted_contraction(1.0, [0.1, 0.45, 0.45], 0.5, 2.0)  # 1 - (1 * 0.5) * 0.1
+    0.95
+    >>> round(sxy_predicted_contraction(2.0, [0.1, 0.9], 0.5, 2.0), 2)  # the large cluster overshoots
+    2.6
+    """
+    step_size, cov_low, cov_trace = _contraction_inputs(step_size, cov_low, local_solver, sizes, cov_trace)
+    cov_high = check_real("cov_high", cov_high, low=cov_low)
+    p = np.asarray(fractions, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0 or not np.isfinite(p).all() or np.any(p < 0) or np.any(p > 1):
+        raise ValueError(f"fractions must be a non-empty 1-D array of values in [0, 1], got {fractions!r}")
+    p = p[p > 0]
+    g = np.array([_step_per_direction(step_size, lam, local_solver, sizes, cov_trace) for lam in (cov_low, cov_high)])
+    return float(np.abs(1.0 - p[:, None] * g[None, :]).max())
+
+
+def sxy_rounds_to_floor(rate, nu):
+    r"""The global theorem's number of Phase-2 rounds, :math:`
+ho^{-1} \log(1/
+u)` (unit constant).
+
+    Parameters
+    ----------
+    rate : float in (0, 1)
+        Per-round contraction factor; :math:`
+ho = 1 - 	ext{rate}` (:math:`= C_1 p_{min}`).
+    nu : float >= 0
+
+    Returns
+    -------
+    float
+        ``nan`` when :math:`
+u \ge 1` (the theorem says nothing there) or :math:`
+u = 0`.
+
+    Examples
+    --------
+    >>> round(sxy_rounds_to_floor(0.9, 0.01), 2)  # log(100) / 0.1
+    46.05
+    """
+    rate = check_real("rate", rate, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    nu = check_real("nu", nu, low=0.0)
+    if nu == 0.0 or nu >= 1.0:
+        return float("nan")
+    return float(np.log(1.0 / nu) / (1.0 - rate))
