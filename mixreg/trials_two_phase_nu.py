@@ -1,0 +1,364 @@
+"""Trial function of the experiment on the terms of Su-Xu-Yang's :math:`\\nu`, one at a time.
+
+The Phase-2 theorem's floor is driven by
+
+.. math::
+
+    \\nu = \\underbrace{\\sum_i k\\, w_i\\, e^{-C_3 n_i}}_{\\nu_1\\ \\text{(small clients)}}
+        + \\underbrace{C_4 \\sqrt{\\frac{d k \\log k}{M} (\\chi^2(w) + 1)}}_{\\nu_2\\
+          \\text{(uniform deviation)}}, \\qquad w_i = n_i / N,
+
+and the global theorem's final error by :math:`\\nu \\log(1/\\nu) / p_{min}`.  To see each term
+act alone, the client sizes of a cell are not drawn: they are a deterministic
+:class:`SizeDesign`, so that ``M``, ``N``, :math:`\\chi^2(w)`, :math:`\\nu` and every cluster's
+data are the same in every trial of the cell and known before any trial runs.  (A
+:class:`mixreg.problems.ProblemSpec` draws sizes i.i.d. from a law, so ``N`` and
+:math:`\\chi^2(w)` would vary from trial to trial; that is why this module builds its problem from
+the generators :func:`~mixreg.problems.make_theta_star`,
+:func:`~mixreg.problems.diagonal_covariances` and
+:func:`~mixreg.problems.make_problem_from_parameters` directly.)
+
+A design has ``M`` ordinary clients holding ``N`` points, split over the clusters *stratified*:
+cluster 0 gets ``round(p_min M)`` clients, the others share the rest, and every cluster holds
+the same mean size ``N / M`` (so its data ``N_l`` are fixed too).  Within a cluster:
+
+* the nearest integer to ``tiny_fraction * c_l`` of *tiny* clients of ``n_tiny`` points;
+* the remaining (*bulk*) clients share the rest of the cluster's data: equally (sizes differ by
+  at most one) when ``chi2_target == 0``; otherwise ``q`` of them are *big* and the others hold
+  ``n_low`` points, with the number ``q`` of big clients chosen so that the cluster's
+  bulk sizes' :math:`\\chi^2` is closest to ``chi2_target`` (the realised value is reported).
+
+On top, ``k`` anchor clients (one per cluster, the journal version of Phase 1) of exactly
+``anchor_points`` points each: they are clients of the problem like any other (Phase 2 uses
+their data; they count in ``M_total``, ``N_total`` and in :math:`w`).
+
+:func:`two_phase_nu_trial` runs FMD -> FedAvg(s) and FMD -> FedProx (Phase 1 from
+:math:`\\theta_0 = 0`, then Phase 2 from the Phase-1 centres until it stops moving, as
+:mod:`mixreg.trials_two_phase` runs them) and known-label least squares (the oracle), and
+records the realised design quantities next to the errors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ._validation import check_int, check_real
+from .algorithms.fedx import fedx
+from .algorithms.moment_descent import moment_descent
+from .baselines import known_label_least_squares
+from .metrics import best_permutation, matched_max_distance, oracle_ls_floor
+from .problems import cluster_proportions, diagonal_covariances, make_problem_from_parameters, make_theta_star
+from .theory import chi_square_from_uniform, sxy_nu_terms
+
+__all__ = [
+    "SizeDesign",
+    "DESIGN_KEYS",
+    "nu_problem",
+    "two_phase_nu_trial",
+    "design_quantities",
+]
+
+#: The cell keys that define a :class:`SizeDesign` (the design's field names).
+DESIGN_KEYS = ("M", "N", "k", "p_min", "tiny_fraction", "n_tiny", "chi2_target", "n_low", "anchor_points")
+
+
+def _split(total, weights):
+    """Integers proportional to ``weights`` summing exactly to ``total`` (largest remainders)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    raw = total * weights / weights.sum()
+    out = np.floor(raw).astype(np.int64)
+    order = np.argsort(-(raw - out), kind="stable")
+    out[order[: total - out.sum()]] += 1
+    return out
+
+
+def _equal(count, total):
+    """``count`` sizes summing to ``total``, as equal as integers allow (larger first)."""
+    sizes = np.full(count, total // count, dtype=np.int64)
+    sizes[: total - sizes.sum()] += 1
+    return sizes
+
+
+def _spread(count, total, n_low, chi2):
+    """Bulk sizes: ``q`` big clients share what ``count - q`` clients of ``n_low`` leave (as equally
+    as integers allow), with ``q`` chosen so that the chi-square of the sizes is closest to ``chi2``."""
+    q = np.arange(1, count + 1, dtype=np.int64)
+    big = total - (count - q) * n_low
+    q, big = q[big >= q * n_low], big[big >= q * n_low]  # the big clients must not be smaller
+    b, r = big // q, big % q
+    squares = (count - q) * n_low**2 + r * (b + 1) ** 2 + (q - r) * b**2
+    chi2_of_q = count * squares / total**2 - 1.0
+    best = int(np.argmin(np.abs(chi2_of_q - chi2)[::-1]))  # ties: the most big clients
+    q = int(q[::-1][best])
+    return np.concatenate([_equal(q, total - (count - q) * n_low), np.full(count - q, n_low, dtype=np.int64)])
+
+
+@dataclass(frozen=True, kw_only=True)
+class SizeDesign:
+    """Deterministic client sizes and labels of one cell (see the module docstring).
+
+    Attributes
+    ----------
+    M : int >= 2k
+        Ordinary clients (the ``k`` anchors come on top).
+    N : int >= M
+        Their points.
+    k : int >= 2
+        Clusters.
+    p_min : float in (0, 1/k]
+        Fraction of the ordinary clients in cluster 0 (:func:`mixreg.problems.cluster_proportions`;
+        the realised ``p_min`` counts the anchors too).
+    tiny_fraction : float in [0, 1)
+        Fraction of each cluster's clients that are tiny.
+    n_tiny : int >= 1
+        Points of a tiny client.
+    chi2_target : float >= 0
+        Target chi-square of the sizes of each cluster's bulk clients; 0 gives equal bulk sizes
+        (the realised chi-square of the whole problem's weights, anchors included, is what
+        :func:`design_quantities` reports).
+    n_low : int >= 1
+        Size of the small bulk clients when ``chi2_target > 0`` (ignored otherwise); below the bulk's
+        mean size.
+    anchor_points : int >= 2
+        Points of each of the ``k`` anchors.
+
+    Examples
+    --------
+    >>> design = SizeDesign(M=100, N=800, k=2, p_min=0.3, tiny_fraction=0.5, anchor_points=20)
+    >>> labels, sizes = design.labels_and_sizes()
+    >>> int(sizes.size), int(sizes.sum()), int((sizes == 1).sum())
+    (102, 840, 50)
+    """
+
+    M: int
+    N: int
+    k: int
+    p_min: float
+    tiny_fraction: float = 0.0
+    n_tiny: int = 1
+    chi2_target: float = 0.0
+    n_low: int = 1
+    anchor_points: int
+
+    def __post_init__(self):
+        k = check_int("k", self.k, low=2)
+        M = check_int("M", self.M, low=2 * k)
+        check_int("N", self.N, low=M)
+        cluster_proportions(k, self.p_min)  # p_min in (0, 1/k]
+        check_real("tiny_fraction", self.tiny_fraction, low=0.0, high=1.0, high_inclusive=False)
+        check_int("n_tiny", self.n_tiny, low=1)
+        check_real("chi2_target", self.chi2_target, low=0.0)
+        check_int("n_low", self.n_low, low=1)
+        check_int("anchor_points", self.anchor_points, low=2)
+        for l, (count, data, tiny) in enumerate(zip(self.cluster_counts, self.cluster_data, self.tiny_counts)):
+            bulk, rest = count - tiny, data - tiny * self.n_tiny
+            if bulk < 1 or rest < bulk:
+                raise ValueError(
+                    f"cluster {l}: {tiny} tiny clients of n_tiny={self.n_tiny} points leave {bulk} bulk clients "
+                    f"{rest} points, fewer than one each; lower tiny_fraction or n_tiny, or raise N")
+            if self.chi2_target > 0 and self.n_low * bulk >= rest:
+                raise ValueError(
+                    f"n_low={self.n_low} must be below the bulk mean size of cluster {l}, {rest / bulk:.3g}, "
+                    "when chi2_target > 0 (the big clients must be bigger)")
+
+    @classmethod
+    def from_cell(cls, cell):
+        """The design of a cell (its :data:`DESIGN_KEYS`)."""
+        missing = [key for key in DESIGN_KEYS if key not in cell]
+        if missing:
+            raise ValueError(f"cell must hold the design key(s) {missing}, got keys {sorted(cell)}")
+        return cls(**{key: cell[key] for key in DESIGN_KEYS})
+
+    def to_cell(self):
+        """``{key: value}`` of :data:`DESIGN_KEYS`."""
+        return asdict(self)
+
+    @cached_property
+    def cluster_counts(self):
+        """Ordinary clients per cluster, int array of shape (k,)."""
+        counts = np.empty(self.k, dtype=np.int64)
+        counts[0] = max(1, int(round(self.p_min * self.M)))
+        counts[1:] = _split(self.M - counts[0], np.ones(self.k - 1))
+        return counts
+
+    @cached_property
+    def cluster_data(self):
+        """Ordinary points per cluster (proportional to the clients), int array of shape (k,)."""
+        return _split(self.N, self.cluster_counts)
+
+    @cached_property
+    def tiny_counts(self):
+        """Tiny clients per cluster, int array of shape (k,)."""
+        return np.rint(self.tiny_fraction * self.cluster_counts).astype(np.int64)
+
+    def cluster_sizes(self, l):
+        """Sizes of cluster ``l``'s ordinary clients: tiny ones first, then the bulk (int64)."""
+        count, data = int(self.cluster_counts[l]), int(self.cluster_data[l])
+        tiny = int(self.tiny_counts[l])
+        rest = data - tiny * self.n_tiny
+        bulk = (_equal(count - tiny, rest) if self.chi2_target == 0
+                else _spread(count - tiny, rest, self.n_low, self.chi2_target))
+        return np.concatenate([np.full(tiny, self.n_tiny, dtype=np.int64), bulk])
+
+    def labels_and_sizes(self):
+        """``(labels, sizes)``, int arrays of shape (M + k,): the anchors of clusters ``0..k-1``
+        first (client ``l`` is cluster ``l``'s anchor), then the ordinary clients cluster by cluster."""
+        sizes = [np.full(self.k, self.anchor_points, dtype=np.int64)]
+        labels = [np.arange(self.k, dtype=np.int64)]
+        for l in range(self.k):
+            s = self.cluster_sizes(l)
+            sizes.append(s)
+            labels.append(np.full(s.size, l, dtype=np.int64))
+        return np.concatenate(labels), np.concatenate(sizes)
+
+
+def design_quantities(design, *, d, sigma):
+    """What a design fixes, computed from its sizes alone (unit constants ``C3 = C4 = 1``).
+
+    Parameters
+    ----------
+    design : SizeDesign
+    d : int
+    sigma : float
+
+    Returns
+    -------
+    dict
+        ``M_total, N_total`` (anchors included), ``p_min_realised`` (smallest fraction of
+        clients, anchors included), ``N_min`` (smallest cluster's points), ``chi2`` of the
+        weights :math:`w_i = n_i / N_{total}`, ``nu1, nu2, nu`` (:func:`mixreg.theory.sxy_nu_terms`),
+        ``tiny_data`` (fraction of the points on tiny clients), ``mean_size`` (ordinary
+        clients) and ``ls_floor`` (:func:`mixreg.metrics.oracle_ls_floor` of the smallest
+        cluster, identity covariance: the known-label least-squares scale).
+    """
+    labels, sizes = design.labels_and_sizes()
+    k = design.k
+    per_cluster = np.bincount(labels, weights=sizes, minlength=k).astype(np.int64)
+    nu1, nu2 = sxy_nu_terms(sizes, d, k)
+    return dict(
+        M_total=int(sizes.size),
+        N_total=int(sizes.sum()),
+        p_min_realised=float(np.bincount(labels, minlength=k).min() / sizes.size),
+        N_min=int(per_cluster.min()),
+        chi2=chi_square_from_uniform(sizes / sizes.sum()),
+        nu1=nu1,
+        nu2=nu2,
+        nu=nu1 + nu2,
+        tiny_data=float(design.tiny_counts.sum() * design.n_tiny / sizes.sum()),
+        mean_size=float(design.N / design.M),
+        ls_floor=float(oracle_ls_floor(sigma, d, per_cluster).max()),
+    )
+
+
+def nu_problem(design, *, d, sigma, separation, cov_low, cov_high, rng):
+    """Draw a problem with the design's exact sizes and labels, clients in random order.
+
+    Draws, in order: :math:`\\theta^*` (``"gaussian"`` protocol, minimum separation
+    ``separation``), the order of the clients, the covariances (diagonal, spectrum log-uniform
+    in ``[cov_low, cov_high]``; none when both are 1), the data.
+
+    Returns
+    -------
+    problem : Problem
+    anchors : int array of shape (k,)
+        ``anchors[l]`` is the index of cluster ``l``'s anchor client.
+    """
+    labels, sizes = design.labels_and_sizes()
+    k = design.k
+    theta_star = make_theta_star(k, d, separation, protocol="gaussian", rng=rng)
+    order = rng.permutation(labels.size)
+    cov = None
+    if not cov_low == cov_high == 1.0:
+        cov = diagonal_covariances(k, d, rng=rng, low=cov_low, high=cov_high)
+    problem = make_problem_from_parameters(theta_star, labels[order], sizes[order], sigma, rng=rng, covariances=cov,
+                                           protocol="gaussian")
+    position = np.empty(labels.size, dtype=np.int64)
+    position[order] = np.arange(labels.size)
+    return problem, position[:k]
+
+
+def _misclustered_data(problem, theta, assignments):
+    """Fraction of the points on clients decoded to a model other than their true cluster's
+    match (models matched to the truth by the max-distance permutation)."""
+    perm = best_permutation(theta, problem.theta_star, objective="max")
+    if np.any(perm < 0):
+        return float("nan")
+    wrong = assignments != perm[problem.labels]
+    return float(problem.sizes[wrong].sum() / problem.N)
+
+
+def two_phase_nu_trial(cell, seed):
+    """One trial: a problem of the cell's :class:`SizeDesign`, the two-phase methods, the oracle.
+
+    Parameters
+    ----------
+    cell : dict
+        The design (:data:`DESIGN_KEYS`); the problem: ``d, sigma, separation, cov_low,
+        cov_high``; Phase 1: ``fmd_rounds, fmd_sampling, fmd_anchor_sampling,
+        fmd_step_constant``; Phase 2: ``fx_rounds`` (at most), ``fx_tol`` (stop once no
+        coordinate moves more than this in a round), ``fedavg_steps, fedavg_step, fedprox_step``.
+    seed : numpy.random.SeedSequence
+        Spawns two streams: the problem, Phase 1.
+
+    Returns
+    -------
+    dict of scalars
+        ``fmd_err``; per method ``fedavg`` and ``fedprox``: ``<m>_final`` (matched max distance
+        to :math:`\\theta^*`), ``<m>_misclustered_data``, ``<m>_rounds``, ``<m>_converged``,
+        ``<m>_diverged``, ``<m>_time``; ``ls_err`` (known-label least squares); the realised
+        ``M_total, N_total, p_min_realised, N_min, chi2, nu1, nu2, nu`` of the problem drawn.
+    """
+    data_ss, fmd_ss = seed.spawn(2)
+    design = SizeDesign.from_cell(cell)
+    d = int(cell["d"])
+    problem, anchors = nu_problem(design, d=d, sigma=float(cell["sigma"]), separation=float(cell["separation"]),
+                                  cov_low=float(cell["cov_low"]), cov_high=float(cell["cov_high"]),
+                                  rng=np.random.default_rng(data_ss))
+    theta_star, k = problem.theta_star, design.k
+    out = {}
+
+    start = time.perf_counter()
+    p1 = moment_descent(problem, anchors, k, rng=np.random.default_rng(fmd_ss), n_rounds=int(cell["fmd_rounds"]),
+                        sampling=cell["fmd_sampling"], anchor_sampling=cell["fmd_anchor_sampling"],
+                        step_constant=float(cell["fmd_step_constant"]))
+    started = bool(np.isfinite(p1.centres).all())
+    out.update(fmd_err=float(matched_max_distance(p1.centres, theta_star)) if started else float("nan"),
+               fmd_clustering=p1.clustering.method, fmd_time=time.perf_counter() - start)
+
+    solvers = {"fedavg": (float(cell["fedavg_step"]), int(cell["fedavg_steps"])),
+               "fedprox": (float(cell["fedprox_step"]), 1)}
+    for name, (eta, steps) in solvers.items():
+        start = time.perf_counter()
+        if started:
+            res = fedx(problem, p1.centres, eta, local_solver=name, local_steps=steps,
+                       n_rounds=int(cell["fx_rounds"]), tol=float(cell["fx_tol"]))
+            theta = res.theta[0].astype(np.float64)
+            final = float(matched_max_distance(theta, theta_star))
+            record = {f"{name}_final": final,
+                      f"{name}_misclustered_data": _misclustered_data(problem, theta, res.assignments[0]),
+                      f"{name}_rounds": int(res.n_rounds),
+                      f"{name}_converged": res.stop_reason.startswith("converged"),
+                      f"{name}_diverged": bool(res.diverged[0])}
+        else:  # Phase 1 gave no k centres: Phase 2 has no start
+            record = {f"{name}_final": float("nan"), f"{name}_misclustered_data": float("nan"),
+                      f"{name}_rounds": 0, f"{name}_converged": False, f"{name}_diverged": False}
+        record[f"{name}_time"] = time.perf_counter() - start
+        out.update(record)
+
+    nu1, nu2 = sxy_nu_terms(problem.sizes, d, k)
+    out.update(
+        ls_err=float(matched_max_distance(known_label_least_squares(problem), theta_star)),
+        M_total=problem.m,
+        N_total=problem.N,
+        p_min_realised=problem.p_min,
+        N_min=int(problem.cluster_sizes.min()),
+        chi2=chi_square_from_uniform(problem.sizes / problem.N),
+        nu1=nu1,
+        nu2=nu2,
+        nu=nu1 + nu2,
+    )
+    return out
