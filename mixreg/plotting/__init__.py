@@ -7,10 +7,23 @@ object-oriented API only, so it works under any backend (``Agg`` in scripts and 
 One private module per figure family, every public name re-exported here:
 
 * :mod:`mixreg.plotting._common`: :func:`save_figure` and the helpers every figure shares;
-* :mod:`mixreg.plotting._success`: IFCA's success probability against the separation
-  (``experiments/success_vs_R.py``);
-* :mod:`mixreg.plotting._two_phase`: Su-Xu-Yang's two-phase algorithm, error against rounds and
-  the scaling in ``M``, the size law and ``p_min`` (``experiments/two_phase.py``);
+* :mod:`mixreg.plotting._success`: IFCA's success probability against the separation, and the
+  collapse of the noise levels on a predicted scale (``experiments/success_vs_R.py``);
+* :mod:`mixreg.plotting._success_mn`: IFCA's success probability against the number of clients
+  and the points per client, with the predicted region where the known-label least-squares
+  error misses the threshold (``experiments/success_vs_mn.py``);
+* :mod:`mixreg.plotting._two_phase`: Su-Xu-Yang's two-phase algorithm, error against rounds
+  with the controls, the measured Phase-2 contraction (``experiments/two_phase.py``), and the
+  scaling in ``M``, the size law and ``p_min``;
+* :mod:`mixreg.plotting._two_phase_nu`: Su-Xu-Yang's :math:`\\nu` one term at a time, the fitted
+  exponents against the bound's and the held-out residual of its constant
+  (``experiments/two_phase_nu.py``);
+* :mod:`mixreg.plotting._ifca_mechanism`: IFCA against its theorems: the basin of the
+  initialisation, the misclustering exponent and the one-round contraction
+  (``experiments/ifca_basin.py``, ``ifca_misclustering.py``, ``ifca_contraction.py``);
+* :mod:`mixreg.plotting._phase1`: Su-Xu-Yang's Phase 1 with small anchors and a far start, its
+  error against ``n_A`` and ``d`` beside anchor least squares, and the clients it needs against
+  ``d`` and ``p_min`` (``experiments/two_phase_phase1.py``);
 * :mod:`mixreg.plotting.methods` (public): the one registry of method and success-rule names,
   labels, colours, markers and line styles (:data:`METHODS`, :data:`RULES`,
   :func:`method_label`, :func:`rule_title`), which every figure draws from.
@@ -19,15 +32,37 @@ One private module per figure family, every public name re-exported here:
 from __future__ import annotations
 
 from ._common import save_figure
-from ._success import plot_success_vs_separation
-from ._two_phase import plot_error_vs_rounds, plot_two_phase_scaling
+from ._error_floor import plot_error_floor
+from ._success import plot_success_collapse, plot_success_vs_separation
+from ._success_mn import plot_success_heatmap, plot_success_vs_m
+from ._two_phase import (
+    plot_error_vs_rounds,
+    plot_two_phase_contraction,
+    plot_two_phase_rounds,
+    plot_two_phase_scaling,
+)
+from ._two_phase_nu import plot_nu_sweeps
+from ._ifca_mechanism import plot_ifca_basin, plot_misclustering_exponent, plot_one_round_contraction
+from ._phase1 import plot_clients_needed, plot_phase1_error
 from .methods import METHODS, RULES, MethodStyle, method_label, rule_title
 
 __all__ = [
+    "plot_error_floor",
     "plot_success_vs_separation",
+    "plot_success_collapse",
+    "plot_success_vs_m",
+    "plot_success_heatmap",
     "save_figure",
     "plot_error_vs_rounds",
     "plot_two_phase_scaling",
+    "plot_two_phase_rounds",
+    "plot_two_phase_contraction",
+    "plot_nu_sweeps",
+    "plot_ifca_basin",
+    "plot_misclustering_exponent",
+    "plot_one_round_contraction",
+    "plot_phase1_error",
+    "plot_clients_needed",
     "MethodStyle",
     "METHODS",
     "RULES",

@@ -1,0 +1,246 @@
+"""Phase 1 of Su, Xu and Yang in its regime (``experiments/two_phase_phase1.py``): the error
+against the anchors' size and the dimension, and the clients needed against d and p_min."""
+
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib.ticker
+import numpy as np
+
+from ._common import _plain, plt
+
+__all__ = ["plot_phase1_error", "plot_clients_needed"]
+
+# The anchor versions are told apart by colour, the estimators by line style and marker.  (These
+# two methods are not in the registry of :mod:`mixreg.plotting.methods`, whose keys name the
+# algorithms of the two-phase experiment.)
+_MODE_COLOURS = {"random": "#762a83", "per_cluster": "#2166ac"}
+_METHOD_STYLES = {"fmd": ("-", "o"), "anchor": (":", "x"), "ls": ("--", "s")}
+_D_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
+_P_MARKERS = ("o", "s", "^", "D", "v", "P")
+_TARGET_STYLES = (":", (0, (5, 2, 1, 2)), (0, (1, 3)), "-.")
+
+
+def _wrap(text, width=70):
+    return "\n".join(textwrap.wrap(text, width)) if text else text
+
+
+def _arrays(*values):
+    return (np.asarray([np.nan if v is None else float(v) for v in vals], dtype=float) for vals in values)
+
+
+def _targets(ax, targets):
+    """Horizontal accuracy lines, each named at the right edge of the panel."""
+    for j, (value, label) in enumerate(targets):
+        if np.isfinite(value) and value > 0:
+            ax.axhline(value, color="0.45", lw=0.9, ls=_TARGET_STYLES[j % len(_TARGET_STYLES)])
+            ax.text(1.005, value, label, transform=ax.get_yaxis_transform(), fontsize=7.5, va="center",
+                    ha="left", color="0.3", clip_on=False)
+
+
+def _plain_log_axis(axis):
+    """Plain tick labels (0.3, 2, 500) on a log axis, minor ticks unlabelled."""
+    axis.axes.autoscale_view()
+    low, high = sorted(axis.get_view_interval())
+    decades = np.log10(high / low) if low > 0 and high > low else 1.0
+    subs = (1.0,) if decades > 2.5 else (1.0, 2.0, 5.0) if decades > 1.2 else (1.0, 2.0, 3.0, 5.0)
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10.0, subs=subs))
+    axis.set_major_formatter(plt.FuncFormatter(_plain))
+    axis.set_minor_formatter(plt.NullFormatter())
+
+
+def plot_phase1_error(panels, *, targets=(), title=None, footnote=None):
+    """Phase 1's error beside the anchors' own least squares, one log-log panel per swept axis.
+
+    Parameters
+    ----------
+    panels : list of dict
+        ``series`` (list of dict: ``mode`` ("random" or "per_cluster": the colour), ``method``
+        ("fmd", "anchor" or "ls": line style and marker), ``x``, ``median``, ``low``, ``high``, ``label``);
+        ``reference`` (``(value, label)``: a horizontal dash-dot line, e.g. the error of the
+        estimate 0); ``start`` (``(value, label)``: the distance of the start, dashed red;
+        medians more than 3 times above the higher of the two are drawn as a triangle at the top
+        edge with their value); ``diagonal`` (x of a vertical line, e.g. ``n_A = d``) and
+        ``diagonal_label``; ``title``, ``xlabel``; ``note`` (text in the panel's corner).
+    targets : sequence of (value, label)
+        Horizontal accuracy lines (grey, one style each).
+    title, footnote : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.6 * len(panels), 7.4), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        for s in panel["series"]:
+            x, med, lo, hi = _arrays(s["x"], s["median"], s["low"], s["high"])
+            ls, marker = _METHOD_STYLES.get(s["method"], ("-", "o"))
+            colour = _MODE_COLOURS.get(s["mode"], None)
+            show = np.isfinite(med) & (med > 0)
+            ax.errorbar(x[show], med[show], yerr=[np.clip(med - lo, 0, None)[show], np.clip(hi - med, 0, None)[show]],
+                        ls=ls, marker=marker, color=colour, ms=5, lw=1.6, capsize=2,
+                        mfc="white" if s["method"] == "ls" else colour, label=_wrap(s["label"], 48))
+        value, label = panel.get("reference", (np.nan, ""))
+        if value is not None and np.isfinite(value) and value > 0:
+            ax.axhline(value, color="k", ls="-.", lw=1.1, label=label)
+        start, start_label = panel.get("start", (np.nan, ""))
+        if start is not None and np.isfinite(start) and start > 0:
+            ax.axhline(start, color="#b2182b", ls=(0, (6, 3)), lw=1.1, label=start_label)
+        _targets(ax, targets)
+        finite = [float(v) for s in panel["series"] for v in s["median"] if v is not None and np.isfinite(v) and v > 0]
+        tops = [v for v in (value, start) if v is not None and np.isfinite(v) and v > 0]
+        if finite:
+            top = 3.0 * max(tops + [min(finite)])
+            bottom = min(min(finite), *(t[0] for t in targets if np.isfinite(t[0]) and t[0] > 0)) / 1.6
+            ax.set_ylim(bottom, top)
+            stacked = {}
+            for s in panel["series"]:  # medians above the panel: a marker at the edge with the value
+                x, med = _arrays(s["x"], s["median"])
+                for xi, mi in zip(x, med):
+                    if np.isfinite(mi) and mi > top:
+                        row = stacked.setdefault(xi, 0)
+                        stacked[xi] += 1
+                        colour = _MODE_COLOURS.get(s["mode"])
+                        ax.plot([xi], [top / 1.15], marker="^", ms=7, color=colour,
+                                mfc="white" if s["method"] == "ls" else colour)
+                        ax.annotate(f"median {mi:.3g}", (xi, top / 1.15), textcoords="offset points",
+                                    xytext=(7, -4 - 10 * row), fontsize=7, color=colour)
+        if panel.get("diagonal") is not None:
+            ax.axvline(panel["diagonal"], color="0.6", lw=1.0, ls="--")
+            ax.text(panel["diagonal"], 0.07, " " + panel.get("diagonal_label", ""), transform=ax.get_xaxis_transform(),
+                    fontsize=8, va="bottom", ha="left", color="0.35")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        xs = sorted({float(v) for s in panel["series"] for v in s["x"]})
+        ax.set_xticks(xs)
+        ax.set_xticklabels([_plain(v) for v in xs])
+        ax.minorticks_off()
+        _plain_log_axis(ax.yaxis)
+        ax.set_xlabel(panel.get("xlabel", ""))
+        ax.set_ylabel("error (median over trials, quartile bars)\n"
+                      "matched max distance min_π max_l ‖θ̂_π(l) − θ*_l‖")
+        ax.set_title(panel.get("title", ""), fontsize=10)
+        ax.grid(True, which="both", alpha=0.25)
+        if panel.get("note"):
+            ax.text(0.01, 0.01, panel["note"], transform=ax.transAxes, fontsize=7.5, va="bottom", ha="left",
+                    color="0.3")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    if footnote:
+        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
+    fig.tight_layout(rect=(0, 0.04 if footnote else 0.0, 1, 1))
+    return fig
+
+
+def plot_clients_needed(cells, crossings, *, main_target, targets=(), title=None, footnote=None):
+    """Phase 1's error and success against the number of clients, and the clients needed.
+
+    Three panels: (1) the median error against ``M`` for each ``(d, p_min)`` cell, with the
+    accuracy targets; (2) the success rate at ``main_target`` against
+    :math:`M p_{\\min}^2 / d`, on which the cells' curves coincide if :math:`M^* \\propto d /
+    p_{\\min}^2`; (3) the clients needed :math:`M^*` against :math:`d / p_{\\min}^2`, one marker
+    series per target, with a line of slope 1 (the prediction) through each target's points.
+    A cell whose crossing lies above its grid is drawn as an open marker with an upward arrow
+    at its largest ``M``.
+
+    Parameters
+    ----------
+    cells : list of dict
+        ``d``, ``p_min``, ``M``, ``err`` / ``err_low`` / ``err_high`` (median and quartiles),
+        ``rate`` / ``rate_low`` / ``rate_high`` (success at ``main_target``, Wilson interval).
+    crossings : list of dict
+        One per target: ``divisor`` (the ``q`` of ``Delta/q``), ``d``, ``p_min``, ``M``
+        (interpolated crossing), ``status`` (``"found"``, ``"below_grid"``, ``"above_grid"``),
+        ``M_grid_max``, ``label``.
+    main_target : (value, label)
+    targets : sequence of (value, label)
+    title, footnote : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(19.0, 6.8))
+    ds = sorted({c["d"] for c in cells})
+    ps = sorted({float(c["p_min"]) for c in cells})
+    colour = {d: _D_COLOURS[j % len(_D_COLOURS)] for j, d in enumerate(ds)}
+    marker = {p: _P_MARKERS[j % len(_P_MARKERS)] for j, p in enumerate(ps)}
+
+    ax = axes[0]
+    for c in cells:
+        M, med, lo, hi = _arrays(c["M"], c["err"], c["err_low"], c["err_high"])
+        ax.errorbar(M, med, yerr=[np.clip(med - lo, 0, None), np.clip(hi - med, 0, None)], color=colour[c["d"]],
+                    marker=marker[float(c["p_min"])], ms=4.5, lw=1.3, capsize=2,
+                    label=f"d = {c['d']}, p_min = {float(c['p_min']):.3g}")
+    _targets(ax, targets)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log_axis(ax.xaxis)
+    _plain_log_axis(ax.yaxis)
+    ax.set_xlabel("non-anchor clients M")
+    ax.set_ylabel("Phase-1 error d(θ̂, θ*)  (median, quartile bars)")
+    ax.set_title("error against M", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, ncol=2, loc="lower left", framealpha=0.9)
+
+    ax = axes[1]
+    for c in cells:
+        M, rate, lo, hi = _arrays(c["M"], c["rate"], c["rate_low"], c["rate_high"])
+        x = M * float(c["p_min"]) ** 2 / c["d"]
+        ax.errorbar(x, rate, yerr=[np.clip(rate - lo, 0, None), np.clip(hi - rate, 0, None)], color=colour[c["d"]],
+                    marker=marker[float(c["p_min"])], ms=4.5, lw=1.3, capsize=2, alpha=0.9)
+    ax.axhline(0.5, color="0.45", lw=0.9, ls=":")
+    ax.set_xscale("log")
+    _plain_log_axis(ax.xaxis)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("M p_min² / d  (the theorem's unit)")
+    ax.set_ylabel(f"success rate: d(θ̂, θ*) < {main_target[1]}  (95% Wilson bars)")
+    ax.set_title("success against M in the theorem's unit: the curves coincide if M* ∝ d / p_min²", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+
+    ax = axes[2]
+    for j, cr in enumerate(crossings):
+        d, p, M, top = _arrays(cr["d"], cr["p_min"], cr["M"], cr["M_grid_max"])
+        x = d / p ** 2
+        status = np.asarray(cr["status"])
+        found = status == "found"
+        shade = str(0.15 + 0.55 * j / max(len(crossings) - 1, 1))
+        ax.plot(x[found], M[found], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=7, color=shade,
+                label=_wrap(cr["label"], 60))
+        above = status == "above_grid"
+        if above.any():
+            ax.plot(x[above], top[above], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=7, mfc="white",
+                    color=shade)
+            for xi, ti in zip(x[above], top[above]):
+                ax.annotate("", xy=(xi, ti * 1.6), xytext=(xi, ti), arrowprops=dict(arrowstyle="->", color=shade))
+        below = status == "below_grid"
+        if below.any():
+            ax.plot(x[below], M[below], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=7, mfc="white",
+                    color=shade)
+            for xi, mi in zip(x[below], M[below]):
+                ax.annotate("", xy=(xi, mi / 1.6), xytext=(xi, mi), arrowprops=dict(arrowstyle="->", color=shade))
+        if found.sum() >= 1:
+            grid = np.array([x.min() / 1.3, x.max() * 1.3])
+            scale = np.exp(np.mean(np.log(M[found] / x[found])))
+            ax.plot(grid, scale * grid, color=shade, lw=1.0, ls="--")
+    ax.plot([], [], color="0.4", lw=1.0, ls="--",
+            label="slope 1 (M* ∝ d / p_min², the claim), through each target's points")
+    ax.plot([], [], color="0.4", ls="none", marker="o", mfc="white",
+            label="open marker + arrow: crossing outside the grid (above its largest M, or below its smallest)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log_axis(ax.xaxis)
+    _plain_log_axis(ax.yaxis)
+    ax.set_xlabel("d / p_min²")
+    ax.set_ylabel("clients M* needed for success in half the trials (log-interpolated)")
+    ax.set_title("clients needed against d / p_min²; fitted exponents of d and p_min (95% bootstrap)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    if footnote:
+        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
+    fig.tight_layout(rect=(0, 0.03 if footnote else 0.0, 1, 1))
+    return fig

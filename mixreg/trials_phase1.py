@@ -1,0 +1,397 @@
+"""Trial function of the Phase-1 experiment: federated moment descent in its own regime.
+
+Su, Xu and Yang's Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`) is claimed
+to work with anchors of only :math:`n_A = \\tilde O(k)` points, from any initialisation, once
+there are :math:`M \\ge p_{\\min}^{-2}\\tilde\\Omega(d)` other clients (slides, "Theoretical
+Guarantee for Phase 1"):
+
+.. math::
+
+    d(\\hat\\theta, \\theta^*) = \\min_\\pi \\max_l \\lVert \\hat\\theta_{\\pi(l)} - \\theta^*_l
+    \\rVert_2 \\le \\epsilon .
+
+:func:`phase1_trial` draws one problem in that regime and runs Phase 1 on nested subsets of its
+clients:
+
+* ``M_max`` non-anchor clients holding **two points each** (the least a client needs to offer
+  a pair), labels i.i.d. with cluster 0 of probability ``p_min`` (:func:`mixreg.problems.
+  cluster_proportions`), :math:`\\theta^*` of the ``"gaussian"`` protocol at minimum separation
+  :math:`\\Delta`, features :math:`N(0, I_d)`, noise :math:`N(0, \\sigma^2)`;
+* anchors topped up to ``n_A`` points (:func:`mixreg.problems.add_anchors`): either ``n_anchors``
+  clients drawn uniformly at random **without looking at the labels** (conference version,
+  ``anchor_mode="random"``) or one recruited client per cluster (journal version,
+  ``"per_cluster"``);
+* one initialisation far from every truth (:func:`far_init`), shared by all anchors;
+* for each value ``c`` of the cell's grid ``cs``, Phase 1 on the anchors and the first
+  :math:`M = \\lceil c\\, d / p_{\\min}^2 \\rceil` non-anchor clients (:func:`clients_for`;
+  the grid is in the theorem's unit :math:`d / p_{\\min}^2`), so the runs of one trial are
+  nested, with common data;
+* local least squares on each anchor's own points (minimum-norm when :math:`n_A < d`,
+  :func:`mixreg.local_solvers.local_least_squares`), grouped by the same step 7
+  (:func:`mixreg.algorithms.moment_descent.cluster_anchors`): what an anchor could do alone.
+
+The records hold errors only; success at an accuracy target is decided in the experiment's
+summary, which states the target.  :func:`crossing` and :func:`fit_clients_needed` turn success
+rates over the grid of ``M`` into the number of clients needed and its exponents.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ._validation import check_int, check_real
+from .algorithms.moment_descent import cluster_anchors, moment_descent
+from .local_solvers import local_least_squares
+from .metrics import matched_max_distance
+from .problems import CellSchema, Problem, ProblemSpec
+from .stats import SlopeFit
+from .trials_two_phase import phase1_curve
+
+__all__ = [
+    "PHASE1_CELLS",
+    "clients_for",
+    "c_label",
+    "far_init",
+    "nested_problem",
+    "anchor_least_squares",
+    "phase1_trial",
+    "crossing",
+    "fit_clients_needed",
+]
+
+#: How :func:`phase1_trial` reads its problem from a cell.  ``m`` is every client drawn
+#: (the anchors are drawn among them): ``clients_for(max(cs), d, p_min) + M_A``.  Non-anchor
+#: clients hold ``n = 2`` points; ``n_A`` is the anchors' size.  Changing a key changes every seed.
+PHASE1_CELLS = CellSchema(
+    keys={"m": "m", "k": "k", "d": "d", "sigma": "sigma", "scale": "separation", "p_min": "p_min",
+          "anchor_mode": "anchor_mode", "n_anchors": "n_anchors", "anchor_points": "n_A"},
+    fixed={"protocol": "gaussian", "n": 2})
+
+
+def clients_for(c, d, p_min):
+    """Non-anchor clients :math:`M = \\lceil c\\, d / p_{\\min}^2 \\rceil` at grid value ``c``.
+
+    >>> clients_for(16, 8, 0.25)
+    2048
+    """
+    return int(np.ceil(float(c) * int(d) / float(p_min) ** 2 - 1e-9))
+
+
+def c_label(c):
+    """Column suffix of grid value ``c``: ``c_label(16.0) == "c16"``, ``c_label(2.5) == "c2.5"``."""
+    return f"c{float(c):g}"
+
+
+def far_init(theta_star, distance, rng):
+    """An initialisation at distance at least ``distance`` from every true parameter.
+
+    :math:`\\theta_0 = \\bar\\theta^* + \\text{distance}\\cdot u` with :math:`\\bar\\theta^*` the mean
+    of the :math:`\\theta^*_l` and ``u`` a uniformly random unit vector orthogonal to their
+    differences :math:`\\theta^*_l - \\bar\\theta^*`, so that exactly
+
+    .. math::
+
+        \\lVert \\theta_0 - \\theta^*_l \\rVert^2 = \\text{distance}^2 +
+        \\lVert \\theta^*_l - \\bar\\theta^* \\rVert^2 \\ge \\text{distance}^2 .
+
+    The truth only places the start (the experimenter's choice of a bad start); Phase 1 never
+    sees it.  The whole displacement lies outside the affine hull of the truths, the part of
+    the error that the subspace step of Phase 1 must find from the data.
+
+    Parameters
+    ----------
+    theta_star : ndarray of shape (k, d), d >= k
+    distance : float >= 0
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    theta0 : ndarray of shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> star = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    >>> t0 = far_init(star, 5.0, np.random.default_rng(0))
+    >>> np.round(np.linalg.norm(t0 - star, axis=1) ** 2, 6).tolist()  # 25 + 0.5
+    [25.5, 25.5]
+    """
+    star = np.asarray(theta_star, dtype=np.float64)
+    if star.ndim != 2 or not np.isfinite(star).all():
+        raise ValueError(f"theta_star must be a finite (k, d) array, got shape {star.shape}")
+    k, d = star.shape
+    if d < k:
+        raise ValueError(f"far_init needs d >= k (a direction orthogonal to the k - 1 differences), got k={k}, d={d}")
+    distance = check_real("distance", distance, low=0.0)
+    centre = star.mean(axis=0)
+    diffs = (star - centre).T  # (d, k): spans at most k - 1 dimensions
+    q, r = np.linalg.qr(diffs)
+    basis = q[:, np.abs(np.diag(r)) > 1e-12 * max(1.0, np.abs(r).max())]
+    while True:  # a Gaussian draw falls in a (k-1)-dim subspace with probability 0
+        g = rng.standard_normal(d)
+        g -= basis @ (basis.T @ g)
+        norm = np.linalg.norm(g)
+        if norm > 1e-12:
+            return centre + distance * g / norm
+
+
+def nested_problem(problem, anchors, M):
+    """The anchors and the first ``M`` non-anchor clients of ``problem`` (in client order).
+
+    Labels are i.i.d., so the first ``M`` non-anchor clients are a random sample of them and
+    the problems for ``M_1 < M_2`` are nested.
+
+    Parameters
+    ----------
+    problem : Problem
+    anchors : int array of shape (M_A,)
+    M : int in [1, m - M_A]
+
+    Returns
+    -------
+    sub : Problem
+    sub_anchors : ndarray of shape (M_A,), int64
+        Indices of the same anchors (same order) in ``sub``.
+    """
+    anchors = np.asarray(anchors, dtype=np.int64)
+    others = np.setdiff1d(np.arange(problem.m), anchors)
+    M = check_int("M", M, low=1, high=others.size)
+    keep = np.sort(np.concatenate([anchors, others[:M]]))
+    starts, sizes = problem.offsets[keep], problem.sizes[keep]
+    rows = np.repeat(starts - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(sizes.sum())
+    sub = Problem.from_arrays(problem.X[rows], problem.y[rows], sizes, problem.labels[keep], problem.theta_star,
+                              sigma=problem.sigma, covariances=problem.covariances, protocol=problem.protocol)
+    return sub, np.searchsorted(keep, anchors).astype(np.int64)
+
+
+def anchor_least_squares(problem, anchors):
+    """Each anchor's own least-squares estimate, minimum-norm when it has fewer points than ``d``.
+
+    Returns
+    -------
+    ndarray of shape (M_A, d)
+        :math:`X_a^+ y_a` (:func:`mixreg.local_solvers.local_least_squares`, ``"min_norm"``).
+        With :math:`n_A < d` it lies in the ``n_A``-dimensional row space of :math:`X_a`, so
+        its error is at least the norm of the truth's component outside it, about
+        :math:`\\sqrt{1 - n_A/d}\\,\\lVert\\theta^*\\rVert` for Gaussian features.
+    """
+    anchors = np.asarray(anchors, dtype=np.int64)
+    sizes = problem.sizes[anchors]
+    rows = np.concatenate([np.arange(problem.offsets[a], problem.offsets[a + 1]) for a in anchors])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    return local_least_squares(problem.X[rows].astype(np.float64), problem.y[rows].astype(np.float64), offsets)
+
+
+def phase1_trial(cell, seed):
+    """One trial of the Phase-1 experiment (see the module docstring).
+
+    Parameters
+    ----------
+    cell : dict
+        Problem (:data:`PHASE1_CELLS`): ``m, k, d, sigma, separation, p_min, anchor_mode,
+        n_anchors`` (ignored for ``"per_cluster"``), ``n_A``.  Method: ``cs`` (tuple, the grid
+        of :math:`M p_{\\min}^2 / d`), ``far`` (distance of :math:`\\theta_0` from the truths in
+        units of :math:`\\Delta`), ``fmd_rounds``, ``fmd_step_constant``, ``fmd_sampling``
+        (data of :math:`S_t`; the anchors always reuse their ``n_A`` points, drawing
+        ``n_A // 2`` disjoint pairs afresh every round).
+    seed : numpy.random.SeedSequence
+        Spawns: data, anchors, initialisation, and one Phase-1 stream per grid value.
+
+    Returns
+    -------
+    dict of scalars
+        Independent of ``M``: ``separation_realised``, ``theta_norm_max`` (the error of the
+        estimate 0), ``init_distance`` (:math:`\\min_l \\lVert\\theta_0-\\theta^*_l\\rVert /
+        \\Delta`), ``anchor_clusters`` (clusters holding an anchor, a diagnostic read from the
+        labels after the anchors were drawn), ``ls_err`` (step 7 on the anchors' least-squares
+        estimates, matched max distance), ``ls_anchor_err_med`` / ``ls_anchor_err_max``
+        (:math:`\\lVert\\hat\\theta_a - \\theta^*_{z_a}\\rVert` over anchors).  Per grid value
+        ``c`` (suffix :func:`c_label`): ``M_<c>``, ``fmd_err_<c>`` (the Phase-1 output),
+        ``fmd_err_mid_<c>`` (at round ``T // 2``, with the final groups),
+        ``anchor_err_med_<c>`` / ``anchor_err_max_<c>``, ``fmd_method_<c>`` (step 7's rule),
+        ``fmd_time_<c>``.
+    """
+    data_ss, anchor_ss, init_ss, fmd_ss = seed.spawn(4)
+    spec = ProblemSpec.from_cell(cell, PHASE1_CELLS)
+    cs = tuple(float(c) for c in cell["cs"])
+    if not cs or any(c <= 0 for c in cs) or list(cs) != sorted(set(cs)):
+        raise ValueError(f"cs must be increasing positive grid values, got {cs}")
+    k, d, p_min = spec.k, spec.d, spec.p_min
+    Ms = [clients_for(c, d, p_min) for c in cs]
+    n_anchors = k if spec.anchor_mode == "per_cluster" else spec.n_anchors
+    if Ms[-1] + n_anchors > spec.m:
+        raise ValueError(f"m={spec.m} clients cannot hold M={Ms[-1]} non-anchor clients and {n_anchors} anchors")
+    T = int(cell["fmd_rounds"])
+
+    problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
+                                         np.random.default_rng(anchor_ss))
+    star = problem.theta_star
+    delta = problem.separation
+    theta0 = far_init(star, float(cell["far"]) * delta, np.random.default_rng(init_ss))
+    truth = star[problem.labels[anchors]]
+
+    ls = anchor_least_squares(problem, anchors)
+    ls_anchor = np.linalg.norm(ls - truth, axis=1)
+    out = dict(
+        separation_realised=float(delta),
+        theta_norm_max=float(np.linalg.norm(star, axis=1).max()),
+        init_distance=float(np.linalg.norm(theta0 - star, axis=1).min() / delta),
+        anchor_clusters=int(np.unique(problem.labels[anchors]).size),
+        ls_err=float(matched_max_distance(cluster_anchors(ls, k).centres, star)),
+        ls_anchor_err_med=float(np.median(ls_anchor)),
+        ls_anchor_err_max=float(ls_anchor.max()),
+    )
+    for c, M, ss in zip(cs, Ms, fmd_ss.spawn(len(cs))):
+        start = time.perf_counter()
+        sub, sub_anchors = nested_problem(problem, anchors, M)
+        res = moment_descent(sub, sub_anchors, k, rng=np.random.default_rng(ss), n_rounds=T, init=theta0,
+                             sampling=cell["fmd_sampling"], anchor_sampling="reuse",
+                             step_constant=float(cell["fmd_step_constant"]), history=True)
+        curve = phase1_curve(res.history, res.clustering.groups, star)
+        per_anchor = np.linalg.norm(res.anchor_theta - truth, axis=1)
+        tag = c_label(c)
+        out.update({
+            f"M_{tag}": M,
+            f"fmd_err_{tag}": float(matched_max_distance(res.centres, star)),
+            f"fmd_err_mid_{tag}": float(curve[T // 2]) if curve.size > T // 2 else float("nan"),
+            f"anchor_err_med_{tag}": float(np.median(per_anchor)),
+            f"anchor_err_max_{tag}": float(per_anchor.max()),
+            f"fmd_method_{tag}": res.clustering.method,
+            f"fmd_time_{tag}": time.perf_counter() - start,
+        })
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# From success rates over a grid of M to the number of clients needed
+# --------------------------------------------------------------------------------------------
+
+
+def crossing(Ms, rates, level=0.5):
+    """Where a success rate reaches ``level`` on an increasing grid of ``M``.
+
+    Parameters
+    ----------
+    Ms : array of shape (G,), increasing, > 0
+    rates : array of shape (G,)
+        Success rate at each ``M`` (``nan`` = not measured, skipped).
+    level : float in (0, 1)
+
+    Returns
+    -------
+    grid : float
+        The smallest grid ``M`` with ``rate >= level`` (``nan`` if none).
+    interpolated : float
+        ``M`` at which the rate rises through ``level`` between the last grid value below it
+        and ``grid``, interpolated linearly in ``log M`` (equal to ``grid`` at the first grid
+        value; ``nan`` if ``grid`` is).
+    status : {"found", "below_grid", "above_grid"}
+        ``"below_grid"`` when the first grid value already reaches ``level`` (the true value
+        may be smaller), ``"above_grid"`` when no grid value does.
+
+    Examples
+    --------
+    >>> grid, m, status = crossing([100, 200, 400], [0.0, 0.25, 0.75])  # log-midway in [200, 400]
+    >>> grid, round(m, 6), status
+    (400.0, 282.842712, 'found')
+    """
+    Ms = np.asarray(Ms, dtype=float)
+    rates = np.asarray(rates, dtype=float)
+    ok = np.isfinite(rates)
+    Ms, rates = Ms[ok], rates[ok]
+    hit = np.flatnonzero(rates >= level)
+    if hit.size == 0:
+        return float("nan"), float("nan"), "above_grid"
+    j = int(hit[0])
+    if j == 0:
+        return float(Ms[0]), float(Ms[0]), "below_grid"
+    t = (level - rates[j - 1]) / (rates[j] - rates[j - 1])
+    log_m = np.log(Ms[j - 1]) + t * (np.log(Ms[j]) - np.log(Ms[j - 1]))
+    return float(Ms[j]), float(np.exp(log_m)), "found"
+
+
+def _crossings_batch(Ms, rates, level):
+    """:func:`crossing` for many rate curves at once: ``rates`` (B, G) -> interpolated ``M`` (B,)
+    with ``nan`` where the crossing is not inside the grid."""
+    hit = rates >= level
+    any_hit = hit.any(axis=1)
+    j = np.argmax(hit, axis=1)
+    inside = any_hit & (j > 0)
+    out = np.full(rates.shape[0], np.nan)
+    if inside.any():
+        rows = np.flatnonzero(inside)
+        jj = j[rows]
+        r0, r1 = rates[rows, jj - 1], rates[rows, jj]
+        t = (level - r0) / (r1 - r0)
+        log_m = np.log(Ms[jj - 1]) + t * (np.log(Ms[jj]) - np.log(Ms[jj - 1]))
+        out[rows] = np.exp(log_m)
+    return out
+
+
+def _power_law(d, p, m):
+    """Least squares of ``log m`` on ``[log d, log p, 1]`` over finite ``m``; ``(a_d, a_p, b)`` or nans."""
+    ok = np.isfinite(m) & (m > 0)
+    if ok.sum() < 3:
+        return np.nan, np.nan, np.nan
+    A = np.column_stack([np.log(d[ok]), np.log(p[ok]), np.ones(ok.sum())])
+    if np.linalg.matrix_rank(A) < 3:
+        return np.nan, np.nan, np.nan
+    coef = np.linalg.lstsq(A, np.log(m[ok]), rcond=None)[0]
+    return float(coef[0]), float(coef[1]), float(coef[2])
+
+
+def fit_clients_needed(cells, *, level=0.5, n_boot=2000, ci=0.95, rng):
+    """Exponents of the clients needed, :math:`M^* \\propto d^{a_d} p_{\\min}^{a_p}`, with intervals.
+
+    For each cell ``(d, p_min)``, :math:`M^*` is the interpolated :func:`crossing` of its success
+    rate through ``level``; the exponents are the least-squares fit of :math:`\\log M^*` on
+    :math:`\\log d` and :math:`\\log p_{\\min}` jointly, over the cells whose crossing lies inside
+    their grid (``"found"``).  The interval resamples the trials within each cell (a trial's
+    outcomes over the whole grid move together: they share the data) and refits; a replicate in
+    which a cell's crossing leaves its grid drops that cell.
+
+    Parameters
+    ----------
+    cells : list of dict
+        ``d``, ``p_min``, ``Ms`` (array (G,), increasing), ``success`` (array (n_trials, G) of
+        0/1).
+    level : float
+    n_boot : int
+    ci : float in (0, 1)
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    dict
+        ``d``: :class:`mixreg.stats.SlopeFit` of :math:`a_d` (``intercept`` is the fit's
+        constant :math:`b`, ``n_points`` the cells used, ``n_boot`` the replicates that could
+        be fitted); ``p_min``: the same for :math:`a_p`; ``crossings``: per cell
+        ``(grid, interpolated, status)`` of :func:`crossing`.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    n_boot = check_int("n_boot", n_boot, low=1)
+    d = np.array([float(c["d"]) for c in cells])
+    p = np.array([float(c["p_min"]) for c in cells])
+    grids = [np.asarray(c["Ms"], dtype=float) for c in cells]
+    success = [np.asarray(c["success"], dtype=float).reshape(-1, g.size) for c, g in zip(cells, grids)]
+    observed = [crossing(g, s.mean(axis=0) if s.shape[0] else np.full(g.size, np.nan), level)
+                for g, s in zip(grids, success)]
+    found = np.array([m if status == "found" else np.nan for _, m, status in observed])
+    a_d, a_p, b = _power_law(d, p, found)
+    boot_m = np.full((n_boot, len(cells)), np.nan)
+    for j, (g, s) in enumerate(zip(grids, success)):
+        if s.shape[0]:
+            idx = rng.integers(0, s.shape[0], size=(n_boot, s.shape[0]))
+            boot_m[:, j] = _crossings_batch(g, s[idx].mean(axis=1), level)
+    boots = np.array([_power_law(d, p, row)[:2] for row in boot_m]).reshape(n_boot, 2)
+    out = {"crossings": observed}
+    for j, (name, value) in enumerate((("d", a_d), ("p_min", a_p))):
+        col = boots[:, j][np.isfinite(boots[:, j])]
+        low, high = (np.quantile(col, [(1 - ci) / 2, (1 + ci) / 2]) if col.size and np.isfinite(value)
+                     else (np.nan, np.nan))
+        out[name] = SlopeFit(slope=value, intercept=b, low=float(low), high=float(high), level=ci,
+                             n_points=int(np.isfinite(found).sum()), n_boot=int(col.size))
+    return out

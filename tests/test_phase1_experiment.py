@@ -1,0 +1,107 @@
+"""The Phase-1 experiment end to end on a reduced quick config: what its tables and figures show."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from experiments import two_phase_phase1 as phase1
+
+# The quick preset with fewer trials and shorter grids (about a minute on two busy cores).
+REDUCED = ["--trials", "6", "--d-ref", "16", "--nA-grid", "3", "12", "48", "--nA-ref", "12",
+           "--d-grid", "8", "16", "32", "--need-ds", "6", "24", "--need-p-mins", "0.2", "0.3333333333333333",
+           "--need-cs", "1", "4", "16", "--n-boot", "300", "--no-progress"]
+
+
+def _table(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("phase1") / "run"
+    assert phase1.main(REDUCED + ["--out", str(out)]) == 0
+    return out
+
+
+def test_files_and_table_columns(run):
+    for name in ("trials.csv", "manifest.json", "errors.csv", "exponents.csv", "needed.csv", "rates.csv",
+                 "phase1_error.png", "phase1_error.pdf", "phase1_clients.png", "phase1_clients.pdf"):
+        assert (run / name).is_file(), name
+    exponents = _table(run / "exponents.csv")
+    assert {"axis", "setting", "predicted", "fitted", "low", "high", "verdict"} <= set(exponents[0])
+    assert {r["verdict"] for r in exponents} <= {"consistent", "contradicts", "undetermined", "reference"}
+    claims = [(r["axis"], float(r["predicted"])) for r in exponents if r["verdict"] != "reference"]
+    assert ("d", 0.0) in claims and ("d", 1.0) in claims and ("p_min", -2.0) in claims
+    trials = _table(run / "trials.csv")
+    assert all(r["error"] == "" for r in trials)
+    assert all(float(r["init_distance"]) >= 5.0 for r in trials)  # the start is at least 5 Delta from every truth
+    rates = _table(run / "rates.csv")
+    assert len(rates) == 2 * 2 * 3  # (d, p_min) x grid
+    needed = _table(run / "needed.csv")
+    assert len(needed) == 3 * 2 * 2 and {r["status"] for r in needed} <= {"found", "below_grid", "above_grid"}
+
+
+def test_anchor_least_squares_fails_below_d_while_phase1_reaches_a_constant_accuracy(run):
+    errors = _table(run / "errors.csv")
+    small = [r for r in errors if int(r["n_A"]) < int(r["d"])]
+    assert small
+    for r in small:  # min-norm least squares on n_A < d points: error comparable to ||theta*||
+        assert float(r["ls_err_median"]) > 0.6 * float(r["theta_norm_median"]), r
+    for r in errors:
+        if r["anchor_mode"] == "per_cluster" and int(r["n_A"]) == 12:  # n_A = 4k, every d
+            assert float(r["fmd_err_median"]) < 0.8  # Delta = 1, started at 5 Delta
+            if int(r["d"]) > 12:
+                assert float(r["fmd_err_median"]) < float(r["ls_err_median"])
+    by_nA = {int(r["n_A"]): float(r["fmd_err_median"]) for r in errors
+             if r["axis"] == "n_A" and r["anchor_mode"] == "per_cluster"}
+    assert by_nA[48] < 0.5 and by_nA[48] < by_nA[12] < by_nA[3]  # more anchor points help; n_A = k fails
+
+
+def test_phase1_error_does_not_grow_with_d(run):
+    """Theorem: with M of order d / p_min^2 and n_A = O~(k), the error does not depend on d."""
+    exponents = _table(run / "exponents.csv")
+    fmd = [r for r in exponents if r["axis"] == "d" and r["setting"].startswith("Phase-1 error")
+           and "per_cluster" in r["setting"]]
+    assert len(fmd) == 1
+    fit = fmd[0]
+    assert float(fit["low"]) <= float(fit["fitted"]) <= float(fit["high"])
+    assert float(fit["high"]) < 0.5  # far from the sqrt(d) growth of an estimate that needs n_A >> d
+    ls = [r for r in exponents if r["axis"] == "d" and r["setting"].startswith("anchor least squares")
+          and "per_cluster" in r["setting"]]
+    assert float(ls[0]["fitted"]) > float(fit["fitted"])
+
+
+def test_redraw_repeats_the_figures(run, capsys):
+    assert phase1.main(["--redraw", str(run)]) == 0
+    assert "phase1_clients.png" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--need-p-mins", "0.5", "0.2"], "must be increasing"),
+    (["--need-p-mins", "0.2", "0.5"], "need_p_mins and p_ref must be in"),
+    (["--d-grid", "3", "8"], "must exceed k"),
+    (["--main-divisor", "5"], "main_divisor must be one of"),
+    (["--need-ds", "8"], "at least 2 values"),
+    (["--anchor-modes", "labels"], "invalid choice"),
+])
+def test_bad_options_are_usage_errors(extra, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        phase1.main(REDUCED + extra + ["--dry-run"])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_dry_run_counts_the_cells(capsys):
+    assert phase1.main(REDUCED + ["--dry-run"]) == 0
+    # (a): 2 versions x (3 n_A + 3 d, less the shared (d, n_A) = (16, 12)); (b): 2 d x 2 p_min
+    assert "Grid: 14 cells x 6 trials" in capsys.readouterr().out
+
+
+def test_cells_follow_the_theorems_unit():
+    config = phase1.config_from_args(phase1.build_parser().parse_args(REDUCED))
+    for cell in phase1.cells_of(config):
+        anchors = cell["k"] if cell["anchor_mode"] == "per_cluster" else cell["n_anchors"]
+        assert cell["m"] == phase1.clients_for(max(cell["cs"]), cell["d"], cell["p_min"]) + anchors
+        assert np.all(np.diff(cell["cs"]) > 0)

@@ -1,0 +1,176 @@
+"""The Phase-1 trial function and its helpers (:mod:`mixreg.trials_phase1`), on tiny cells."""
+
+import numpy as np
+import pytest
+
+from mixreg.problems import Problem, ProblemSpec
+from mixreg.stats import slope_verdict
+from mixreg.trials_phase1 import (
+    anchor_least_squares,
+    c_label,
+    clients_for,
+    crossing,
+    far_init,
+    fit_clients_needed,
+    nested_problem,
+    phase1_trial,
+)
+
+
+def tiny_cell(**change):
+    cell = dict(m=0, k=2, d=6, sigma=0.1, separation=1.0, p_min=0.5, anchor_mode="per_cluster", n_anchors=0,
+                n_A=8, cs=(4.0, 8.0), far=5.0, fmd_rounds=4, fmd_step_constant=0.8, fmd_sampling="reuse")
+    cell.update(change)
+    if not change.get("m"):
+        n_anchors = cell["k"] if cell["anchor_mode"] == "per_cluster" else cell["n_anchors"]
+        cell["m"] = clients_for(max(cell["cs"]), cell["d"], cell["p_min"]) + n_anchors
+    return cell
+
+
+def test_grid_units():
+    assert clients_for(16, 8, 0.25) == 2048
+    assert clients_for(16, 24, 1 / 3) == 3456  # exact products are not rounded up by float error
+    assert clients_for(1, 6, 0.2) == 150
+    assert c_label(16.0) == "c16" and c_label(2.5) == "c2.5"
+
+
+def test_far_init_is_far_from_every_truth_and_outside_their_span():
+    """||theta_0 - theta*_l||^2 = far^2 + ||theta*_l - mean||^2 exactly, for every l."""
+    rng = np.random.default_rng(3)
+    star = rng.standard_normal((3, 7))
+    t0 = far_init(star, 5.0, np.random.default_rng(0))
+    centre = star.mean(axis=0)
+    np.testing.assert_allclose(np.linalg.norm(t0 - star, axis=1) ** 2,
+                               25.0 + np.linalg.norm(star - centre, axis=1) ** 2, rtol=1e-12)
+    np.testing.assert_allclose((star - centre) @ (t0 - centre), 0.0, atol=1e-12)
+    np.testing.assert_array_equal(t0, far_init(star, 5.0, np.random.default_rng(0)))  # seeded
+    assert not np.allclose(t0, far_init(star, 5.0, np.random.default_rng(1)))
+    np.testing.assert_allclose(far_init(star, 0.0, np.random.default_rng(0)), centre)
+    with pytest.raises(ValueError, match="d >= k"):
+        far_init(np.eye(3)[:, :2], 1.0, rng)
+
+
+def test_nested_problem_keeps_anchors_and_a_prefix_of_the_other_clients():
+    spec = ProblemSpec(m=40, k=2, d=3, sigma=0.1, scale=1.0, protocol="gaussian", n=2, p_min=0.5,
+                       anchor_mode="random", n_anchors=3, anchor_points=10)
+    rng = np.random.default_rng(0)
+    pb, anchors = spec.with_anchors(spec.generate(rng), rng)
+    sub, sub_anchors = nested_problem(pb, anchors, 5)
+    assert sub.m == 8 and sub.d == 3
+    for a, b in zip(anchors, sub_anchors):  # the anchors' data, in the same order
+        np.testing.assert_array_equal(sub.client(int(b))[0], pb.client(int(a))[0])
+        assert sub.labels[b] == pb.labels[a] and sub.sizes[b] == 10
+    others = np.setdiff1d(np.arange(pb.m), anchors)[:5]
+    sub_others = np.setdiff1d(np.arange(sub.m), sub_anchors)
+    for i, j in zip(others, sub_others):
+        np.testing.assert_array_equal(sub.client(int(j))[1], pb.client(int(i))[1])
+    bigger, _ = nested_problem(pb, anchors, 9)  # nested: the 5-client problem's rows are in the 9-client one
+    assert set(map(tuple, sub.X)) <= set(map(tuple, bigger.X))
+    with pytest.raises(ValueError, match="M must be in"):
+        nested_problem(pb, anchors, pb.m)
+
+
+def test_anchor_least_squares_exact_when_overdetermined_and_min_norm_otherwise():
+    rng = np.random.default_rng(1)
+    d = 6
+    star = rng.standard_normal((2, d))
+    X = rng.standard_normal((14, d))
+    labels = np.array([0, 1])
+    y = np.concatenate([X[:10] @ star[0], X[10:] @ star[1]])  # noiseless: 10 >= d points, then 4 < d
+    pb = Problem.from_arrays(X, y, [10, 4], labels, star, sigma=0.0)
+    est = anchor_least_squares(pb, np.array([0, 1]))
+    np.testing.assert_allclose(est[0], star[0], atol=1e-10)
+    Xa = X[10:]
+    row_space = np.linalg.pinv(Xa) @ Xa  # projection onto the row space of the small anchor
+    np.testing.assert_allclose(est[1], row_space @ star[1], atol=1e-10)
+    # its error is exactly the truth's component outside the 4-dimensional row space
+    assert np.linalg.norm(est[1] - star[1]) == pytest.approx(np.linalg.norm(star[1] - row_space @ star[1]))
+
+
+def test_crossing():
+    assert crossing([100, 200, 400], [0.0, 0.25, 0.75]) == (400.0, pytest.approx(200 * np.sqrt(2)), "found")
+    assert crossing([100, 200], [0.5, 1.0]) == (100.0, 100.0, "below_grid")
+    grid, interp, status = crossing([100, 200], [0.0, 0.4])
+    assert np.isnan(grid) and np.isnan(interp) and status == "above_grid"
+    assert crossing([100, 200, 400], [0.0, np.nan, 1.0])[2] == "found"  # unmeasured points are skipped
+
+
+def _synthetic_cells(law, rng, trials=40):
+    """Success iff M >= M*_trial, M*_trial = law(d, p) times a lognormal factor."""
+    cells = []
+    for d in (8, 16, 32):
+        for p in (0.1, 0.2, 0.4):
+            Ms = law(d, p) * 2.0 ** np.arange(-3, 4.5, 0.5)
+            need = law(d, p) * np.exp(0.3 * rng.standard_normal(trials))
+            cells.append(dict(d=d, p_min=p, Ms=Ms, success=Ms[None, :] >= need[:, None]))
+    return cells
+
+
+def test_fit_clients_needed_recovers_known_exponents():
+    """With M* = 5 d / p^2 exactly in the law, the fit recovers +1 and -2 inside its intervals."""
+    rng = np.random.default_rng(0)
+    fits = fit_clients_needed(_synthetic_cells(lambda d, p: 5.0 * d / p**2, rng), n_boot=300, rng=rng)
+    assert fits["d"].slope == pytest.approx(1.0, abs=0.1) and fits["p_min"].slope == pytest.approx(-2.0, abs=0.1)
+    assert slope_verdict(1.0, fits["d"]) == "consistent" and slope_verdict(-2.0, fits["p_min"]) == "consistent"
+    assert fits["d"].n_points == 9 and all(status == "found" for *_, status in fits["crossings"])
+    # a law with M* ~ d^2 / p contradicts the claim's shape
+    fits = fit_clients_needed(_synthetic_cells(lambda d, p: 0.5 * d**2 / p, rng), n_boot=300, rng=rng)
+    assert slope_verdict(1.0, fits["d"]) == "contradicts" and slope_verdict(-2.0, fits["p_min"]) == "contradicts"
+    assert fits["d"].slope == pytest.approx(2.0, abs=0.15) and fits["p_min"].slope == pytest.approx(-1.0, abs=0.15)
+
+
+def test_fit_clients_needed_without_enough_crossings_is_undetermined():
+    rng = np.random.default_rng(0)
+    cells = [dict(d=d, p_min=0.2, Ms=np.array([10.0, 20.0]), success=np.zeros((5, 2))) for d in (4, 8, 16)]
+    fits = fit_clients_needed(cells, n_boot=20, rng=rng)
+    assert np.isnan(fits["d"].slope) and slope_verdict(1.0, fits["d"]) == "undetermined"
+    assert [status for *_, status in fits["crossings"]] == ["above_grid"] * 3
+
+
+def test_trial_is_deterministic_and_reports_every_grid_value():
+    cell = tiny_cell()
+    rec = phase1_trial(cell, np.random.SeedSequence(5))
+    again = phase1_trial(cell, np.random.SeedSequence(5))
+    assert {k: v for k, v in rec.items() if "time" not in k} == {k: v for k, v in again.items() if "time" not in k}
+    other = phase1_trial(cell, np.random.SeedSequence(6))
+    assert other["fmd_err_c8"] != rec["fmd_err_c8"]
+    assert all(isinstance(v, (bool, int, float, str, np.integer, np.floating)) for v in rec.values())
+    for c, M in ((4.0, 96), (8.0, 192)):  # M = c d / p_min^2
+        tag = c_label(c)
+        assert rec[f"M_{tag}"] == M
+        assert np.isfinite(rec[f"fmd_err_{tag}"]) and rec[f"anchor_err_max_{tag}"] >= rec[f"anchor_err_med_{tag}"]
+        assert rec[f"fmd_method_{tag}"] == "threshold"  # one anchor per cluster: step 7 is the identity
+    assert rec["anchor_clusters"] == 2  # per_cluster anchors cover every cluster by construction
+    assert rec["ls_anchor_err_max"] >= rec["ls_anchor_err_med"] > 0
+
+
+def test_far_start_really_is_far():
+    for far in (3.0, 6.0):
+        rec = phase1_trial(tiny_cell(far=far, cs=(4.0,)), np.random.SeedSequence(2))
+        assert rec["init_distance"] >= far  # min over clusters, in units of the separation
+        assert rec["init_distance"] < far + 2.0
+    rec = phase1_trial(tiny_cell(far=5.0, cs=(4.0,), fmd_rounds=1, fmd_step_constant=1e-9), np.random.SeedSequence(2))
+    assert rec["fmd_err_c4"] >= 5.0  # a negligible step leaves the output at the start
+
+
+def test_random_anchors_are_drawn_without_the_labels():
+    """The random anchors are the same clients whatever the labels, and need not cover the clusters."""
+    spec = ProblemSpec(m=60, k=3, d=5, sigma=0.1, scale=1.0, protocol="gaussian", n=2, p_min=1 / 3,
+                       anchor_mode="random", n_anchors=3, anchor_points=6)
+    pb = spec.generate(np.random.default_rng(0))
+    relabelled = Problem.from_arrays(pb.X, pb.y, pb.offsets, np.random.default_rng(1).permutation(pb.labels),
+                                     pb.theta_star, sigma=pb.sigma)
+    _, a1 = spec.with_anchors(pb, np.random.default_rng(7))
+    _, a2 = spec.with_anchors(relabelled, np.random.default_rng(7))
+    np.testing.assert_array_equal(a1, a2)
+    # three random anchors among three balanced clusters miss one with probability 7/9
+    covered = [phase1_trial(tiny_cell(k=3, p_min=1 / 3, anchor_mode="random", n_anchors=3, cs=(4.0,), fmd_rounds=2),
+                            np.random.SeedSequence(s))["anchor_clusters"] for s in range(8)]
+    assert min(covered) < 3 and max(covered) <= 3
+
+
+def test_trial_rejects_a_bad_grid():
+    with pytest.raises(ValueError, match="cs must be increasing"):
+        phase1_trial(tiny_cell(cs=(8.0, 4.0), m=300), np.random.SeedSequence(0))
+    with pytest.raises(ValueError, match="cannot hold"):
+        phase1_trial(tiny_cell(m=50), np.random.SeedSequence(0))
