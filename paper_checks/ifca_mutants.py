@@ -1,12 +1,14 @@
-"""Mutation check of the IFCA driver: the theorem-level tests must fail on a broken driver.
+"""Mutation check of the IFCA and FedX drivers: the theorem-level tests must fail on a broken driver.
 
     python -m paper_checks.ifca_mutants                      # check every mutant (a few minutes)
     python -m paper_checks.ifca_mutants --mutant true-labels # one mutant
     python -m paper_checks.ifca_mutants --survey             # which candidate tests fail, per mutant
+    python -m paper_checks.ifca_mutants --family fedx        # the FedX (Phase 2) mutants only
 
 For every mutant, the package (``mixreg/``, ``tests/``, ``pyproject.toml``) is copied into a
 scratch directory, one exact text replacement is applied to the copy's
-``mixreg/algorithms/ifca.py`` (the script stops if the target text is not there exactly once, so
+``mixreg/algorithms/ifca.py`` (FedX mutants: ``mixreg/algorithms/fedx.py`` or
+``mixreg/kernels.py``) (the script stops if the target text is not there exactly once, so
 a refactor of the driver makes it fail loudly instead of silently testing nothing), and the
 tests that the table below says catch the mutant are run against the copy with
 ``python -m pytest <tests> -q -p no:cacheprovider -rfE`` (``cwd`` and ``PYTHONPATH`` the copy;
@@ -72,8 +74,49 @@ and passed after.  REF
 starts far from the truth, where misclustering is common; REF-RS starts close, where it is not,
 so it misses true labels.
 
+FedX mutants (Phase 2 of Su-Xu-Yang, ``mixreg/algorithms/fedx.py``; the server step is
+``theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l)`` with ``w_i = n_i / N``):
+
+=====================  ======================================================================
+mutant                 change
+=====================  ======================================================================
+fedx-uniform-weights   ``w_i = 1 / M`` (the operators built unweighted, divided by ``M``)
+fedx-renormalised      ``w_i = n_i / N_l``, ``N_l`` the data of the clients that chose model
+                       ``l`` this round (renormalisation within a cluster)
+fedx-zero-step         the server step multiplied by 0 (a driver that does not move)
+fedx-first-sample      the ML decoder (``mixreg/kernels.py``, ``decode_and_residuals``) sums the
+                       squared residuals over the client's first sample only
+=====================  ======================================================================
+
+Which tests fail (``x``: checked by every run; ``.``: passes, from a ``--survey`` run).  In
+tests/test_fedx_phase2_teeth.py: ROUND ``test_one_round_with_true_labels_is_the_n_over_N_``
+``weighted_average`` (one round against plain NumPy), RHO ``test_per_round_factor_is_the_``
+``spectral_radius_of_the_data_weighted_map``, DECODE ``test_the_decoder_uses_all_of_a_clients_``
+``data``, DECR ``test_error_to_the_fixed_point_strictly_decreases_near_the_truth``; PROP
+``tests/test_theory_sxy.py::test_phase2_contracts_to_a_floor`` (the Phase-2 property test).
+Reference-level: REF ``tests/test_algorithms_fedx.py::test_matches_reference_with_single_``
+``point_clients``.
+
+====================  =====  ===  ======  ====  ====  ===
+mutant                ROUND  RHO  DECODE  DECR  PROP  REF
+====================  =====  ===  ======  ====  ====  ===
+fedx-uniform-weights    x     x     .      .     .    x
+fedx-renormalised       x     x     x      .     x    x
+fedx-zero-step          x     x     x      x     x    x
+fedx-first-sample       x     x     x      .     x    x
+====================  =====  ===  ======  ====  ====  ===
+
+Uniform weights are seen only by the exact tests (ROUND, RHO, REF): with sizes drawn
+independently of the labels, a cluster's client fraction and data fraction agree on average, so
+no bound with slack sees them.  PROP catches renormalisation by its lower bound
+``||e_{l,t+1}|| >= sigma_min(A_l) ||e_{l,t}|| - 2 floor`` (renormalised, the map is about
+``I - eta H_l``, nearly 0 at ``eta = 1``), a zero step by requiring the error to fall below a
+quarter of epsilon, and first-sample decoding by the misclustering it causes.  DECR misses
+renormalisation and first-sample decoding (both still contract near the truth).
+
 The copy takes the working tree as it is (uncommitted changes included).  Numba's on-disk cache
-is copied with the package (file times preserved), so the copy does not recompile the kernels.
+is copied with the package (file times preserved), so the copy does not recompile the kernels
+(except those of a mutated ``mixreg/kernels.py``: fedx-first-sample recompiles, about 20 s).
 """
 
 from __future__ import annotations
@@ -91,7 +134,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Mutant", "Outcome", "MUTANTS", "CANDIDATES", "check", "survey", "main", "ROOT"]
+__all__ = [
+    "Mutant",
+    "Outcome",
+    "MUTANTS",
+    "IFCA_MUTANTS",
+    "FEDX_MUTANTS",
+    "CANDIDATES",
+    "FEDX_CANDIDATES",
+    "THEOREM_LEVEL",
+    "check",
+    "survey",
+    "main",
+    "ROOT",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -108,10 +164,25 @@ ARGMIN = _T + "test_decoded_identities_are_the_argmin_on_the_identity_subset"
 THEOREM1 = "tests/test_theory_ifca.py::test_theorem1_one_round_contraction"
 REFERENCE = "tests/test_algorithms_ifca.py::test_matches_reference"
 REFERENCE_RESAMPLED = "tests/test_algorithms_ifca.py::test_resampled_run_matches_reference"
-THEOREM_LEVEL = (RATE, MEAN, FACTOR, THEOREM1)
+IFCA_THEOREM_LEVEL = (RATE, MEAN, FACTOR, THEOREM1)
+
+FEDX_DRIVER = "mixreg/algorithms/fedx.py"
+KERNELS = "mixreg/kernels.py"
+_F = "tests/test_fedx_phase2_teeth.py::"
+FX_ROUND = _F + "test_one_round_with_true_labels_is_the_n_over_N_weighted_average"
+FX_RHO = _F + "test_per_round_factor_is_the_spectral_radius_of_the_data_weighted_map"
+FX_DECODE = _F + "test_the_decoder_uses_all_of_a_clients_data"
+FX_DECREASE = _F + "test_error_to_the_fixed_point_strictly_decreases_near_the_truth"
+FX_PROPERTY = "tests/test_theory_sxy.py::test_phase2_contracts_to_a_floor"
+FX_REFERENCE = "tests/test_algorithms_fedx.py::test_matches_reference_with_single_point_clients"
+FEDX_THEOREM_LEVEL = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY)
+
+#: A mutant must name at least one of these (its family's theorem-level tests).
+THEOREM_LEVEL = IFCA_THEOREM_LEVEL + FEDX_THEOREM_LEVEL
 
 #: Every test the survey runs against every mutant.
 CANDIDATES = (RATE, MEAN, FACTOR, ARGMIN, THEOREM1, REFERENCE, REFERENCE_RESAMPLED)
+FEDX_CANDIDATES = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY, FX_REFERENCE)
 
 _ASSIGN = "kernels.assign_clients(ws.losses, active, assign, best)\n"
 _UPDATE = "new = theta - step * grad\n"
@@ -123,6 +194,7 @@ class Mutant:
 
     ``old`` must occur exactly once in ``path``; ``append`` is added at the end of the file
     (helpers of the mutant).  ``caught_by`` lists pytest node ids relative to the root.
+    ``family`` (``"ifca"`` or ``"fedx"``) selects the candidate tests of a survey.
     """
 
     name: str
@@ -132,6 +204,7 @@ class Mutant:
     caught_by: tuple
     append: str = ""
     path: str = DRIVER
+    family: str = "ifca"
 
     def apply(self, root):
         """Apply to the copy under ``root``; raises ``RuntimeError`` if the target text is gone."""
@@ -160,7 +233,7 @@ def _mutant_misassign(assign, k):  {MARK}: 3% of the participating clients to a 
 
 _CLUSTER_SIZE = "np.maximum(1, (assign[:, :, None] == np.arange(k)).sum(axis=1))[:, :, None]"
 
-MUTANTS = (
+IFCA_MUTANTS = (
     Mutant(
         "true-labels",
         "(a) identity estimate replaced by the true labels",
@@ -206,6 +279,62 @@ MUTANTS = (
     ),
 )
 
+_FX_OPERATORS = "operators = [stacked_update_operators(problem, v, solver, s).astype(problem.dtype) for v in values]\n"
+_FX_STEP = "new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)\n"
+_FX_DECODER = "for r in range(lo, hi):\n                    e = np.float64(y[r])"
+
+_RENORMALISE_HELPER = f'''
+
+def _mutant_renormalise(assign, sizes, k):  {MARK}: N / N_l, N_l the data that chose model l
+    chose = assign[:, :, None] == np.arange(k)  # (B, m, k)
+    N_l = (sizes[None, :, None] * chose).sum(axis=1)  # (B, k)
+    return (sizes.sum() / np.maximum(N_l, 1))[:, :, None]
+'''
+
+FEDX_MUTANTS = (
+    Mutant(
+        "fedx-uniform-weights",
+        "uniform weights w_i = 1/M instead of n_i/N",
+        _FX_OPERATORS,
+        "operators = [(stacked_update_operators(problem, v, solver, s, weighted=False) / problem.m)"
+        f".astype(problem.dtype) for v in values]  {MARK}\n",
+        (FX_ROUND, FX_RHO, FX_REFERENCE),
+        path=FEDX_DRIVER,
+        family="fedx",
+    ),
+    Mutant(
+        "fedx-renormalised",
+        "weights renormalised within each (estimated) cluster: n_i / N_l",
+        _FX_STEP,
+        _FX_STEP[:-1] + f" * _mutant_renormalise(assign[g], problem.sizes, k)  {MARK}\n",
+        (FX_ROUND, FX_RHO, FX_DECODE, FX_PROPERTY, FX_REFERENCE),
+        append=_RENORMALISE_HELPER,
+        path=FEDX_DRIVER,
+        family="fedx",
+    ),
+    Mutant(
+        "fedx-zero-step",
+        "a driver that does not move: the server step times 0",
+        _FX_STEP,
+        f"new[g] += 0.0 * np.matmul(R[rows], KT).reshape(g.size, k, d)  {MARK}\n",
+        (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY, FX_REFERENCE),
+        path=FEDX_DRIVER,
+        family="fedx",
+    ),
+    Mutant(
+        "fedx-first-sample",
+        "the ML decoder reads each client's first sample only",
+        _FX_DECODER,
+        f"for r in range(lo, lo + 1):  {MARK}\n                    e = np.float64(y[r])",
+        (FX_ROUND, FX_RHO, FX_DECODE, FX_PROPERTY, FX_REFERENCE),
+        path=KERNELS,
+        family="fedx",
+    ),
+)
+
+MUTANTS = IFCA_MUTANTS + FEDX_MUTANTS
+FAMILIES = {"ifca": IFCA_MUTANTS, "fedx": FEDX_MUTANTS}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -243,11 +372,12 @@ def _env(copy):
     return env
 
 
-def _check_imported_copy(copy, mutant):
-    """The copy's package is the one imported, and its driver is mutated iff ``mutant``."""
+def _check_imported_copy(copy, mutant, path=DRIVER):
+    """The copy's package is the one imported, and its module ``path`` is mutated iff ``mutant``."""
+    module = path[: -len(".py")].replace("/", ".")
     code = (
         "import importlib, pathlib, mixreg\n"
-        "m = importlib.import_module('mixreg.algorithms.ifca')\n"
+        f"m = importlib.import_module({module!r})\n"
         "print(pathlib.Path(mixreg.__file__).resolve())\n"
         "print(pathlib.Path(m.__file__).resolve())\n"
         f"print(pathlib.Path(m.__file__).read_text().count({MARK!r}))\n"
@@ -263,7 +393,7 @@ def _check_imported_copy(copy, mutant):
         raise RuntimeError(f"the tests would import {pkg}, not the copy under {copy}")
     if (int(marks) > 0) != (mutant is not None):
         raise RuntimeError(f"the imported driver {driver} has {marks} mutated lines (mutant {mutant})")
-    logger.info("%-18s imports %s (%s mutated lines)", mutant or "original", pkg, marks)
+    logger.info("%-20s imports %s (%s mutated lines in %s)", mutant or "original", pkg, marks, path)
 
 
 _SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)")
@@ -295,7 +425,7 @@ def _pytest(copy, tests, label, *, first_failure):
         seconds=time.perf_counter() - start,
         tail="\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:]),
     )
-    logger.info("%-18s exit %d, %d failing node(s), %.1f s", label, out.returncode, len(out.failing), out.seconds)
+    logger.info("%-20s exit %d, %d failing node(s), %.1f s", label, out.returncode, len(out.failing), out.seconds)
     return out
 
 
@@ -304,8 +434,16 @@ def _prepared_copy(scratch, mutant, root):
     _copy_package(root, copy)
     if mutant is not None:
         mutant.apply(copy)
-    _check_imported_copy(copy, None if mutant is None else mutant.name)
+    if mutant is None:
+        for path in sorted({m.path for m in MUTANTS}):
+            _check_imported_copy(copy, None, path)
+    else:
+        _check_imported_copy(copy, mutant.name, mutant.path)
     return copy
+
+
+def _candidates(mutant):
+    return FEDX_CANDIDATES if mutant.family == "fedx" else CANDIDATES
 
 
 def _select(names):
@@ -363,16 +501,19 @@ def check(names=None, *, root=ROOT, keep=False, jobs=2):
     return outcomes
 
 
-def survey(names=None, *, tests=CANDIDATES, root=ROOT, jobs=2):
-    """Which of ``tests`` fail on each mutant (no assertion): ``{mutant: {test: failed}}``,
-    ``None`` for a test whose run errored."""
+def survey(names=None, *, tests=None, root=ROOT, jobs=2):
+    """Which of ``tests`` (default: the candidates of each mutant's family) fail on each mutant
+    (no assertion): ``{mutant: {test: failed}}``, ``None`` for a test whose run errored."""
     with tempfile.TemporaryDirectory(prefix="ifca-mutants-") as scratch:
         mutants = _select(names)
-        runs = [(_prepared_copy(scratch, m, Path(root)), list(tests), m.name, False) for m in mutants]
+        runs = [
+            (_prepared_copy(scratch, m, Path(root)), list(tests or _candidates(m)), m.name, False) for m in mutants
+        ]
         outcomes = _run_all(runs, jobs)
     return {
         out.mutant: {
-            t: None if any(e.startswith(t.split("::")[0]) for e in out.errors) else out.fails(t) for t in tests
+            t: None if any(e.startswith(t.split("::")[0]) for e in out.errors) else out.fails(t)
+            for t in out.tests
         }
         for out in outcomes
     }
@@ -385,18 +526,21 @@ def main(argv=None):
         prog="python -m paper_checks.ifca_mutants", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--mutant", action="append", default=[], help="check only this mutant (repeatable)")
+    parser.add_argument("--family", choices=sorted(FAMILIES), help="check only this family's mutants")
     parser.add_argument("--survey", action="store_true", help="run every candidate test on each mutant, report")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies (check mode)")
     parser.add_argument("--jobs", type=int, default=2, help="pytest runs at a time (default 2)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     start = time.perf_counter()
+    if args.family:
+        args.mutant = args.mutant + [m.name for m in FAMILIES[args.family]]
     if args.survey:
         for name, verdicts in survey(args.mutant, jobs=args.jobs).items():
             caught = [t.split("::")[-1] for t, v in verdicts.items() if v]
             errored = [t.split("::")[-1] for t, v in verdicts.items() if v is None]
             errors = f"; ERRORS: {errored}" if errored else ""
-            print(f"{name:18s} fails: {', '.join(caught) or 'NOTHING'}{errors}")
+            print(f"{name:20s} fails: {', '.join(caught) or 'NOTHING'}{errors}")
         return 0
     try:
         outcomes = check(args.mutant, keep=args.keep, jobs=args.jobs)
@@ -406,7 +550,7 @@ def main(argv=None):
     for out in outcomes:
         names = [t.split("::")[-1] for t in out.tests]
         verdict = "all pass" if out.passed else "caught by " + ", ".join(names)
-        print(f"{out.mutant:18s} {out.seconds:6.1f} s  {verdict}")
+        print(f"{out.mutant:20s} {out.seconds:6.1f} s  {verdict}")
     print(f"every mutant caught by each test named for it, all of which pass on the original; "
           f"{time.perf_counter() - start:.0f} s")
     return 0

@@ -123,6 +123,22 @@ def test_phase2_contracts_to_a_floor(seed, p_min, law, sigma, solver):
     assert np.all(dist[1:] <= bound), (np.flatnonzero(dist[1:] > bound), dist, floor)
     assert dist[-1] <= floor / (C1 * p)  # at or below the recursion's fixed point
     assert dist[-1] < 0.25 * dist[0]  # and it did contract, well below epsilon
+    # ... and not faster than the data-weighted map allows (teeth against renormalising within a
+    # cluster, whose map I - eta H_l nearly annihilates the error when eta = 1): with the decoder
+    # right, e_{l,t+1} = A_l e_{l,t} + (I - A_l)(theta_LS_l - theta*_l), with
+    # A_l = I - sum_{i in S_l} (n_i / N) K_i X_i, computed here per client; misclustering adds at
+    # most ~ Delta nu_hat, so ||e_{l,t+1}|| >= sigma_min(A_l) ||e_{l,t}|| - 2 floor.
+    per_model = np.linalg.norm(res.history.theta[:, 0] - pb.theta_star, axis=2)  # (T + 1, k)
+    for l in range(k):
+        A = np.eye(d)
+        for i in np.flatnonzero(pb.labels == l):
+            X, _ = pb.client(i)
+            n = len(X)
+            H = X.T @ X / n
+            KX = H if solver == "fedavg" else np.linalg.solve(H + np.eye(d), H)  # eta = 1
+            A -= (n / pb.N) * KX
+        low = np.linalg.svd(A, compute_uv=False).min()
+        assert np.all(per_model[1:, l] >= low * per_model[:-1, l] - 2 * floor), (l, low, per_model[:, l], floor)
 
 
 # --------------------------------------------------------------------------------------------
