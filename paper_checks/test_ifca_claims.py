@@ -11,7 +11,6 @@ the row records the contradiction and the check asserts what the data show robus
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from experiments import error_floor, ifca_basin, ifca_contraction, ifca_misclustering, success_vs_mn
