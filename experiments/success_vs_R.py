@@ -65,6 +65,24 @@ DEFAULT_SEED = 20200604  # IFCA's arXiv submission date; any fixed integer would
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
+def check_ifca_protocol(config):
+    """Raise ``ValueError`` naming the first bad field of the IFCA protocol shared by the success
+    experiments (``step_sizes``, ``dtype``, ``protocol``, ``init``, ``init_scale``,
+    ``threshold_offset``: what :func:`mixreg.trials.ifca_success_trial` reads besides the problem)."""
+    if any(not np.isfinite(g) or g <= 0 for g in config.step_sizes):
+        raise ValueError(f"step_sizes must be finite and > 0, got {list(config.step_sizes)}")
+    if config.dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {config.dtype!r}")
+    if config.protocol not in THETA_PROTOCOLS:
+        raise ValueError(f"protocol must be one of {', '.join(THETA_PROTOCOLS)}; got {config.protocol!r}")
+    if config.init not in INIT_METHODS:
+        raise ValueError(f"init must be one of {', '.join(INIT_METHODS)}; got {config.init!r}")
+    if not np.isfinite(config.init_scale) or config.init_scale <= 0:
+        raise ValueError(f"init_scale must be finite and > 0, got {config.init_scale!r}")
+    if not np.isfinite(config.threshold_offset) or config.threshold_offset < 0:
+        raise ValueError(f"threshold_offset must be finite and >= 0, got {config.threshold_offset!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Everything that defines the sweep (what the manifest records and a resume compares).
@@ -108,18 +126,7 @@ class Config:
             raise ValueError(f"sigmas must be finite and >= 0, got {list(self.sigmas)}")
         if any(not np.isfinite(r) or r <= 0 for r in self.rs):
             raise ValueError(f"rs must be finite and > 0, got {list(self.rs)}")
-        if any(not np.isfinite(g) or g <= 0 for g in self.step_sizes):
-            raise ValueError(f"step_sizes must be finite and > 0, got {list(self.step_sizes)}")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if self.protocol not in THETA_PROTOCOLS:
-            raise ValueError(f"protocol must be one of {', '.join(THETA_PROTOCOLS)}; got {self.protocol!r}")
-        if self.init not in INIT_METHODS:
-            raise ValueError(f"init must be one of {', '.join(INIT_METHODS)}; got {self.init!r}")
-        if not np.isfinite(self.init_scale) or self.init_scale <= 0:
-            raise ValueError(f"init_scale must be finite and > 0, got {self.init_scale!r}")
-        if not np.isfinite(self.threshold_offset) or self.threshold_offset < 0:
-            raise ValueError(f"threshold_offset must be finite and >= 0, got {self.threshold_offset!r}")
+        check_ifca_protocol(self)
         return self
 
 

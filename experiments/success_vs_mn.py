@@ -38,7 +38,7 @@ import numpy as np
 
 from experiments import _cli
 from experiments._cli import experiment_main, param, parser_from_config
-from experiments.success_vs_R import COLUMNS, trial_flops
+from experiments.success_vs_R import COLUMNS, check_ifca_protocol, trial_flops
 from mixreg.algorithms.ifca import INIT_METHODS
 from mixreg.metrics import oracle_ls_floor
 from mixreg.montecarlo import Sweep
@@ -114,18 +114,7 @@ class Config:
             raise ValueError(f"sigma must be finite and >= 0, got {self.sigma!r}")
         if any(not np.isfinite(r) or r <= 0 for r in self.rs) or len(set(self.rs)) < len(self.rs):
             raise ValueError(f"rs must be distinct, finite and > 0, got {list(self.rs)}")
-        if any(not np.isfinite(g) or g <= 0 for g in self.step_sizes):
-            raise ValueError(f"step_sizes must be finite and > 0, got {list(self.step_sizes)}")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if self.protocol not in THETA_PROTOCOLS:
-            raise ValueError(f"protocol must be one of {', '.join(THETA_PROTOCOLS)}; got {self.protocol!r}")
-        if self.init not in INIT_METHODS:
-            raise ValueError(f"init must be one of {', '.join(INIT_METHODS)}; got {self.init!r}")
-        if not np.isfinite(self.init_scale) or self.init_scale <= 0:
-            raise ValueError(f"init_scale must be finite and > 0, got {self.init_scale!r}")
-        if not np.isfinite(self.threshold_offset) or self.threshold_offset < 0:
-            raise ValueError(f"threshold_offset must be finite and >= 0, got {self.threshold_offset!r}")
+        check_ifca_protocol(self)
         return self
 
 
