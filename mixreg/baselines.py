@@ -23,7 +23,8 @@ __all__ = ["known_label_least_squares", "client_weighted_least_squares"]
 
 
 def known_label_least_squares(problem):
-    """Per-cluster least squares with the true labels.
+    """Per-cluster least squares with the true labels (of the rows, :attr:`Problem.row_labels`:
+    on clients that mix clusters, every point is fitted with its own cluster).
 
     Solved in float64 through the normal equations (Cholesky) when the cluster has more samples
     than dimensions, and as the minimum-norm solution otherwise.
@@ -56,7 +57,7 @@ def known_label_least_squares(problem):
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
-    row_label = np.repeat(problem.labels, problem.sizes)
+    row_label = problem.row_labels
     theta = np.full((problem.k, problem.d), np.nan)
     for l in range(problem.k):
         rows = row_label == l
@@ -118,7 +119,7 @@ def client_weighted_least_squares(problem):
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a mixreg Problem, got {type(problem).__name__}")
-    row_label = np.repeat(problem.labels, problem.sizes)
+    row_label = problem.row_labels
     row_scale = np.repeat(1.0 / np.sqrt(problem.sizes), problem.sizes)
     theta = np.full((problem.k, problem.d), np.nan)
     for l in range(problem.k):

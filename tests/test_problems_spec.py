@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from mixreg.montecarlo import trial_seed
 from mixreg.problems import (
     CellSchema,
+    Problem,
     ProblemSpec,
     add_anchors,
     client_sizes,
@@ -132,3 +133,52 @@ def test_size_law_is_validated_once_and_needs_its_parameters():
     with pytest.raises(ValueError, match="no anchors"):
         spec = ProblemSpec(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0)
         spec.with_anchors(spec.generate(np.random.default_rng(0)), np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------ clients that mix clusters
+
+
+def test_mixed_clients_keep_the_true_row_labels_and_draw_rows_from_them():
+    spec = ProblemSpec(m=40, k=2, n=50, d=3, sigma=0.0, scale=3.0, protocol="gaussian", main_fraction=0.6)
+    pb = spec.generate(np.random.default_rng(0))
+    assert pb.point_labels.shape == (pb.N,) and pb.mixed
+    # the first 30 rows of every client are from its main cluster; of the other 20 about half
+    main = np.tile(np.arange(50) < 30, 40)
+    np.testing.assert_array_equal(pb.point_labels[main], np.repeat(pb.labels, 30))
+    foreign = (pb.point_labels != np.repeat(pb.labels, 50))[~main].mean()
+    assert 0.4 < foreign < 0.6
+    # sigma = 0: every row is exactly explained by the model of its own cluster, not its client's
+    np.testing.assert_allclose(pb.y, np.einsum("nd,nd->n", pb.X, pb.theta_star[pb.point_labels]), atol=1e-12)
+    assert ProblemSpec.from_cell(spec.to_cell()) == spec
+
+
+def test_main_fraction_one_is_the_usual_client_and_omitted_changes_nothing():
+    base = ProblemSpec(m=10, k=2, n=8, d=3, sigma=0.1, scale=1.0)
+    assert "main_fraction" not in base.to_cell()  # old cells, hence old seeds, are unchanged
+    plain = base.generate(np.random.default_rng(1))
+    assert plain.point_labels is None and not plain.mixed
+    np.testing.assert_array_equal(plain.row_labels, np.repeat(plain.labels, 8))
+    full = ProblemSpec(m=10, k=2, n=8, d=3, sigma=0.1, scale=1.0, main_fraction=1.0).generate(np.random.default_rng(1))
+    np.testing.assert_array_equal(full.point_labels, plain.row_labels)
+    np.testing.assert_array_equal(full.X, plain.X)  # p = 1 draws no mixture label
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan")])
+def test_main_fraction_out_of_range_names_the_parameter(bad):
+    with pytest.raises(ValueError, match="main_fraction"):
+        ProblemSpec(m=10, k=2, n=8, d=3, sigma=0.1, scale=1.0, main_fraction=bad)
+
+
+def test_point_labels_are_validated_and_survive_astype_and_anchors():
+    pb = ProblemSpec(m=6, k=2, n=4, d=2, sigma=0.1, scale=1.0, main_fraction=0.5).generate(np.random.default_rng(2))
+    np.testing.assert_array_equal(pb.astype(np.float32).point_labels, pb.point_labels)
+    with pytest.raises(ValueError, match="point_labels must have shape"):
+        Problem(X=pb.X, y=pb.y, offsets=pb.offsets, labels=pb.labels, theta_star=pb.theta_star, sigma=0.1,
+                point_labels=pb.point_labels[:-1])
+    with pytest.raises(ValueError, match=r"point_labels must lie in \[0, k\)"):
+        Problem(X=pb.X, y=pb.y, offsets=pb.offsets, labels=pb.labels, theta_star=pb.theta_star, sigma=0.1,
+                point_labels=pb.point_labels + 2)
+    grown, anchors = add_anchors(pb, 7, mode="per_cluster", rng=np.random.default_rng(3))
+    assert grown.point_labels.shape == (grown.N,)
+    for a in anchors:  # the anchor's 3 fresh rows are from its main cluster, at the end of its block
+        assert (grown.point_labels[grown.offsets[a + 1] - 3 : grown.offsets[a + 1]] == grown.labels[a]).all()

@@ -25,6 +25,11 @@ and the official IFCA code disagree (see README, "Which problem is the IFCA figu
     Gaussian directions, the whole set rescaled so that the minimum pairwise separation is exactly
     ``scale``.
 
+Clients that mix clusters (the IFCA thesis, chapter 4): with ``ProblemSpec(main_fraction=p)`` a
+fraction ``p`` of each client's rows comes from its main cluster ``z_i`` and the rest from the
+mixture of all clusters; each row's true cluster is kept in ``Problem.point_labels`` (and
+``Problem.row_labels`` gives the rows' clusters of any problem).
+
 Every problem reports its realised minimum separation ``separation`` (Delta), the realised cluster
 proportions, ``p_min`` and ``snr = Delta^2 / sigma^2`` (IFCA's rho).
 
@@ -37,7 +42,7 @@ experiment can count such trials.
 
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import DegenerateProblemWarning, check_rng
-from ._generate import make_labels, make_problem, make_problem_from_parameters, make_theta_star
+from ._generate import make_labels, make_problem, make_problem_from_parameters, make_theta_star, mixed_point_labels
 from ._problem import THETA_PROTOCOLS, Problem, min_separation
 from ._sizes import SIZE_LAWS, SizeLaw, client_sizes, diagonal_covariances, size_law
 from .spec import CellSchema, ProblemSpec, cluster_proportions
@@ -48,6 +53,7 @@ __all__ = [
     "check_rng",
     "make_problem",
     "make_theta_star",
+    "mixed_point_labels",
     "make_labels",
     "make_problem_from_parameters",
     "THETA_PROTOCOLS",

@@ -84,6 +84,9 @@ def add_anchors(problem, n_points, *, mode="random", n_anchors=None, rng):
     new_sizes[grown] += extra[grow][order]
     offsets = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(new_sizes, out=offsets[1:])
+    point_labels = None
+    if problem.point_labels is not None:  # an anchor's fresh points come from its main cluster
+        point_labels = np.insert(problem.point_labels, positions, np.repeat(problem.labels[grown], extra[grow][order]))
     grown_problem = Problem(
         X=np.insert(problem.X, positions, fresh_X[fresh_rows], axis=0),
         y=np.insert(problem.y, positions, fresh_y[fresh_rows]),
@@ -93,6 +96,7 @@ def add_anchors(problem, n_points, *, mode="random", n_anchors=None, rng):
         sigma=problem.sigma,
         covariances=problem.covariances,
         protocol=problem.protocol,
+        point_labels=point_labels,
         _cache=problem.inherited_cache(),  # same truth and labels: not warned about twice
     )
     return grown_problem, anchors

@@ -109,8 +109,9 @@ def _check_covariances(covariances, k, d):
     return cov, chol
 
 
-def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng):
-    """``(X, y, offsets)`` of clients with ``labels`` and ``sizes`` (arguments already valid).
+def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, row_labels=None):
+    """``(X, y, offsets)`` of clients with ``labels`` and ``sizes`` (arguments already valid);
+    each row's cluster is ``row_labels`` (N,) when given, its client's label otherwise.
 
     Draws, in this order, ``X`` (N, d) then the noise (N,), in float64, then casts to ``dt``.
     """
@@ -120,7 +121,7 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng):
     np.cumsum(sizes, out=offsets[1:])
     N = int(offsets[-1])
     X = rng.standard_normal((N, d))
-    row_label = np.repeat(labels, sizes)
+    row_label = np.repeat(labels, sizes) if row_labels is None else row_labels
     with np.errstate(over="ignore", invalid="ignore"):  # non-finite data are refused below
         if chol is not None:
             for l in range(k):
@@ -140,8 +141,50 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng):
     return X, y, offsets
 
 
+def mixed_point_labels(labels, sizes, main_fraction, *, proportions=None, rng):
+    """Row clusters of clients that mix clusters (the IFCA thesis, section 4.1, its ``p``).
+
+    Of client ``i``'s ``n_i`` rows the first :math:`\lfloor p\, n_i \rfloor` belong to its
+    main cluster ``labels[i]`` and the rest are drawn i.i.d. from the mixture of all clusters
+    (with ``proportions``, uniform when omitted; so a mixed row may also fall in the main
+    cluster).  ``p = 1`` is the usual one-cluster client, ``p = 0`` an i.i.d. client.
+
+    Parameters
+    ----------
+    labels : int array of shape (m,)
+    sizes : int array of shape (m,)
+    main_fraction : float in [0, 1]
+        ``p``.
+    proportions : array of shape (k,), optional
+    rng : numpy.random.Generator
+        Draws one integer per mixed row, in row order.
+
+    Returns
+    -------
+    point_labels : int64 array of shape (N,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mixed_point_labels(np.array([0, 1]), np.array([4, 4]), 0.5, rng=np.random.default_rng(0),
+    ...                    proportions=np.array([0.0, 1.0])).tolist()
+    [0, 0, 1, 1, 1, 1, 1, 1]
+    """
+    p = check_real("main_fraction", main_fraction, low=0.0, high=1.0)
+    labels = np.asarray(labels, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    k = int(labels.max()) + 1 if proportions is None else len(proportions)
+    probs = np.full(k, 1.0 / k) if proportions is None else np.asarray(proportions, dtype=np.float64)
+    main = np.floor(p * sizes + 1e-9).astype(np.int64)
+    rows = np.repeat(labels, sizes)
+    position = np.arange(rows.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    mixed = position >= np.repeat(main, sizes)
+    rows[mixed] = rng.choice(k, size=int(mixed.sum()), p=probs)
+    return rows
+
+
 def make_problem_from_parameters(
-    theta_star, labels, n, sigma, *, rng, covariances=None, dtype=np.float64, protocol="given"
+    theta_star, labels, n, sigma, *, rng, covariances=None, dtype=np.float64, protocol="given", point_labels=None
 ) -> Problem:
     """Generate data for given true parameters and labels.
 
@@ -161,6 +204,8 @@ def make_problem_from_parameters(
         float32 problem is the rounding of the float64 problem with the same generator state.
     protocol : str
         Recorded in the problem (``"given"`` unless ``theta_star`` came from a protocol).
+    point_labels : int array of shape (N,), optional
+        Each row's cluster, for clients that mix clusters (:func:`mixed_point_labels`).
 
     Returns
     -------
@@ -190,7 +235,15 @@ def make_problem_from_parameters(
     dt = check_dtype("dtype", dtype)
     cov, chol = _check_covariances(covariances, k, d)
 
-    X, y, offsets = _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng)
+    if point_labels is not None:
+        point_labels = np.asarray(point_labels)
+        if point_labels.shape != (int(sizes.sum()),) or point_labels.dtype.kind not in "iu":
+            raise ValueError(f"point_labels must be an integer array of shape (N,) = ({int(sizes.sum())},), "
+                             f"got shape {point_labels.shape} and dtype {point_labels.dtype}")
+        if point_labels.min() < 0 or point_labels.max() >= k:
+            raise ValueError(f"point_labels must lie in [0, k) = [0, {k})")
+        point_labels = point_labels.astype(np.int64)
+    X, y, offsets = _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, point_labels)
     return Problem(
         X=X,
         y=y,
@@ -200,6 +253,7 @@ def make_problem_from_parameters(
         sigma=sigma,
         covariances=cov,
         protocol=protocol,
+        point_labels=point_labels,
     )
 
 

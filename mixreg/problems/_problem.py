@@ -52,6 +52,10 @@ class Problem:
         Per-cluster feature covariances; ``None`` means the identity for every cluster.
     protocol : str
         How ``theta_star`` was made (one of :data:`THETA_PROTOCOLS` or ``"given"``).
+    point_labels : ndarray of shape (N,), int64, or None
+        True cluster of every row, for clients that mix clusters (the IFCA thesis, section
+        4.1); ``labels`` is then each client's *main* cluster.  ``None``: every row belongs to
+        its client's cluster.  :attr:`row_labels` gives the rows' clusters in both cases.
 
     Raises
     ------
@@ -70,6 +74,7 @@ class Problem:
     sigma: float
     covariances: np.ndarray | None = None
     protocol: str = "given"
+    point_labels: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -101,10 +106,19 @@ class Problem:
         if covariances is not None:
             covariances = check_real_array("covariances", covariances, (k, d, d))
         check_choice("protocol", self.protocol, (*THETA_PROTOCOLS, "given"))
+        point_labels = self.point_labels
+        if point_labels is not None:
+            point_labels = check_int_array("point_labels", point_labels)
+            if point_labels.shape != (N,):
+                raise ValueError(f"point_labels must have shape (N,) = ({N},), got {point_labels.shape}")
+            if point_labels.min() < 0 or point_labels.max() >= k:
+                raise ValueError(f"point_labels must lie in [0, k) = [0, {k}), got values in "
+                                 f"[{int(point_labels.min())}, {int(point_labels.max())}]")
         check_finite("X", X)
         check_finite("y", y)
         for name, value in (("X", X), ("y", y), ("offsets", offsets), ("labels", labels),
-                            ("theta_star", theta_star), ("sigma", sigma), ("covariances", covariances)):
+                            ("theta_star", theta_star), ("sigma", sigma), ("covariances", covariances),
+                            ("point_labels", point_labels)):
             if value is not getattr(self, name):
                 object.__setattr__(self, name, value)  # frozen: converted fields are set once, here
         # A Problem derived from a valid one with the very same truth and labels (astype,
@@ -241,6 +255,19 @@ class Problem:
         except (OverflowError, ZeroDivisionError):  # Python floats raise instead of giving inf
             return np.inf
 
+    @property
+    def row_labels(self) -> np.ndarray:
+        """True cluster of every row, shape (N,): :attr:`point_labels`, or each client's label
+        repeated over its rows."""
+        if self.point_labels is not None:
+            return self.point_labels
+        return np.repeat(self.labels, self.sizes)
+
+    @property
+    def mixed(self) -> bool:
+        """Some client holds rows of a cluster other than its own."""
+        return self.point_labels is not None and bool(np.any(self.point_labels != np.repeat(self.labels, self.sizes)))
+
     def client(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Views ``(X_i, y_i)`` of client ``i``'s data, ``0 <= i < m``."""
         i = check_int("i", i, low=0, high=self.m - 1)
@@ -266,6 +293,7 @@ class Problem:
             sigma=self.sigma,
             covariances=self.covariances,
             protocol=self.protocol,
+            point_labels=self.point_labels,
             _cache=self.inherited_cache(),
         )
 

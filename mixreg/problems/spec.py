@@ -25,7 +25,7 @@ import numpy as np
 from .._validation import check_choice, check_dtype, check_int, check_real
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import check_rng
-from ._generate import make_labels, make_problem_from_parameters, make_theta_star
+from ._generate import make_labels, make_problem_from_parameters, make_theta_star, mixed_point_labels
 from ._problem import THETA_PROTOCOLS
 from ._sizes import SIZE_LAWS, diagonal_covariances, size_law
 
@@ -87,6 +87,12 @@ class ProblemSpec:
         ``M_A`` for ``anchor_mode="random"`` (0 otherwise).
     anchor_points : int
         ``n_A``, the points an anchor holds at least.
+    main_fraction : float in [0, 1], optional
+        Clients that mix clusters (the IFCA thesis, section 4.1, its ``p``): the first
+        :math:`\lfloor p\, n_i \rfloor` rows of a client come from its main cluster and the
+        rest from the mixture of all clusters (:func:`mixed_point_labels`; the mixture has the
+        clusters' proportions); the true row labels are kept in ``Problem.point_labels``.
+        Omitted: every row is from its client's cluster.
 
     Examples
     --------
@@ -117,6 +123,7 @@ class ProblemSpec:
     anchor_mode: str | None = None
     n_anchors: int = 0
     anchor_points: int = 0
+    main_fraction: float | None = None
 
     def __post_init__(self):
         check_int("m", self.m, low=1)
@@ -149,6 +156,8 @@ class ProblemSpec:
             check_int("anchor_points", self.anchor_points, low=2)
             if self.anchor_mode == "random":
                 check_int("n_anchors", self.n_anchors, low=1, high=self.m)
+        if self.main_fraction is not None:
+            check_real("main_fraction", self.main_fraction, low=0.0, high=1.0)
 
     @cached_property
     def _size_law(self):
@@ -160,7 +169,8 @@ class ProblemSpec:
         return self.cov_low == self.cov_high == 1.0
 
     def generate(self, rng):
-        """Draw the problem, in the order theta*, labels, client sizes, covariances, data.
+        """Draw the problem, in the order theta*, labels, client sizes, covariances, the mixed
+        rows' clusters (only with ``main_fraction``), data.
 
         Parameters
         ----------
@@ -179,8 +189,12 @@ class ProblemSpec:
         cov = None
         if not self.identity_covariance:
             cov = diagonal_covariances(self.k, self.d, rng=rng, low=self.cov_low, high=self.cov_high)
+        point_labels = None
+        if self.main_fraction is not None:
+            point_labels = mixed_point_labels(labels, np.broadcast_to(sizes, labels.shape), self.main_fraction,
+                                              proportions=proportions, rng=rng)
         return make_problem_from_parameters(theta_star, labels, sizes, self.sigma, rng=rng, covariances=cov,
-                                            dtype=self.dtype, protocol=self.protocol)
+                                            dtype=self.dtype, protocol=self.protocol, point_labels=point_labels)
 
     def with_anchors(self, problem, rng):
         """``(problem, anchors)``: the spec's anchor clients topped up (:func:`add_anchors`)."""
