@@ -56,6 +56,7 @@ __all__ = [
     "kmeans",
     "agglomerative",
     "single_linkage_cut",
+    "squared_distances",
     "KMEANS_INITS",
     "LINKAGES",
 ]
@@ -181,7 +182,7 @@ def _number_groups(labels):
     return rank[np.unique(labels, return_inverse=True)[1]].astype(np.int64)
 
 
-def _sq_distances(points, centres):
+def squared_distances(points, centres):
     """Squared distances ``(n, k)`` from explicit differences, in blocks of rows.
 
     IN: ``points`` (n, d), ``centres`` (k, d).  Every entry is ``((x - c) ** 2).sum()`` with the
@@ -221,14 +222,14 @@ def _kmeans_plusplus(points, k, rng):
     centres = np.empty((k, points.shape[1]))
     first = int(rng.integers(n))
     centres[0] = points[first]
-    closest = _sq_distances(points, centres[:1])[:, 0]
+    closest = squared_distances(points, centres[:1])[:, 0]
     for c in range(1, k):
         cumulative = np.cumsum(closest)
         # u * total with u in [0, 1) and side="right": the index found has D^2 weight > 0 whenever
         # the total is > 0, with probability D^2 / total (all points are duplicates otherwise).
         targets = rng.random(trials) * cumulative[-1]
         candidates = np.minimum(np.searchsorted(cumulative, targets, side="right"), n - 1)
-        to_candidates = np.minimum(closest[None], _sq_distances(points[candidates], points))
+        to_candidates = np.minimum(closest[None], squared_distances(points[candidates], points))
         potentials = to_candidates.sum(axis=1)
         best = int(np.argmin(potentials))
         closest = to_candidates[best]
@@ -248,7 +249,7 @@ def _lloyd(points, centres, max_iter):
     converged = False
     n_iter = 0
     for _ in range(max_iter):
-        new = np.argmin(_sq_distances(points, centres), axis=1)
+        new = np.argmin(squared_distances(points, centres), axis=1)
         n_iter += 1
         if np.array_equal(new, labels):
             converged = True

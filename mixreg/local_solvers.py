@@ -48,6 +48,8 @@ __all__ = [
     "local_least_squares",
     "local_update_operator",
     "stacked_update_operators",
+    "stacked_operators",
+    "size_groups",
     "check_solver",
 ]
 
@@ -90,7 +92,7 @@ def _check_start(theta, m, d):
     raise ValueError(f"theta must have shape (d,)=({d},) or (m, d)=({m}, {d}), got {theta.shape}")
 
 
-def _size_groups(offsets):
+def size_groups(offsets):
     """For every distinct client size ``n``: (n, clients, row indices of shape (c, n))."""
     sizes = np.diff(offsets)
     for n in np.unique(sizes):
@@ -199,7 +201,7 @@ def proximal_step(X, y, offsets, theta, step_size):
     theta = _check_start(theta, m, d)
     eta = check_real("step_size", step_size, low=0.0, low_inclusive=False)
     out = np.empty((m, d))
-    for n, clients, rows in _size_groups(offsets):
+    for n, clients, rows in size_groups(offsets):
         Xg, yg, tg = X[rows], y[rows], theta[clients]  # (c, n, d), (c, n), (c, d)
         if n <= d:
             G = eta * np.matmul(Xg, Xg.transpose(0, 2, 1))
@@ -284,7 +286,7 @@ def local_least_squares(X, y, offsets, *, method="min_norm", ridge=None):
     m, d = offsets.size - 1, X.shape[1]
     out = np.empty((m, d))
     eps = np.finfo(np.float64).eps
-    for n, clients, rows in _size_groups(offsets):
+    for n, clients, rows in size_groups(offsets):
         Xg, yg = X[rows], y[rows]  # (c, n, d), (c, n)
         if method == "min_norm":
             pinv = np.linalg.pinv(Xg, rcond=max(n, d) * eps)  # (c, d, n)
@@ -428,12 +430,22 @@ def stacked_update_operators(problem, step_size, local_solver="fedavg", local_st
     eta, solver, s = check_solver(step_size, local_solver, local_steps)
     if eta.ndim != 0:
         raise ValueError(f"step_size must be a scalar here, got shape {eta.shape}")
-    sizes = problem.sizes
-    KT = np.empty((problem.N, problem.d))
-    for n in np.unique(sizes):
-        clients = np.flatnonzero(sizes == n)
-        rows = problem.offsets[clients][:, None] + np.arange(n)
-        KT[rows] = _operators_transposed(problem.X[rows].astype(np.float64), float(eta), solver, s)
+    KT = stacked_operators(problem.X, problem.offsets, float(eta), solver, s)
     if weighted:
+        sizes = problem.sizes
         KT *= np.repeat(sizes / problem.N, sizes)[:, None]
+    return KT
+
+
+def stacked_operators(X, offsets, step_size, local_solver, local_steps):
+    """Unweighted :math:`K_i^\top` of the clients ``offsets[i]:offsets[i+1]`` of ``X``, stacked
+    like the rows (arguments already valid; see :func:`stacked_update_operators`).
+
+    Returns
+    -------
+    KT : ndarray of shape (N, d), float64
+    """
+    KT = np.empty(X.shape, dtype=np.float64)
+    for _, _, rows in size_groups(offsets):
+        KT[rows] = _operators_transposed(X[rows].astype(np.float64), float(step_size), local_solver, local_steps)
     return KT

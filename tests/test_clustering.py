@@ -161,9 +161,9 @@ def test_blocked_distances_do_not_change_a_bit(monkeypatch):
     rng = np.random.default_rng(0)
     pts = rng.standard_normal((300, 7)) * 1e3 + 1e6
     centres = rng.standard_normal((5, 7)) * 1e3 + 1e6
-    full = clustering._sq_distances(pts, centres)
+    full = clustering.squared_distances(pts, centres)
     monkeypatch.setattr(clustering, "_DISTANCE_BLOCK", 37)  # one row per block, then 1-row tail
-    blocked = clustering._sq_distances(pts, centres)
+    blocked = clustering.squared_distances(pts, centres)
     np.testing.assert_array_equal(blocked, full)
     np.testing.assert_array_equal(kmeans(pts, 5, init="farthest").labels, _kmeans(pts, 5))
 

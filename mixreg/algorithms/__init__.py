@@ -7,6 +7,18 @@ module                      algorithm
                             partial participation
 :mod:`.moment_descent`      Su-Xu-Yang Phase 1, federated moment descent (slides, steps 1-7)
 :mod:`.fedx`                Su-Xu-Yang Phase 2, FedAvg(s) / FedProx with the ML decoder
+:mod:`.oneshot`             one-shot clustering (Ghosh et al. 2020, Algorithm 1): local least
+                            squares, server k-means, FedAvg per estimated cluster
+:mod:`.fesem`               FeSEM, multi-center FL (Xie et al., Algorithms 1-2): clients to the
+                            nearest centre by model distance, centres as averages, local steps
+:mod:`.pacfl`               PACFL (Vahidian et al., Algorithms 1-2): principal angles between
+                            client subspaces, hierarchical clustering, FedAvg per cluster, PME
+:mod:`.ifca_points`         point-level IFCA on clients that mix clusters (UIFCA's scheme, the
+                            IFCA thesis, Algorithms 3-5, with regression models)
+:mod:`.kfed`                k-FED (the IFCA thesis, Algorithm 2): local clustering, server
+                            k-means over local centroids, FedAvg on the point labels
+:mod:`._fixed_labels`       FedAvg within clusters of fixed row labels (the training phase of
+                            the one-shot methods)
 :mod:`._driver`             what every batched driver shares: validation, divergence, stop rules,
                             the result base, the history recorder
 :mod:`._registry`           the registry the contract test suite runs over
@@ -21,6 +33,11 @@ stop reason, wall time, history).
 from ._driver import DriverResult, History, HistoryRecorder, Replicas
 from ._registry import ALGORITHMS, Algorithm, get_algorithm, register, register_builtin
 from .fedx import FedXResult, fedx, fedx_linear_rates
+from .fesem import FeSEMResult, fesem
+from .ifca_points import IFCAPointsResult, ifca_points
+from .kfed import KFEDResult, kfed
+from .oneshot import OneShotResult, oneshot
+from .pacfl import PACFLResult, pacfl
 from .ifca import IFCAResult, ifca, initial_parameters, training_loss
 from .moment_descent import AnchorClustering, MomentDescentResult, cluster_anchors, moment_descent
 
@@ -30,6 +47,11 @@ __all__ = [
     "AnchorClustering",
     "DriverResult",
     "FedXResult",
+    "FeSEMResult",
+    "IFCAPointsResult",
+    "KFEDResult",
+    "OneShotResult",
+    "PACFLResult",
     "History",
     "HistoryRecorder",
     "IFCAResult",
@@ -38,6 +60,11 @@ __all__ = [
     "cluster_anchors",
     "fedx",
     "fedx_linear_rates",
+    "fesem",
+    "ifca_points",
+    "kfed",
+    "oneshot",
+    "pacfl",
     "get_algorithm",
     "ifca",
     "initial_parameters",

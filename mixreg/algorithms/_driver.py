@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_array, check_real
+from .._validation import check_array, check_int, check_real
 from ..problems import Problem
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "check_initial_parameters",
     "check_step_sizes",
     "check_tolerance",
+    "check_run",
     "Replicas",
     "DriverResult",
     "History",
@@ -75,6 +76,18 @@ def check_step_sizes(step_size, B):
     if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
         raise ValueError(f"step_size must be finite and > 0, got {eta.tolist()}")
     return eta
+
+
+def check_run(problem, init, step_size, n_rounds, tol):
+    """The arguments every replica driver shares, validated in the contract's order:
+    ``(theta, eta, T, tol)`` with ``theta`` a new (B, k, d) array of the problem's dtype
+    (:func:`check_initial_parameters`), ``eta`` of shape (B,) (:func:`check_step_sizes`),
+    ``T = n_rounds >= 1`` and ``tol`` (:func:`check_tolerance`)."""
+    check_problem(problem)
+    theta = check_initial_parameters(init, problem.d, problem.dtype)
+    eta = check_step_sizes(step_size, theta.shape[0])
+    T = check_int("n_rounds", n_rounds, low=1)
+    return theta, eta, T, check_tolerance(tol)
 
 
 def check_tolerance(tol):

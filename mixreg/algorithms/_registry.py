@@ -14,6 +14,7 @@ batching, divergence, bad input and determinism are then checked for it with no 
 from __future__ import annotations
 
 import functools
+import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,6 +40,11 @@ class Algorithm:
         give the same result).
     options : dict
         The driver keyword arguments this entry fixes (documentation; already bound in ``run``).
+    communication : callable, optional
+        ``communication(problem, k, n_rounds) -> (upload, download)``: the floats an average
+        client sends to the server and receives from it over a run of ``n_rounds`` rounds with
+        ``k`` models, counted from the protocol in :attr:`sends` (an index or a count is one
+        float).  ``None`` when not stated.
     """
 
     name: str
@@ -47,6 +53,7 @@ class Algorithm:
     sends: str
     uses_rng: bool = False
     options: dict = field(default_factory=dict)
+    communication: Callable | None = None
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
@@ -82,6 +89,20 @@ def _bind(driver, *, uses_rng, **options):
     return run
 
 
+def per_round(upload, download):
+    """A :attr:`Algorithm.communication` for a protocol that moves the same floats every round:
+    ``upload(problem, k)`` and ``download(problem, k)`` floats per client per round."""
+
+    def communication(problem, k, n_rounds):
+        return float(upload(problem, k)) * n_rounds, float(download(problem, k)) * n_rounds
+
+    return communication
+
+
+#: IFCA and FedX: the server broadcasts k models; a client sends its identity and one d-vector.
+_K_MODELS_DOWN_ONE_UP = per_round(lambda pb, k: pb.d + 1, lambda pb, k: k * pb.d)
+
+
 def register_builtin():
     """Register the drivers of this package (called once on import)."""
     from .fedx import fedx
@@ -89,24 +110,37 @@ def register_builtin():
 
     register(Algorithm(
         name="ifca", run=_bind(ifca, uses_rng=True, option="gradient"), uses_rng=True, options={"option": "gradient"},
+        communication=_K_MODELS_DOWN_ONE_UP,
         source="Ghosh et al. 2020, Algorithm 2 (arXiv) / Algorithm 1 (NeurIPS), option I",
-        sends="k losses to pick an identity, then one d-vector gradient"))
+        sends="its identity (the argmin of its k local losses) and one d-vector gradient; receives k models"))
     register(Algorithm(
         name="ifca_data", run=_bind(ifca, uses_rng=True, option="gradient", aggregation="data"), uses_rng=True,
-        options={"option": "gradient", "aggregation": "data"},
+        options={"option": "gradient", "aggregation": "data"}, communication=per_round(
+            lambda pb, k: pb.d + 2, lambda pb, k: k * pb.d),
         source="Ghosh et al. 2020, Algorithm 2, option I with data-proportional weights n_i / N (a control)",
-        sends="k losses to pick an identity, then one d-vector gradient and n_i"))
+        sends="its identity, one d-vector gradient and n_i; receives k models"))
     register(Algorithm(
         name="ifca_model", run=_bind(ifca, uses_rng=True, option="model", local_steps=2), uses_rng=True,
-        options={"option": "model", "local_steps": 2},
+        options={"option": "model", "local_steps": 2}, communication=_K_MODELS_DOWN_ONE_UP,
         source="Ghosh et al. 2020, Algorithm 2 (arXiv), option II (model averaging, tau local steps)",
-        sends="k losses to pick an identity, then one d-vector local model"))
+        sends="its identity and one d-vector local model; receives k models"))
     register(Algorithm(
         name="fedavg", run=_bind(fedx, uses_rng=False, local_solver="fedavg", local_steps=2),
-        options={"local_solver": "fedavg", "local_steps": 2},
+        options={"local_solver": "fedavg", "local_steps": 2}, communication=_K_MODELS_DOWN_ONE_UP,
         source="Su, Xu, Yang 2022, Phase 2 (slides 'FedX + Clustering in Action'), FedAvg(s)",
-        sends="its decoded label and one d-vector local model"))
+        sends="its decoded label and one d-vector local model; receives k models"))
     register(Algorithm(
         name="fedprox", run=_bind(fedx, uses_rng=False, local_solver="fedprox"), options={"local_solver": "fedprox"},
+        communication=_K_MODELS_DOWN_ONE_UP,
         source="Su, Xu, Yang 2022, Phase 2 (slides 'FedX + Clustering in Action'), FedProx",
-        sends="its decoded label and one d-vector local model"))
+        sends="its decoded label and one d-vector local model; receives k models"))
+
+    # the seed papers' other methods: each module lists its own entries in ``registrations()``
+    for module in SEED_METHOD_MODULES:
+        for algorithm in importlib.import_module(f".{module}", __package__).registrations():
+            register(algorithm)
+
+
+#: Modules of the seed papers' other methods (one-shot, FeSEM, PACFL, and on clients that mix
+#: clusters, point-level IFCA and k-FED), registered after the built-in drivers.
+SEED_METHOD_MODULES = ("oneshot", "fesem", "pacfl", "ifca_points", "kfed")
