@@ -24,6 +24,9 @@ One private module per figure family, every public name re-exported here:
 * :mod:`mixreg.plotting._phase1`: Su-Xu-Yang's Phase 1 with small anchors and a far start, its
   error against ``n_A`` and ``d`` beside anchor least squares, and the clients it needs against
   ``d`` and ``p_min`` (``experiments/two_phase_phase1.py``);
+* :mod:`mixreg.plotting._compare`: every method of the registry and the reference points on one
+  regime, error, misclustering, rounds, communication and wall time side by side
+  (``experiments/compare.py``);
 * :mod:`mixreg.plotting.methods` (public): the one registry of method and success-rule names,
   labels, colours, markers and line styles (:data:`METHODS`, :data:`RULES`,
   :func:`method_label`, :func:`rule_title`), which every figure draws from.
@@ -32,6 +35,7 @@ One private module per figure family, every public name re-exported here:
 from __future__ import annotations
 
 from ._common import save_figure
+from ._compare import plot_comparison
 from ._error_floor import plot_error_floor
 from ._success import plot_success_collapse, plot_success_vs_separation
 from ._success_mn import plot_success_heatmap, plot_success_vs_m
@@ -44,9 +48,11 @@ from ._two_phase import (
 from ._two_phase_nu import plot_nu_sweeps
 from ._ifca_mechanism import plot_ifca_basin, plot_misclustering_exponent, plot_one_round_contraction
 from ._phase1 import plot_clients_needed, plot_phase1_error
-from .methods import METHODS, RULES, MethodStyle, method_label, rule_title
+from .methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
 
 __all__ = [
+    "plot_comparison",
+    "COMPARE",
     "plot_error_floor",
     "plot_success_vs_separation",
     "plot_success_collapse",

@@ -36,7 +36,7 @@ import dataclasses
 import string
 from types import MappingProxyType
 
-__all__ = ["MethodStyle", "METHODS", "RULES", "method_label", "rule_title"]
+__all__ = ["MethodStyle", "METHODS", "RULES", "COMPARE", "method_label", "rule_title"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +104,36 @@ RULES = _registry(
     MethodStyle("honest", "honest rule: run with lowest training loss, matched distance", None, "o", "-",
                 short="honest"),
     MethodStyle("oracle", "known-label LS oracle (ceiling)", None, "o", "-", short="oracle"),
+)
+
+
+#: The methods of the head-to-head comparison (``experiments/compare.py``): every algorithm of
+#: :data:`mixreg.algorithms.ALGORITHMS`, then the reference points, in table order.  Grey for the
+#: reference points; IFCA's family in purples, Su-Xu-Yang's Phase 2 in greens, the one-shot
+#: clusterers in oranges, the point-level methods in blues.
+COMPARE = _registry(
+    MethodStyle("ifca", "IFCA, option I (gradient averaging, weights 1/m)", "#c51b7d", "v", "-", short="IFCA"),
+    MethodStyle("ifca_data", "IFCA, option I with data weights n_i/N", "#8e0152", "<", "-", short="IFCA (data w.)"),
+    MethodStyle("ifca_model", "IFCA, option II (model averaging, 2 local steps)", "#de77ae", ">", "-",
+                short="IFCA (model avg.)"),
+    MethodStyle("fedavg", "FedX: FedAvg(2) with the ML decoder (Su-Xu-Yang Phase 2), random init", "#1b7837", "o",
+                "-", short="FedX-FedAvg"),
+    MethodStyle("fedprox", "FedX: FedProx with the ML decoder (Su-Xu-Yang Phase 2), random init", "#5aae61", "s",
+                "-", short="FedX-FedProx"),
+    MethodStyle("oneshot", "one-shot: local LS, k-means, FedAvg per cluster (IFCA Alg. 1)", "#e08214", "D", "-",
+                short="one-shot"),
+    MethodStyle("fesem", "FeSEM (multi-center FL, Alg. 1)", "#b35806", "h", "-", short="FeSEM"),
+    MethodStyle("pacfl", "PACFL, joint (x, y) signatures (Alg. 1)", "#fdb863", "p", "-", short="PACFL (x, y)"),
+    MethodStyle("pacfl_x", "PACFL, x-only signatures (Alg. 1)", "#8c510a", "P", "--", short="PACFL (x)"),
+    MethodStyle("ifca_points", "point-level IFCA (UIFCA scheme, thesis Alg. 3)", "#2166ac", "*", "-",
+                short="point IFCA"),
+    MethodStyle("kfed", "k-FED with local regressions (thesis Alg. 2)", "#67a9cf", "X", "-", short="k-FED"),
+    MethodStyle("global_fedavg", "reference: global FedAvg(2), one model (k = 1)", "0.55", "o", ":",
+                short="global FedAvg"),
+    MethodStyle("local_only", "reference: local-only least squares", "0.7", "s", ":", short="local only"),
+    MethodStyle("known_label_ls", "reference: known-label least squares (oracle)", "0.2", "D", ":",
+                short="known-label LS"),
+    MethodStyle("ifca_truth", "reference: IFCA started at θ*", "0.4", "^", ":", short="IFCA from θ*"),
 )
 
 

@@ -1,0 +1,95 @@
+"""The head-to-head comparison of every method on one regime (``experiments/compare.py``)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from .methods import COMPARE
+
+__all__ = ["plot_comparison"]
+
+# (column of the summary, x label, log scale) of each panel; a panel may draw two columns
+_PANELS = (
+    (("err_mean", "err_max"), "permutation-matched error\n● mean over clusters, × max", True),
+    (("mis_clients", "mis_points"), "misclustering\n● clients, × points", False),
+    (("rounds",), "rounds run (to tol or the cap)", False),
+    (("floats",), "floats per client, up + down", True),
+    (("time",), "wall time of the batched call (s)", True),
+)
+
+
+def plot_comparison(rows, *, title, footnote=""):
+    """One row of panels for one regime: every method's error, misclustering, rounds,
+    communication and wall time, from the summary table of ``experiments/compare.py``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per method (the regime's rows of ``summary.csv``): ``method`` and, for each column
+        ``c`` of the panels, ``c_mean`` with ``c_low`` / ``c_high`` (95% interval of the mean;
+        drawn as a bar when present).  ``floats`` is ``upload_mean + download_mean``.
+    title, footnote : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    rows = [row for row in rows if row["method"] in COMPARE]
+    rows.sort(key=lambda row: list(COMPARE).index(row["method"]))
+    y = np.arange(len(rows))[::-1]
+    fig, axes = plt.subplots(1, len(_PANELS), figsize=(17, 0.42 * len(rows) + 2.3), sharey=True)
+    for ax, (columns, xlabel, log) in zip(axes, _PANELS):
+        for j, column in enumerate(columns):
+            for yi, row in zip(y, rows):
+                style = COMPARE[row["method"]]
+                value = _value(row, column)
+                if not np.isfinite(value) or (log and value <= 0):
+                    continue
+                low, high = row.get(f"{column}_low"), row.get(f"{column}_high")
+                if low is not None and high is not None and np.isfinite(low) and np.isfinite(high):
+                    low = max(low, value / 10) if log else low  # a normal interval may reach below 0
+                    ax.plot([low, high], [yi + 0.15 * j, yi + 0.15 * j], color=style.color, lw=1.2)
+                ax.plot(value, yi + 0.15 * j, marker="o" if j == 0 else "x", color=style.color, ms=6, mew=1.6,
+                        ls="none")
+        if columns[0] == "err_mean":  # say why a method has no point
+            for yi, row in zip(y, rows):
+                refused, diverged = int(float(row.get("refused") or 0)), int(float(row.get("all_diverged") or 0))
+                note = ", ".join(text for count, text in ((refused, "refused"), (diverged, "all runs diverged"))
+                                 if count)
+                if note:
+                    ax.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials", (0.02, yi),
+                                xycoords=("axes fraction", "data"), fontsize=7, va="center", color="0.3")
+        ax.set_xlabel(xlabel, fontsize=9)
+        if log:
+            ax.set_xscale("log")
+            lo, hi = ax.get_xlim()
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if hi / lo < 300 else (1.0,)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels([COMPARE[row["method"]].short for row in rows], fontsize=9)
+    for tick, row in zip(axes[0].get_yticklabels(), rows):
+        tick.set_color(COMPARE[row["method"]].color if row["method"] not in _GREY else "0.3")
+    axes[1].set_xlim(-0.02, 0.62)
+    axes[1].axvline(0.5, color="0.6", ls=":", lw=1)
+    fig.suptitle(title, fontsize=11)
+    if footnote:
+        fig.text(0.01, 0.01, footnote, fontsize=7.5, wrap=True, va="bottom")
+    fig.tight_layout(rect=(0, 0.12 if footnote else 0, 1, 0.95))
+    return fig
+
+
+_GREY = ("global_fedavg", "local_only", "known_label_ls", "ifca_truth")
+
+
+def _value(row, column):
+    if column == "floats":
+        up, down = row.get("upload_mean"), row.get("download_mean")
+        if up is None or down is None:
+            return float("nan")
+        return float(up) + float(down)
+    value = row.get(f"{column}_mean")
+    return float("nan") if value is None else float(value)

@@ -1,0 +1,247 @@
+"""Trial function of the head-to-head comparison: one problem, every registered method and the
+reference points.
+
+:func:`compare_trial` draws one problem of a regime (a :class:`mixreg.problems.ProblemSpec`
+stored in the cell), then runs
+
+* **every algorithm of the registry** (:data:`mixreg.algorithms.ALGORITHMS`): IFCA (options I
+  and II, two aggregations), Su-Xu-Yang's Phase 2 (FedAvg, FedProx) from random starts, the
+  one-shot method, FeSEM, PACFL (joint and x-only signatures), point-level IFCA and k-FED, each
+  from the same ``n_inits`` random starts and over the same step-size grid, in one batched call
+  of ``n_inits x len(steps)`` replicas;
+* **the reference points**: global FedAvg (the FedAvg(2) driver with ``k = 1``, not a new driver),
+  local-only models (each client's minimum-norm least squares), known-label least squares (the
+  oracle with every row's true cluster), and IFCA started at the truth.
+
+Tuning, one rule for every method
+---------------------------------
+Every method keeps, among its replicas (starts x step sizes), the one with the lowest final value
+of **its own training objective** (:meth:`mixreg.algorithms.DriverResult.best_replica`), never a
+distance to the truth; a diverged replica is never chosen.  The grid is :data:`STEPS` for every
+method (the manifest records it).  The random starts are :math:`N(0, s^2 I)` with
+:math:`s = \\sqrt{\\overline{y^2} / (d\\, \\overline{x^2})}`, a scale read from the data (a model of
+that norm explains the responses' energy), not from :math:`\\theta^*`.
+
+What is recorded per method (columns ``<method>_<what>``)
+--------------------------------------------------------
+``err_mean`` / ``err_max``
+    Permutation-matched mean and max distance :math:`\\lVert\\hat\\theta_{\\pi(l)} - \\theta^*_l\\rVert`
+    of the chosen replica (:mod:`mixreg.metrics`).  Reference points without ``k`` models: global
+    FedAvg's one model is compared with every :math:`\\theta^*_l`; local-only models with their
+    client's cluster, averaged within each cluster.
+``mis_clients`` / ``mis_points``
+    Misclustering of the clients (their estimated cluster against their, main, cluster) and of the
+    points (the point labels of point-level methods; a client-level method gives all of a client's
+    points its label) under the best relabelling; ``nan`` where a method has no clustering.
+``rounds`` / ``converged``
+    Rounds the chosen replica takes when rerun alone with the tolerance: it stops once it moved by
+    at most :data:`TOL` times the data's parameter scale in a round (``converged``), or after
+    ``n_rounds``.  (Its estimate is the one of the full ``n_rounds`` run.)
+``upload`` / ``download``
+    Floats an average client sends / receives over those rounds, counted from the protocol
+    (:attr:`mixreg.algorithms.Algorithm.communication`).
+``time``
+    Wall time of the method's whole batched call (all replicas), seconds.
+``diverged``
+    Fraction of its replicas that diverged.
+``refused``
+    Empty, or the one-line reason a method refused the problem (a ``ValueError`` of its
+    validation, e.g. PACFL's ``p`` exceeding a client's size); its metrics are then ``nan``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .algorithms import ALGORITHMS, get_algorithm
+from .algorithms._driver import data_scales
+from .baselines import known_label_least_squares
+from .local_solvers import local_least_squares
+from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
+from .problems import ProblemSpec
+
+__all__ = ["compare_trial", "spec_of", "REGIMES", "METHODS", "REFERENCES", "STEPS", "TOL", "METRICS"]
+
+#: Each regime: its description and the :class:`ProblemSpec` fields it changes from ``balanced``,
+#: as a function of the base sizes ``(m, n, d, k, sigma, separation)``.
+REGIMES = {
+    "balanced": ("n_i = n, identity covariances, equal clusters", lambda b: {}),
+    "small_n": ("n_i = d/5 < d (local LS underdetermined)", lambda b: dict(n=max(1, b["d"] // 5))),
+    "unbalanced": ("log-normal n_i in [2, 10n], mean n", lambda b: dict(
+        n=None, size_law="lognormal", size_mean=float(b["n"]), n_min=2, n_max=10 * b["n"])),
+    "covariances": ("cluster-specific diagonal covariances, spectra in [0.1, 10]",
+                    lambda b: dict(cov_low=0.1, cov_high=10.0)),
+    "low_snr": ("sigma x 3", lambda b: dict(sigma=3 * b["sigma"])),
+    "high_snr": ("sigma / 10", lambda b: dict(sigma=b["sigma"] / 10)),
+    "unequal_p": ("labels i.i.d., cluster 0 with probability 0.2", lambda b: dict(p_min=0.2)),
+    "mixed": ("clients that mix clusters: 60% of points from the main cluster", lambda b: dict(main_fraction=0.6)),
+}
+
+
+def spec_of(regime, *, m, n, d, k, sigma, separation):
+    """The :class:`ProblemSpec` of ``regime`` around the base problem: ``m`` clients of ``n``
+    points, Gaussian-protocol :math:`\theta^*` with minimum separation ``separation``."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
+    base = dict(m=int(m), n=int(n), d=int(d), k=int(k), sigma=float(sigma), separation=float(separation))
+    fields = dict(m=base["m"], k=base["k"], n=base["n"], d=base["d"], sigma=base["sigma"], scale=base["separation"],
+                  protocol="gaussian")
+    fields.update(REGIMES[regime][1](base))
+    return ProblemSpec(**fields)
+
+#: The step-size grid of every method (its role differs: IFCA's gamma on a mean of squares, FedX's
+#: and the trainers' eta on half a mean of squares, FedProx's proximal eta; the rule is the same).
+STEPS = (0.01, 0.03, 0.1, 0.3, 1.0)
+#: Convergence tolerance, relative to the data's parameter scale (:func:`data_scales`).
+TOL = 1e-6
+#: Reference points (not algorithms of the registry).
+REFERENCES = ("global_fedavg", "local_only", "known_label_ls", "ifca_truth")
+#: What is recorded per method.
+METRICS = ("err_mean", "err_max", "mis_clients", "mis_points", "rounds", "converged", "upload", "download",
+           "time", "diverged", "step")
+
+
+def methods():
+    """Every registered algorithm, then the reference points, in table order."""
+    return tuple(ALGORITHMS) + REFERENCES
+
+
+METHODS = methods()
+
+
+def compare_trial(cell, seed):
+    """One trial of the comparison (see the module docstring).
+
+    Parameters
+    ----------
+    cell : dict
+        ``regime`` (a key of :data:`REGIMES`) and the base problem ``m, n, d, k, sigma,
+        separation`` (:func:`spec_of`), ``n_rounds`` (most rounds of every iterative phase) and
+        ``n_inits`` (random starts per method).
+    seed : numpy.random.SeedSequence
+        Spawns three streams: the data, the starts, the methods' own randomness.
+
+    Returns
+    -------
+    dict of scalars
+        ``<method>_<metric>`` for every method of :data:`METHODS` and metric of :data:`METRICS`,
+        and the problem's summary (``N``, ``realised_separation``, ``snr``, ``n_min``, ``n_max``,
+        ``p_min_realised``, ``foreign_fraction``: the fraction of rows not from their client's
+        main cluster).
+    """
+    data_ss, init_ss, method_ss = seed.spawn(3)
+    spec = spec_of(cell["regime"], **{key: cell[key] for key in ("m", "n", "d", "k", "sigma", "separation")})
+    problem = spec.generate(np.random.default_rng(data_ss))
+    T, n_inits = int(cell["n_rounds"]), int(cell["n_inits"])
+    k, d = problem.k, problem.d
+    scale = data_scales(problem)[1]
+    tol = TOL * scale
+    starts = np.random.default_rng(init_ss).standard_normal((n_inits, k, d)) * (scale / np.sqrt(d))
+    steps = np.asarray(STEPS)
+    init = np.repeat(starts, steps.size, axis=0)  # replica = (start, step), step fastest
+    eta = np.tile(steps, n_inits)
+    rows = problem.row_labels
+    summary = problem.summary()
+    out = dict(N=summary["N"], realised_separation=summary["separation"], snr=summary["snr"], n_min=summary["n_min"],
+               n_max=summary["n_max"], p_min_realised=summary["p_min"],
+               foreign_fraction=float(np.mean(rows != np.repeat(problem.labels, problem.sizes))))
+
+    for name in ALGORITHMS:
+        seed_of_method = method_ss.spawn(1)[0]
+        try:
+            out.update(_run_method(name, problem, init, eta, T, tol, seed_of_method))
+            out[f"{name}_refused"] = ""
+        except ValueError as exc:  # the method cannot take this problem (e.g. PACFL's p > n_i)
+            out.update(_prefixed(name, _blank()))
+            out[f"{name}_refused"] = str(exc).splitlines()[0]
+    out.update(_references(problem, starts, steps, T, tol, method_ss.spawn(1)[0]))
+    return out
+
+
+def _run_method(name, problem, init, eta, T, tol, seed, *, errors=None):
+    """Run method ``name`` on every replica for ``T`` rounds, choose by training loss, and rerun
+    the chosen replica alone with the tolerance to count its rounds to convergence (the batched
+    call runs as long as its slowest replica)."""
+    alg = get_algorithm(name)
+    rng = (lambda: np.random.default_rng(seed)) if alg.uses_rng else (lambda: None)
+    res = alg.run(problem, init, eta, n_rounds=T, rng=rng())
+    b = res.best_replica()
+    alone = None if b is None else alg.run(problem, init[b : b + 1], eta[b], n_rounds=T, rng=rng(), tol=tol)
+    return _record(name, problem, res, alone, alg.communication, errors=errors)
+
+
+def _prefixed(name, values):
+    return {f"{name}_{key}": value for key, value in values.items()}
+
+
+def _blank():
+    return {key: float("nan") for key in METRICS}
+
+
+def _record(name, problem, res, alone, communication, *, errors=None):
+    """The metrics of the replica ``res`` chooses (its lowest training loss); ``alone`` is that
+    replica rerun by itself with the tolerance (its rounds to converge)."""
+    values = _blank()
+    values.update(time=float(res.wall_time), diverged=float(res.diverged.mean()))
+    b = res.best_replica()
+    if b is None:  # every replica diverged: nothing to report, never a success
+        return _prefixed(name, values)
+    values.update(rounds=int(alone.n_rounds), converged=bool(alone.stop_reason.startswith("converged")),
+                  step=float(res.step_sizes[b]))
+    if communication is not None:
+        values["upload"], values["download"] = communication(problem, res.theta.shape[1], alone.n_rounds)
+    theta = res.theta[b]
+    if errors is not None:
+        values["err_mean"], values["err_max"] = errors(theta)
+    else:
+        values["err_mean"] = float(matched_mean_distance(theta, problem.theta_star))
+        values["err_max"] = float(matched_max_distance(theta, problem.theta_star))
+    k = max(problem.k, res.theta.shape[1])
+    values["mis_clients"] = float(misclustering_rate(res.assignments[b], problem.labels, k))
+    points = getattr(res, "point_assignments", None)
+    points = np.repeat(res.assignments[b], problem.sizes) if points is None else points[b]
+    values["mis_points"] = float(misclustering_rate(points, problem.row_labels, k))
+    return _prefixed(name, values)
+
+
+def _references(problem, starts, steps, T, tol, seed):
+    """Global FedAvg, local-only models, known-label least squares, IFCA from the truth."""
+    star = problem.theta_star
+    out = {}
+    eta = np.tile(steps, starts.shape[0])
+
+    # global FedAvg: the Phase-2 FedAvg(2) driver with one model (k = 1)
+    def one_model(theta):
+        gaps = np.linalg.norm(theta[0] - star, axis=1)
+        return float(gaps.mean()), float(gaps.max())
+
+    out.update(_run_method("fedavg", problem, np.repeat(starts[:, :1], steps.size, axis=0), eta, T, tol, seed,
+                           errors=one_model))
+    out = {key.replace("fedavg_", "global_fedavg_", 1): value for key, value in out.items()}
+
+    # local-only: every client's minimum-norm least squares, nothing communicated
+    start = time.perf_counter()
+    local = local_least_squares(problem.X, problem.y, problem.offsets, method="min_norm")
+    gaps = np.linalg.norm(local - star[problem.labels], axis=1)
+    per_cluster = np.array([gaps[problem.labels == l].mean() for l in range(problem.k) if (problem.labels == l).any()])
+    values = _blank()
+    values.update(err_mean=float(per_cluster.mean()), err_max=float(per_cluster.max()), rounds=0, converged=True,
+                  upload=0.0, download=0.0, time=time.perf_counter() - start, diverged=0.0)
+    out.update(_prefixed("local_only", values))
+
+    # known-label least squares: the oracle that knows every row's cluster
+    start = time.perf_counter()
+    oracle = known_label_least_squares(problem)
+    gaps = np.linalg.norm(oracle - star, axis=1)
+    values = _blank()
+    values.update(err_mean=float(np.mean(gaps)), err_max=float(np.max(gaps)), mis_clients=0.0, mis_points=0.0,
+                  rounds=0, converged=True, upload=np.nan, download=np.nan, time=time.perf_counter() - start,
+                  diverged=0.0)
+    out.update(_prefixed("known_label_ls", values))
+
+    # IFCA started at the truth, the same step grid
+    truth = _run_method("ifca", problem, np.repeat(star[None], steps.size, axis=0), steps, T, tol, seed)
+    out.update({key.replace("ifca_", "ifca_truth_", 1): value for key, value in truth.items()})
+    return out

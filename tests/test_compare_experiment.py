@@ -1,0 +1,98 @@
+"""The head-to-head comparison end to end: the quick preset, run once, and what it must show.
+
+The module's fixture runs ``python -m experiments.compare`` (the quick preset, unchanged) into a
+temporary directory; every test reads its tables.  About a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments import compare
+from mixreg.algorithms import ALGORITHMS
+from mixreg.montecarlo.reader import read_results
+from mixreg.trials_compare import METHODS, REFERENCES, REGIMES, spec_of
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare") / "quick"
+    assert compare.main(["--out", str(out), "--no-progress"]) == 0
+    results = read_results(out)
+    return dict(out=out, summary=results.table("summary.csv"), records=results.records,
+                manifest=json.loads((out / "manifest.json").read_text()))
+
+
+def _row(run, regime, method):
+    rows = [r for r in run["summary"] if r["regime"] == regime and r["method"] == method]
+    assert len(rows) == 1, (regime, method)
+    return rows[0]
+
+
+def test_every_method_on_every_regime_with_a_figure_each(run):
+    assert set(METHODS) == set(ALGORITHMS) | set(REFERENCES)
+    assert {(r["regime"], r["method"]) for r in run["summary"]} == {(g, m) for g in REGIMES for m in METHODS}
+    for regime in REGIMES:
+        for suffix in ("png", "pdf"):
+            assert (run["out"] / f"compare_{regime}.{suffix}").is_file()
+    config = run["manifest"]["sweep"]["config"]
+    assert "lowest final training objective" in config["tuning"] and config["steps"] == list(compare.STEPS)
+    assert all(not r["error"] for r in run["records"])
+
+
+def test_one_shot_breaks_down_when_clients_hold_fewer_points_than_dimensions(run):
+    assert spec_of("small_n", m=40, n=40, d=10, k=2, sigma=0.5, separation=2.0).n < 10
+    assert _row(run, "small_n", "oneshot")["mis_clients_mean"] >= 0.2
+    assert _row(run, "balanced", "oneshot")["mis_clients_mean"] <= 0.02
+    assert _row(run, "balanced", "oneshot")["err_max_mean"] < 1.5 * _row(run, "balanced", "known_label_ls")["err_max_mean"]
+
+
+def test_pacfl_on_x_alone_is_at_chance_unless_the_covariances_differ(run):
+    for regime in ("balanced", "high_snr", "low_snr"):
+        assert _row(run, regime, "pacfl_x")["mis_clients_mean"] >= 0.35, regime  # 1/2 is chance at k = 2
+    assert _row(run, "covariances", "pacfl_x")["mis_clients_mean"] <= 0.25
+    # the joint (x, y) signature sees the clusters where x alone cannot
+    assert _row(run, "balanced", "pacfl")["mis_clients_mean"] <= 0.15
+    # with p = 3 it refuses clients of fewer than 3 points, and says so
+    row = _row(run, "small_n", "pacfl")
+    assert row["refused"] == row["trials"] and "p must be at most" in row["refusal"]
+
+
+def test_point_level_methods_win_on_clients_that_mix_clusters(run):
+    ifca, points = _row(run, "mixed", "ifca"), _row(run, "mixed", "ifca_points")
+    # a client-level method labels a whole client: the foreign points (about 20%) stay wrong
+    assert 0.15 <= ifca["mis_points_mean"] <= 0.25 and ifca["mis_clients_mean"] <= 0.02
+    assert points["err_max_mean"] < 0.3 * ifca["err_max_mean"]
+    assert points["mis_points_mean"] < ifca["mis_points_mean"]
+    # on ordinary clients, labelling points one by one costs a floor of mislabelled points
+    assert _row(run, "balanced", "ifca_points")["mis_points_mean"] > _row(run, "balanced", "ifca")["mis_points_mean"]
+
+
+def test_reference_points_bracket_the_methods(run):
+    for regime in REGIMES:
+        oracle = _row(run, regime, "known_label_ls")
+        assert oracle["mis_points_mean"] == 0 and oracle["refused"] == 0
+        glob = _row(run, regime, "global_fedavg")
+        assert glob["err_max_mean"] > 2 * oracle["err_max_mean"], regime  # one model cannot fit two clusters
+    # IFCA from the truth reaches the oracle's error where the clusters are easy
+    for regime in ("balanced", "high_snr", "unequal_p"):
+        assert _row(run, regime, "ifca_truth")["err_max_mean"] == pytest.approx(
+            _row(run, regime, "known_label_ls")["err_max_mean"], rel=0.05)
+
+
+def test_communication_is_counted_from_each_protocol(run):
+    d = 10
+    for rec in run["records"]:
+        rounds = rec["ifca_rounds"]
+        assert rec["ifca_upload"] == (d + 1) * rounds and rec["ifca_download"] == 2 * d * rounds
+        assert rec["local_only_upload"] == 0
+        if not rec["oneshot_refused"]:
+            assert rec["oneshot_upload"] == d + (d + 1) * rec["oneshot_rounds"]
+    assert all(np.isfinite(r["time_mean"]) for r in run["summary"] if r["refused"] < r["trials"])
+
+
+def test_redraw_from_the_tables_alone(run, tmp_path):
+    assert compare.main(["--redraw", str(run["out"])]) == 0
