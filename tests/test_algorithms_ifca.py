@@ -296,3 +296,32 @@ def test_data_aggregation_needs_option_one():
         ifca(pb, pb.theta_star, 0.1, option="model", aggregation="data")
     with pytest.raises(ValueError, match="aggregation must be one of"):
         ifca(pb, pb.theta_star, 0.1, aggregation="median")
+
+
+def test_diverged_replicas_are_dropped_from_the_products(monkeypatch):
+    """Compaction: once a replica diverges, later rounds' products have fewer rows, and the live
+    replicas end where an uncompacted run ends (up to the last bits of other product shapes)."""
+    ifca_module = importlib.import_module("mixreg.algorithms.ifca")
+    pb = make_problem(m=20, k=2, n=30, d=8, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    init = initial_parameters(pb, 6, "gaussian", rng=np.random.default_rng(1))
+    steps = np.array([0.3, 50.0, 0.1, 80.0, 0.2, 0.05])
+    rows = []
+    predict = ifca_module.kernels.predict
+
+    def spy(theta, X, out=None):
+        rows.append(theta.shape[0])
+        return predict(theta, X, out=out)
+
+    monkeypatch.setattr(ifca_module.kernels, "predict", spy)
+    compacted = ifca(pb, init, steps, n_rounds=60)
+    assert compacted.diverged.tolist() == [False, True, False, True, False, False]
+    assert rows[0] == 6 and rows[-2] == 4  # the last call is the final training loss, on all replicas
+    monkeypatch.setattr(ifca_module, "COMPACT", False)
+    rows.clear()
+    full = ifca(pb, init, steps, n_rounds=60)
+    assert set(rows) == {6}
+    np.testing.assert_array_equal(full.diverged, compacted.diverged)
+    np.testing.assert_array_equal(full.diverged_round, compacted.diverged_round)
+    live = ~full.diverged
+    np.testing.assert_allclose(compacted.theta[live], full.theta[live], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(compacted.theta[~live], full.theta[~live])  # frozen at the same point

@@ -171,6 +171,13 @@ def _resampled_rounds(problem, n_rounds, rng):
     return problem.X[idx], problem.y[idx], offsets
 
 
+#: Drop diverged replicas from the round's products (see :func:`_run`).  A compacted batch's
+#: products have other shapes, so its live replicas differ from an uncompacted run's in the last
+#: bits (as a batch already differs from separate runs); results stay a deterministic function
+#: of the inputs.
+COMPACT = True
+
+
 class _Workspace:
     """Preallocated buffers of one data layout (one per distinct ``(N, offsets)``)."""
 
@@ -338,23 +345,26 @@ def ifca(
 
 
 def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation):
-    """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
+    """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``.
+
+    The round's work runs on the *working* replicas only: once a replica has diverged (it is
+    frozen, its updates are discarded), the next round drops it from every product
+    (:data:`COMPACT`), so a batch whose large step sizes blow up early costs only its stable
+    replicas.  Without a history, which records every replica every round.
+    """
     B, k, d = theta.shape
     m, T, dtype = problem.m, replicas.n_rounds, problem.dtype
     if resample:
         Xr, yr, offr = _resampled_rounds(problem, T, rng)
-        ws = _Workspace(Xr[0], yr[0], offr, B, k, d, dtype)
+        data = (Xr[0], yr[0], offr)
     else:
-        ws = _Workspace(problem.X, problem.y, problem.offsets, B, k, d, dtype)
+        data = (problem.X, problem.y, problem.offsets)
     # option I's server step: (gamma / m) sum_i grad F_i, or gamma sum_i (n_i / N) grad F_i
-    step = (gamma / m if aggregation == "clients" else gamma).astype(dtype)[:, None, None]
-    server = ws.weights if aggregation == "clients" else ws.pooled
+    step_all = (gamma / m if aggregation == "clients" else gamma).astype(dtype)[:, None, None]
     active = np.ones(m, dtype=np.bool_)
     n_active = max(1, int(round(q * m)))
-    assign = np.empty((B, m), dtype=np.int64)
-    best = np.empty((B, m))
-    grad = np.empty((B, k, d), dtype=dtype)
-    local = np.empty((m, B, d), dtype=dtype) if (option == "model" or resample) else None
+    compact = COMPACT and rec is None
+    work = np.arange(B)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -362,6 +372,16 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     # floating-point warnings it causes on the way are silenced.
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(T):
+            if t == 0 or (compact and replicas.diverged[work].any()):  # (re)size the buffers
+                work = np.flatnonzero(replicas.live) if t else work
+                Bw = work.size
+                ws = _Workspace(*data, Bw, k, d, dtype)
+                server = ws.weights if aggregation == "clients" else ws.pooled
+                step, loc_step = step_all[work], gamma[work].astype(dtype)[None, :, None]
+                assign = np.empty((Bw, m), dtype=np.int64)
+                best = np.empty((Bw, m))
+                grad = np.empty((Bw, k, d), dtype=dtype)
+                local = np.empty((m, Bw, d), dtype=dtype) if (option == "model" or resample) else None
             if q < 1.0:
                 active[:] = False
                 active[rng.choice(m, size=n_active, replace=False)] = True
@@ -372,37 +392,42 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 gX, gy = Xr[2 * t + 1], yr[2 * t + 1]
             else:
                 gX, gy = ws.X, ws.y
+            th = theta if Bw == B else theta[work]
 
             # identity estimate: j_hat = argmin_j F_i(theta_j)
-            kernels.predict(theta, ws.X, out=ws.P)
-            kernels.client_losses(ws.P, ws.y, ws.offsets, B, k, ws.losses)
+            kernels.predict(th, ws.X, out=ws.P)
+            kernels.client_losses(ws.P, ws.y, ws.offsets, Bw, k, ws.losses)
             kernels.assign_clients(ws.losses, active, assign, best)
             if rec is not None:
                 rec.record_round(t, assign, best[:, active].mean(axis=1), replicas.diverged)
 
             if option == "gradient":  # theta_j -= (gamma / m) sum_{i: j_hat_i = j} grad F_i(theta_j)
                 if resample:  # the round's predictions are on the identity subset: recompute
-                    kernels.gather_selected(theta, assign, local)
+                    kernels.gather_selected(th, assign, local)
                     kernels.client_predictions(local, gX, ws.layout, ws.R)
                     kernels.selected_residuals(ws.R, gy, ws.offsets, assign, server, ws.R)
                 else:  # reuse this round's predictions of the assigned model
                     kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, server, ws.R)
                 kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                 kernels.scatter_add(ws.C, assign, grad)
-                new = theta - step * grad
+                new = th - step * grad
             else:  # theta_j = mean of the tau-step local models of the clients that chose j
-                kernels.gather_selected(theta, assign, local)
-                loc_step = gamma.astype(dtype)[None, :, None]
+                kernels.gather_selected(th, assign, local)
                 for _ in range(tau):
                     kernels.client_predictions(local, gX, ws.layout, ws.R)
                     kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
                     kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                     local -= loc_step * ws.C
-                new = theta.copy()
+                new = th.copy()
                 kernels.cluster_average(local, assign, new)
 
             # the objective (losses of the identity estimate) overflows before the parameters do
-            replicas.accept(theta, new, best[:, active].mean(axis=1), t)
+            objective = best[:, active].mean(axis=1)
+            if Bw < B:  # back to full width: the dropped replicas are frozen and stay so
+                new_all, objective_all = theta.copy(), np.full(B, np.nan)
+                new_all[work], objective_all[work] = new, objective
+                new, objective = new_all, objective_all
+            replicas.accept(theta, new, objective, t)
             if rec is not None:
                 rec.record_point(t + 1, theta, replicas.diverged)
             if replicas.finished(t):
