@@ -1,7 +1,7 @@
 """Every method of the registry, head to head, on a suite of regimes.
 
 Run ``python -m experiments.compare`` for the quick default (eight regimes, k = 2, d = 10,
-m = 40, 8 trials each, about two minutes on two cores) or ``--preset full`` (40 trials, m = 100).
+m = 40, 8 trials each, about a minute on two cores) or ``--preset full`` (40 trials, m = 100).
 
 Methods (:mod:`mixreg.trials_compare`): IFCA (options I and II, two aggregations), Su-Xu-Yang's
 Phase 2 (FedAvg(2), FedProx with the ML decoder) from random starts, the one-shot method, FeSEM,
@@ -53,7 +53,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 class Config:
     """Everything that defines the comparison (what the manifest records and a resume compares)."""
 
-    preset: str = param("quick (default, about 2 minutes) or full")
+    preset: str = param("quick (default, about a minute) or full")
     regimes: tuple[str, ...] = param("regimes to run (mixreg.trials_compare.REGIMES)", choices=tuple(REGIMES))
     m: int = param("clients")
     n: int = param("points per client (the mean, in the unbalanced regime)")

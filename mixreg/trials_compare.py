@@ -36,7 +36,8 @@ What is recorded per method (columns ``<method>_<what>``)
 ``rounds`` / ``converged``
     Rounds the chosen replica takes when rerun alone with the tolerance: it stops once it moved by
     at most :data:`TOL` times the data's parameter scale in a round (``converged``), or after
-    ``n_rounds``.  (Its estimate is the one of the full ``n_rounds`` run.)
+    ``n_rounds``.  Every metric but ``time`` and ``diverged`` is read from that rerun, so error,
+    labels, rounds and communication belong to one trajectory.
 ``upload`` / ``download``
     Floats an average client sends / receives over those rounds, counted from the protocol
     (:attr:`mixreg.algorithms.Algorithm.communication`).
@@ -45,8 +46,9 @@ What is recorded per method (columns ``<method>_<what>``)
 ``diverged``
     Fraction of its replicas that diverged.
 ``refused``
-    Empty, or the one-line reason a method refused the problem (a ``ValueError`` of its
-    validation, e.g. PACFL's ``p`` exceeding a client's size); its metrics are then ``nan``.
+    Empty, or the one-line reason a method refused the problem
+    (:class:`mixreg.algorithms.ProblemRefused`, e.g. PACFL's ``p`` exceeding a client's size);
+    its metrics are then ``nan``.  Any other error fails the trial.
 """
 
 from __future__ import annotations
@@ -55,8 +57,7 @@ import time
 
 import numpy as np
 
-from .algorithms import ALGORITHMS, get_algorithm
-from .algorithms._driver import data_scales
+from .algorithms import ALGORITHMS, ProblemRefused, data_scales, get_algorithm
 from .baselines import known_label_least_squares
 from .local_solvers import local_least_squares
 from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
@@ -153,7 +154,7 @@ def compare_trial(cell, seed):
         try:
             out.update(_run_method(name, problem, init, eta, T, tol, seed_of_method))
             out[f"{name}_refused"] = ""
-        except ValueError as exc:  # the method cannot take this problem (e.g. PACFL's p > n_i)
+        except ProblemRefused as exc:  # the method cannot take this problem (e.g. PACFL's p > n_i)
             out.update(_prefixed(name, _blank()))
             out[f"{name}_refused"] = str(exc).splitlines()[0]
     out.update(_references(problem, starts, steps, T, tol, method_ss.spawn(1)[0]))
@@ -181,23 +182,27 @@ def _blank():
 
 
 def _record(name, problem, res, alone, communication, *, errors=None):
-    """The metrics of the replica ``res`` chooses (its lowest training loss); ``alone`` is that
-    replica rerun by itself with the tolerance (its rounds to converge)."""
+    """The metrics of the replica ``res`` chooses (its lowest training loss), all read from
+    ``alone``, that replica rerun by itself with the tolerance: its estimate, labels, rounds and
+    communication come from one trajectory.  ``time`` and ``diverged`` are the batched call's."""
     values = _blank()
     values.update(time=float(res.wall_time), diverged=float(res.diverged.mean()))
     b = res.best_replica()
-    if b is None:  # every replica diverged: nothing to report, never a success
+    if b is None or alone.diverged[0]:  # every replica diverged: nothing to report, never a success
         return _prefixed(name, values)
     values.update(rounds=int(alone.n_rounds), converged=bool(alone.stop_reason.startswith("converged")),
                   step=float(res.step_sizes[b]))
     if communication is not None:
-        values["upload"], values["download"] = communication(problem, res.theta.shape[1], alone.n_rounds)
+        values["upload"], values["download"] = communication(problem, alone, 0)
+    res, b = alone, 0
     theta = res.theta[b]
     if errors is not None:
         values["err_mean"], values["err_max"] = errors(theta)
     else:
         values["err_mean"] = float(matched_mean_distance(theta, problem.theta_star))
         values["err_max"] = float(matched_max_distance(theta, problem.theta_star))
+    if res.theta.shape[1] == 1:  # one model (global FedAvg): no clustering to score
+        return _prefixed(name, values)
     k = max(problem.k, res.theta.shape[1])
     values["mis_clients"] = float(misclustering_rate(res.assignments[b], problem.labels, k))
     points = getattr(res, "point_assignments", None)

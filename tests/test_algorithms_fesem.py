@@ -292,7 +292,7 @@ def test_registration_and_communication(unbalanced):
     alg = get_algorithm("fesem")
     assert alg.options == {"weights": "uniform", "local_steps": 1, "warm_start": "least_squares"}
     assert not alg.uses_rng
-    assert alg.communication(unbalanced, 3, 10) == (4.0 * 11, 4.0 * 10)
     res = alg.run(unbalanced, unbalanced.theta_star, 0.1, n_rounds=3, rng=np.random.default_rng(0))
+    assert alg.communication(unbalanced, res, 0) == (4.0 * 4, 4.0 * 3)
     direct = fesem(unbalanced, unbalanced.theta_star, 0.1, n_rounds=3)
     np.testing.assert_array_equal(res.theta, direct.theta)

@@ -188,4 +188,7 @@ def test_registry_entry_counts_the_protocol():
     pb = _mixed_problem(np.array([8] * 6))
     alg = ALGORITHMS["ifca_points"]
     assert not alg.uses_rng and alg.options == {"local_steps": 1, "inner_rounds": 1}
-    assert alg.communication(pb, 3, 10) == (10 * 3 * (3 + 1), 10 * 3 * 3)
+    res = alg.run(pb, np.zeros((1, 3, 3)), 0.1, n_rounds=10)
+    client = np.repeat(np.arange(pb.m), pb.sizes)
+    held = np.mean([np.unique(res.point_assignments[0, client == i]).size for i in range(pb.m)])
+    assert alg.communication(pb, res, 0) == pytest.approx((10 * held * (3 + 1), 10 * 3 * 3))

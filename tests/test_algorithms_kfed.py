@@ -237,11 +237,11 @@ def test_registration_and_communication():
     alg = get_algorithm("kfed")
     assert alg.uses_rng and alg.options == {"local": "regressions"}
     pb = _mixed(m=4, n=20, d=3)
-    up, down = alg.communication(pb, 2, 10)
-    client = np.repeat(np.arange(pb.m), pb.sizes)
-    held = np.mean([np.unique(pb.row_labels[client == i]).size for i in range(pb.m)])
+    res = alg.run(pb, np.zeros((2, 3)), 0.5, n_rounds=10, rng=np.random.default_rng(0))
+    up, down = alg.communication(pb, res, 0)
+    client = np.repeat(np.arange(pb.m), pb.sizes)  # the clusters a client holds under its estimated labels
+    held = np.mean([np.unique(res.point_assignments[0, client == i]).size for i in range(pb.m)])
     assert up == pytest.approx(2 * 3 + held * (3 + 1) * 10) and down == 2 + 2 * 3 * 10
-    res = alg.run(pb, np.zeros((2, 3)), 0.5, n_rounds=2, rng=np.random.default_rng(0))
     assert res.local == "regressions" and res.local_centroids.shape == (4, 2, 3)
 
 

@@ -222,8 +222,8 @@ def test_registration_and_communication():
     alg = get_algorithm("oneshot")
     assert alg.uses_rng and alg.options == {"local": "min_norm", "finish": "fedavg"}
     pb = _problem()
-    assert alg.communication(pb, 2, 10) == (4 + 5 * 10, 4 + 4 * 10)
     a = alg.run(pb, np.zeros((2, 4)), 0.5, n_rounds=4, rng=np.random.default_rng(1))
+    assert alg.communication(pb, a, 0) == (4 + 4 * 4, 4 * 4)
     b = oneshot(pb, np.zeros((2, 4)), 0.5, n_rounds=4, rng=np.random.default_rng(1))
     np.testing.assert_array_equal(a.theta, b.theta)
 

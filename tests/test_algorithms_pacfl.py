@@ -349,7 +349,8 @@ def test_registry_entries():
     for name, D in (("pacfl", pb.d + 1), ("pacfl_x", pb.d)):
         alg = get_algorithm(name)
         assert not alg.uses_rng and alg.options["p"] == 3
-        assert alg.communication(pb, 2, 10) == (D * 3 + (pb.d + 1) * 10, pb.d * 10)
+        res = alg.run(pb, np.zeros((2, pb.d)), 0.1, n_rounds=10)
+        assert alg.communication(pb, res, 0) == (D * 3 + pb.d * 10, pb.d * 10)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             res = alg.run(pb, np.zeros((2, pb.d)), 0.3, n_rounds=2, rng=None)

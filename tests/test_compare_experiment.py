@@ -90,7 +90,7 @@ def test_communication_is_counted_from_each_protocol(run):
         assert rec["ifca_upload"] == (d + 1) * rounds and rec["ifca_download"] == 2 * d * rounds
         assert rec["local_only_upload"] == 0
         if not rec["oneshot_refused"]:
-            assert rec["oneshot_upload"] == d + (d + 1) * rec["oneshot_rounds"]
+            assert rec["oneshot_upload"] == d + d * rec["oneshot_rounds"]
     assert all(np.isfinite(r["time_mean"]) for r in run["summary"] if r["refused"] < r["trials"])
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "check_step_sizes",
     "check_tolerance",
     "check_run",
+    "ProblemRefused",
     "Replicas",
     "DriverResult",
     "History",
@@ -45,6 +46,11 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # Validation at the public boundary
 # --------------------------------------------------------------------------------------------
+
+
+class ProblemRefused(ValueError):
+    """A method cannot take this (valid) problem at these settings, e.g. PACFL's ``p`` above a
+    client's number of points: a limit of the method, not a bug; comparisons report it as such."""
 
 
 def check_problem(problem):

@@ -31,7 +31,7 @@ import numpy as np
 from ..local_solvers import stacked_operators
 from ._driver import History, HistoryRecorder, Replicas, data_scales
 
-__all__ = ["LabelledTraining", "train_on_labels", "majority_labels"]
+__all__ = ["LabelledTraining", "train_on_labels", "majority_labels", "clusters_held"]
 
 HISTORY = ("matched_max", "theta", "misclustering")
 
@@ -68,6 +68,13 @@ def majority_labels(row_labels, offsets, k):
     counts = np.zeros((m, k), dtype=np.int64)
     np.add.at(counts, (client, row_labels), 1)
     return counts.argmax(axis=1).astype(np.int64)
+
+
+def clusters_held(problem, row_labels):
+    """How many clusters an average client holds points of, under the row labels (N,)."""
+    client = np.repeat(np.arange(problem.m), problem.sizes)
+    k = int(row_labels.max()) + 1
+    return np.unique(client * k + row_labels).size / problem.m
 
 
 def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds, tol=None, history=False,

@@ -41,10 +41,11 @@ class Algorithm:
     options : dict
         The driver keyword arguments this entry fixes (documentation; already bound in ``run``).
     communication : callable, optional
-        ``communication(problem, k, n_rounds) -> (upload, download)``: the floats an average
-        client sends to the server and receives from it over a run of ``n_rounds`` rounds with
-        ``k`` models, counted from the protocol in :attr:`sends` (an index or a count is one
-        float).  ``None`` when not stated.
+        ``communication(problem, result, replica) -> (upload, download)``: the floats an average
+        client sends to the server and receives from it in replica ``replica`` of the run
+        ``result`` (its ``n_rounds`` rounds, its ``k`` models and, for the point-level methods,
+        its estimated point labels), counted from the protocol in :attr:`sends` (an index or a
+        count is one float).  ``None`` when not stated.
     """
 
     name: str
@@ -93,7 +94,8 @@ def per_round(upload, download):
     """A :attr:`Algorithm.communication` for a protocol that moves the same floats every round:
     ``upload(problem, k)`` and ``download(problem, k)`` floats per client per round."""
 
-    def communication(problem, k, n_rounds):
+    def communication(problem, result, replica):
+        k, n_rounds = result.theta.shape[1], result.n_rounds
         return float(upload(problem, k)) * n_rounds, float(download(problem, k)) * n_rounds
 
     return communication

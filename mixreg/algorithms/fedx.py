@@ -60,17 +60,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from .._validation import check_int
 from ..local_solvers import LOCAL_SOLVERS, check_solver, local_update_operator, stacked_update_operators
 from ._driver import (
     DriverResult,
     History,
     HistoryRecorder,
     Replicas,
-    check_initial_parameters,
-    check_problem,
-    check_step_sizes,
-    check_tolerance,
+    check_run,
     data_scales,
     elapsed,
 )
@@ -222,13 +218,9 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     ((1, 2, 5), True)
     """
     start = time.perf_counter()
-    check_problem(problem)
-    theta = check_initial_parameters(init, problem.d, problem.dtype)
+    theta, eta, T, tol = check_run(problem, init, step_size, n_rounds, tol)
     B, k, d = theta.shape
-    eta = check_step_sizes(step_size, B)
     _, solver, s = check_solver(eta, local_solver, local_steps)
-    T = check_int("n_rounds", n_rounds, low=1)
-    tol = check_tolerance(tol)
 
     # plan: the operators w_i K_i^T of each distinct step size, stacked like the data
     values, which = np.unique(eta, return_inverse=True)

@@ -491,9 +491,10 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec):
 # --------------------------------------------------------------------------------------------
 
 
-def _communication(problem, k, n_rounds):
-    """Floats a client uploads and downloads over ``n_rounds`` rounds: its warm-start model once
+def _communication(problem, result, replica):
+    """Floats a client uploads and downloads over the run's rounds: its warm-start model once
     and one local model per round up, its assigned centre per round down."""
+    n_rounds = result.n_rounds
     return float(problem.d * (n_rounds + 1)), float(problem.d * n_rounds)
 
 

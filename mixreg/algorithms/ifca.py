@@ -43,10 +43,8 @@ from ._driver import (
     History,
     HistoryRecorder,
     Replicas,
-    check_initial_parameters,
     check_problem,
-    check_step_sizes,
-    check_tolerance,
+    check_run,
     data_scales,
     elapsed,
 )
@@ -305,18 +303,14 @@ def ifca(
     ((4, 2, 10), 'completed 50 rounds', False)
     """
     start = time.perf_counter()
-    check_problem(problem)
-    theta = check_initial_parameters(init, problem.d, problem.dtype)
+    theta, gamma, T, tol = check_run(problem, init, step_size, n_rounds, tol)
     B, k, d = theta.shape
-    gamma = check_step_sizes(step_size, B)
-    T = check_int("n_rounds", n_rounds, low=1)
     check_choice("option", option, OPTIONS)
     check_choice("aggregation", aggregation, AGGREGATIONS)
     if option == "model" and aggregation != "clients":
         raise ValueError("aggregation='data' is implemented for option='gradient' only")
     tau = check_int("local_steps", local_steps, low=1)
     q = check_real("participation", participation, low=0.0, high=1.0, low_inclusive=False)
-    tol = check_tolerance(tol)
     if (resample or q < 1.0) and rng is None:
         raise ValueError("rng is required when resample=True or participation < 1")
     if resample or q < 1.0:

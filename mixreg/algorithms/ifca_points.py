@@ -76,8 +76,8 @@ from ._driver import (
     data_scales,
     elapsed,
 )
-from ._fixed_labels import majority_labels
-from ._registry import Algorithm, _bind, per_round
+from ._fixed_labels import clusters_held, majority_labels
+from ._registry import Algorithm, _bind
 
 __all__ = ["IFCAPointsResult", "ifca_points", "point_labels"]
 
@@ -416,6 +416,14 @@ def _run(problem, theta, eta, replicas, rec, point_history, *, s, tau):
 # --------------------------------------------------------------------------------------------
 
 
+def _communication(problem, result, replica):
+    """Per round, ``d + 1`` up for every cluster a client holds points of under the replica's
+    final point labels (a model and a count), and the ``k`` models down."""
+    k, n_rounds = result.theta.shape[1], result.n_rounds
+    held = clusters_held(problem, result.point_assignments[replica])
+    return float(held * (problem.d + 1) * n_rounds), float(k * problem.d * n_rounds)
+
+
 def registrations():
     """The registry entry: point-level IFCA with one local step and one FedAvg round per labelling."""
     return [
@@ -424,7 +432,7 @@ def registrations():
             run=_bind(ifca_points, uses_rng=False),
             uses_rng=False,
             options={"local_steps": 1, "inner_rounds": 1},
-            communication=per_round(lambda pb, k: k * (pb.d + 1), lambda pb, k: k * pb.d),
+            communication=_communication,
             source=("the IFCA thesis (Chung, UCB/EECS-2023-212), chapter 4, UIFCA: Algorithms 3 (per-point labels), 4 "
                     "(LearnClusterModel: FedAvg with |S_il| / |S_*l| weights) and 5 (ModelUpdate), with "
                     "linear regression models in place of normalizing flows"),

@@ -71,7 +71,7 @@ from ._driver import (
     check_run,
     elapsed,
 )
-from ._fixed_labels import train_on_labels
+from ._fixed_labels import clusters_held, train_on_labels
 from ._registry import Algorithm, _bind
 
 __all__ = ["KFEDResult", "kfed", "LOCAL_STEPS", "STARTS"]
@@ -417,17 +417,13 @@ def _local_kmeans(problem, kl, restarts, max_iter, rng):
 # --------------------------------------------------------------------------------------------
 
 
-def _communication(problem, k, n_rounds):
+def _communication(problem, result, replica):
     """k-FED with ``local="regressions"``, ``k' = k``: once, ``k d`` up and ``k`` labels down;
-    per round, ``d + 1`` up for every cluster a client holds points of and ``k d`` down.
-
-    The clusters a client holds are those of its *estimated* point labels, unknown before the
-    run; we count its true clusters (``problem.row_labels``), what an exact clustering gives.
-    """
-    d, m = problem.d, problem.m
-    client = np.repeat(np.arange(m), problem.sizes)
-    held = np.unique(client * problem.k + problem.row_labels).size / m  # clusters per client, on average
-    return float(k * d + held * (d + 1) * n_rounds), float(k + k * d * n_rounds)
+    per round, ``d + 1`` up for every cluster a client holds points of under the replica's
+    estimated point labels, and ``k d`` down."""
+    k, n_rounds = result.theta.shape[1], result.n_rounds
+    held = clusters_held(problem, result.point_assignments[replica])
+    return float(k * problem.d + held * (problem.d + 1) * n_rounds), float(k + k * problem.d * n_rounds)
 
 
 def registrations():

@@ -285,10 +285,12 @@ def _labelled_loss(problem, row_labels, theta):
 # --------------------------------------------------------------------------------------------
 
 
-def _communication(problem, k, n_rounds):
-    """Upload ``d`` once plus ``d + 1`` per round; download ``d`` once plus ``d`` per round."""
-    d = problem.d
-    return float(d + (d + 1) * n_rounds), float(d + d * n_rounds)
+def _communication(problem, result, replica):
+    """Upload ``d`` once (the local model) plus ``d`` per FedAvg round (the server assigned the
+    labels, so a client sends only its model); download ``d`` per round (its cluster's model; the
+    k-means centre is the first round's)."""
+    d, n_rounds = problem.d, result.n_rounds
+    return float(d + d * n_rounds), float(d * n_rounds)
 
 
 def registrations():
@@ -301,7 +303,7 @@ def registrations():
             options={"local": "min_norm", "finish": "fedavg"},
             communication=_communication,
             source="Ghosh et al. 2020, Algorithm 1 (arXiv; Sec. 4.1 'One-Shot Clustering'), FedAvg finish",
-            sends=("once: its local least-squares model (d floats), receiving its k-means centre; then per round "
-                   "its label and one d-vector local model, receiving its cluster's model"),
+            sends=("once: its local least-squares model (d floats); then per round one d-vector local model, "
+                   "receiving its cluster's model (the first is its k-means centre)"),
         )
     ]

@@ -96,6 +96,7 @@ from ..clustering import LINKAGES, agglomerative, number_groups
 from ..local_solvers import size_groups
 from ._driver import (
     DriverResult,
+    ProblemRefused,
     check_problem,
     check_run,
     elapsed,
@@ -246,7 +247,7 @@ def client_signatures(problem, p, *, matrix="joint"):
     p = check_int("p", p, low=1, high=D - 1)
     smallest = int(problem.sizes.min())
     if p > smallest:
-        raise ValueError(f"p must be at most the smallest client size min n_i = {smallest} (a client's data "
+        raise ProblemRefused(f"p must be at most the smallest client size min n_i = {smallest} (a client's data "
                          f"matrix has rank at most n_i), got p={p}")
     columns = problem.X.astype(np.float64)
     if matrix == "joint":
@@ -719,11 +720,12 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
 
 
 def _communication(matrix, p):
-    """Upload ``D p`` once (the signature) plus ``d + 1`` per round; download ``d`` per round."""
+    """Upload ``D p`` once (the signature) plus ``d`` per round (the server assigned the cluster,
+    so a client sends only its model); download ``d`` per round."""
 
-    def communication(problem, k, n_rounds):
+    def communication(problem, result, replica):
         D = problem.d + 1 if matrix == "joint" else problem.d
-        return float(D * p + (problem.d + 1) * n_rounds), float(problem.d * n_rounds)
+        return float(D * p + problem.d * result.n_rounds), float(problem.d * result.n_rounds)
 
     return communication
 
