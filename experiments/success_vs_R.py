@@ -57,7 +57,14 @@ from mixreg.theory import (
     ls_oracle_success_probability,
     stratified_homogeneity_test,
 )
-from mixreg.trials import IFCA_SUCCESS_CELLS, SUCCESS_RULES, ifca_success_trial
+from mixreg.trials import (
+    IFCA_LEVELS_CELLS,
+    IFCA_SUCCESS_CELLS,
+    SUCCESS_RULES,
+    ifca_success_levels_trial,
+    ifca_success_trial,
+    unpack_levels,
+)
 
 NAME = "success_vs_R"
 TABLES = ("rates", "theory")  # written as <name>.csv; the figure is drawn from them alone
@@ -107,6 +114,10 @@ class Config:
     init: str = param("initialisation", default="official", choices=INIT_METHODS)
     init_scale: float = param("scale of the random initialisation", default=1.0)
     threshold_offset: float = param("success threshold: distance < 0.6 sigma + this offset", default=0.001)
+    shared_draws: bool = param("run the noise levels of a trial on ONE draw of X, theta* and the noise (the noise "
+                               "scaled by each sigma), as one batch: the official code's protocol and the paper "
+                               "presets' (the sigma curves are then paired); off: an independent draw per sigma",
+                               default=False)
 
     def validate(self):
         """Raise ``ValueError`` naming the first bad option and its allowed range."""
@@ -124,6 +135,8 @@ class Config:
             raise ValueError("step_sizes is empty: give at least one step size")
         if any(not np.isfinite(s) or s < 0 for s in self.sigmas):
             raise ValueError(f"sigmas must be finite and >= 0, got {list(self.sigmas)}")
+        if self.shared_draws and len(set(self.sigmas)) < len(self.sigmas):
+            raise ValueError(f"sigmas must be distinct with shared_draws, got {list(self.sigmas)}")
         if any(not np.isfinite(r) or r <= 0 for r in self.rs):
             raise ValueError(f"rs must be finite and > 0, got {list(self.rs)}")
         check_ifca_protocol(self)
@@ -139,9 +152,11 @@ PRESETS = {
     "quick": dict(k=2, m=100, n=20, d=200, sigmas=(0.0, 0.5, 1.0), rs=(0.03, 0.1, 0.2, 0.3, 0.5),
                   trials=16, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float64"),
     "paper-a": dict(k=2, m=100, n=100, d=1000, sigmas=(0.0, 0.1, 0.2, 0.4), rs=(0.1, 0.25, 0.5, 0.75, 1.0),
-                    trials=40, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float32"),
+                    trials=40, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float32",
+                    shared_draws=True),
     "paper-b": dict(k=4, m=400, n=100, d=1000, sigmas=(0.0, 0.1, 0.2, 0.4), rs=(0.1, 0.25, 0.5, 0.75, 1.0),
-                    trials=40, n_inits=10, step_sizes=(2.0, 1.0, 0.5), n_rounds=300, dtype="float32"),
+                    trials=40, n_inits=10, step_sizes=(2.0, 1.0, 0.5), n_rounds=300, dtype="float32",
+                    shared_draws=True),
 }
 
 
@@ -151,10 +166,21 @@ COLUMNS = ("k", "m", "n", "d", "protocol", "n_rounds", "n_inits", "step_sizes", 
 
 
 def cells_of(config):
-    """Grid cells: the problem of every (sigma, r) (a :class:`ProblemSpec`) and IFCA's settings."""
+    """Grid cells: the problem of every (sigma, r) (a :class:`ProblemSpec`) and IFCA's settings;
+    with ``shared_draws``, one cell per r holding every sigma (``sigma_levels``)."""
     method = dict(n_rounds=config.n_rounds, n_inits=config.n_inits,
                   step_sizes=tuple(float(g) for g in config.step_sizes), init=config.init,
                   init_scale=float(config.init_scale), threshold_offset=float(config.threshold_offset))
+    if config.shared_draws:
+        levels = tuple(float(s) for s in config.sigmas)
+        columns = tuple(key for key in COLUMNS if key != "sigma") + ("sigma_levels",)
+        cells = []
+        for r in config.rs:
+            spec = ProblemSpec(m=config.m, k=config.k, n=config.n, d=config.d, sigma=0.0, scale=float(r),
+                               protocol=config.protocol, dtype=config.dtype)
+            cell = {**spec.to_cell(IFCA_LEVELS_CELLS), **method, "sigma_levels": levels}
+            cells.append({key: cell[key] for key in columns})
+        return tuple(cells)
     cells = []
     for sigma in config.sigmas:
         for r in config.rs:
@@ -167,7 +193,7 @@ def cells_of(config):
 
 def trial_flops(cell):
     """IFCA's own flop count for one trial: (k + 1) 2 N d per replica-round."""
-    B = cell["n_inits"] * len(cell["step_sizes"])
+    B = cell["n_inits"] * len(cell["step_sizes"]) * len(cell.get("sigma_levels", (None,)))
     return float((cell["k"] + 1) * 2 * cell["m"] * cell["n"] * cell["d"] * B * cell["n_rounds"])
 
 
@@ -175,7 +201,7 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(
         name=NAME,
-        trial_fn=ifca_success_trial,
+        trial_fn=ifca_success_levels_trial if config.shared_draws else ifca_success_trial,
         cells=cells_of(config),
         n_trials=config.trials,
         root_seed=root_seed,
@@ -288,7 +314,12 @@ def summarise(config, records):
           (``value`` the predicted crossing, ``residual`` ``log10(predicted / observed)``,
           ``low``/``high`` its 95% interval over the draws, ``verdict``: consistent when the
           interval holds 0).
+
+    With ``shared_draws`` each record holds every noise level of its draw; it is unpacked into
+    one record per (trial, sigma) first (:func:`mixreg.trials.unpack_levels`).
     """
+    if config.shared_draws:
+        records = unpack_levels(records, config.sigmas)
     flags = [f"{rule}_success" for rule in ("official", "honest", "oracle")]
     rates = group_rates(records, ("sigma", "r"), flags, mean_of=("separation", "oracle_floor", "n_diverged"))
     good = [rec for rec in records if not rec.get("error")]

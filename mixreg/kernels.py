@@ -52,14 +52,17 @@ def predict(theta, X, out=None):
 
 
 @njit(cache=True)
-def client_losses(P, y, offsets, B, k, out):
+def client_losses(P, Y, group, offsets, B, k, out):
     """Mean squared loss of every client under every model.
 
     ``out[b, i, j] = (1/n_i) sum_{r in client i} (P[b*k + j, r] - y[r])^2`` (IFCA's ``F_i``, a
-    per-client mean as in the official code's ``MSELoss``).  Accumulates in float64.
+    per-client mean as in the official code's ``MSELoss``) with ``y = Y[group[b]]``: replica
+    ``b``'s responses (``Y`` of shape (G, N): one draw of ``X`` at G noise levels; one response
+    vector is ``Y = y[None]``, ``group = 0``).  Accumulates in float64.
     """
     m = offsets.shape[0] - 1
     for b in range(B):
+        y = Y[group[b]]
         for j in range(k):
             row = P[b * k + j]
             for i in range(m):
@@ -111,11 +114,12 @@ def assign_clients(losses, active, assign, best):
 
 
 @njit(cache=True)
-def weighted_residuals(P, y, offsets, assign, k, weights, out):
+def weighted_residuals(P, Y, group, offsets, assign, k, weights, out):
     """Client-major residuals of the assigned model, scaled per client.
 
     ``out`` block of client ``i`` (shape ``(B, n_i)`` at ``B*offsets[i]``) holds
-    ``weights[i] * (P[b*k + a, r] - y[r])`` with ``a = assign[b, i]``, or 0 if ``a < 0``.
+    ``weights[i] * (P[b*k + a, r] - y[r])`` with ``a = assign[b, i]`` and ``y = Y[group[b]]``
+    (see :func:`client_losses`), or 0 if ``a < 0``.
     """
     B = assign.shape[0]
     m = offsets.shape[0] - 1
@@ -132,6 +136,7 @@ def weighted_residuals(P, y, offsets, assign, k, weights, out):
                     out[o + r] = 0.0
             else:
                 row = P[b * k + a]
+                y = Y[group[b]]
                 for r in range(n):
                     out[o + r] = w * (row[lo + r] - y[lo + r])
 

@@ -19,12 +19,18 @@ from .metrics import (
 )
 from .problems import CellSchema, ProblemSpec
 
-__all__ = ["ifca_success_trial", "SUCCESS_RULES", "IFCA_SUCCESS_CELLS"]
+__all__ = ["ifca_success_trial", "ifca_success_levels_trial", "unpack_levels", "SUCCESS_RULES",
+           "IFCA_SUCCESS_CELLS", "IFCA_LEVELS_CELLS"]
 
 #: How :func:`ifca_success_trial` reads its problem from a cell: the official code's names
 #: (``r`` is the protocol's scale).  Changing a key would change the seeds of every trial.
 IFCA_SUCCESS_CELLS = CellSchema(keys={"m": "m", "k": "k", "n": "n", "d": "d", "sigma": "sigma", "scale": "r",
                                       "protocol": "protocol", "dtype": "dtype"})
+
+#: How :func:`ifca_success_levels_trial` reads its problem: as :data:`IFCA_SUCCESS_CELLS` without
+#: ``sigma`` (the cell's ``sigma_levels`` share one draw; the spec's own sigma is unused).
+IFCA_LEVELS_CELLS = CellSchema(keys={key: value for key, value in IFCA_SUCCESS_CELLS.keys.items() if key != "sigma"},
+                               fixed={"sigma": 0.0})
 
 SUCCESS_RULES = {
     "official": (
@@ -68,27 +74,96 @@ def ifca_success_trial(cell, seed):
     """
     data_ss, init_ss = seed.spawn(2)
     problem = ProblemSpec.from_cell(cell, IFCA_SUCCESS_CELLS).generate(np.random.default_rng(data_ss))
+    theta0, gammas = _starts(problem, cell, init_ss)
+    res = ifca(problem, theta0, gammas, n_rounds=int(cell["n_rounds"]))
+    return _score(problem, res, np.arange(gammas.size), float(cell["threshold_offset"]))
+
+
+def ifca_success_levels_trial(cell, seed):
+    """One trial of the IFCA success experiment at several noise levels on ONE draw.
+
+    The official code's protocol for its r-sigma sweeps: per data seed it draws ``X``,
+    :math:`\theta^*` and one noise vector, and scales the noise by each sigma, so that every
+    noise level of a trial shares its draw (:meth:`mixreg.problems.ProblemSpec.generate_levels`).
+    The initialisations are drawn once too, and every level runs them with every step size: the
+    ``G`` levels run as ``G`` groups of replicas of one batch (``responses`` of
+    :func:`mixreg.algorithms.ifca.ifca`), which widens every product ``G``-fold.  Each level is
+    scored exactly as :func:`ifca_success_trial` scores its trial.
+
+    Parameters
+    ----------
+    cell : dict
+        As for :func:`ifca_success_trial`, with ``sigma_levels`` (a tuple) in place of ``sigma``
+        (:data:`IFCA_LEVELS_CELLS`).
+    seed : numpy.random.SeedSequence
+        Spawns the same two streams as :func:`ifca_success_trial`.
+
+    Returns
+    -------
+    dict of scalars
+        For level ``g`` (in the order of ``sigma_levels``), the record of
+        :func:`ifca_success_trial` with every key prefixed ``L<g>_`` and ``L<g>_sigma``; see
+        :func:`unpack_levels` for one record per level.
+    """
+    data_ss, init_ss = seed.spawn(2)
+    levels = tuple(float(s) for s in cell["sigma_levels"])
+    spec = ProblemSpec.from_cell(cell, IFCA_LEVELS_CELLS)
+    problems = spec.generate_levels(np.random.default_rng(data_ss), levels)
+    theta0, gammas = _starts(problems[0], cell, init_ss)
+    B, G = gammas.size, len(levels)
+    res = ifca(problems[0], np.tile(theta0, (G, 1, 1)), np.tile(gammas, G), n_rounds=int(cell["n_rounds"]),
+               responses=np.stack([pb.y for pb in problems]), response_of=np.repeat(np.arange(G), B))
+    out = {}
+    for g, pb in enumerate(problems):
+        record = _score(pb, res, np.arange(g * B, (g + 1) * B), float(cell["threshold_offset"]))
+        out[f"L{g}_sigma"] = pb.sigma
+        out.update({f"L{g}_{key}": value for key, value in record.items()})
+    return out
+
+
+def unpack_levels(records, levels):
+    """One record per (trial, noise level) from records of :func:`ifca_success_levels_trial`:
+    the ``L<g>_`` columns of level ``g`` without their prefix, ``sigma`` set, the other columns
+    (cell, trial, seed, ...) kept.  Failed trials give one failed record per level."""
+    out = []
+    for rec in records:
+        common = {key: value for key, value in rec.items() if not (key.startswith("L") and "_" in key
+                                                                  and key[1:key.index("_")].isdigit())}
+        common.pop("sigma_levels", None)
+        for g, level in enumerate(levels):
+            prefix = f"L{g}_"
+            row = dict(common, sigma=float(level))
+            row.update({key[len(prefix):]: value for key, value in rec.items() if key.startswith(prefix)})
+            row["sigma"] = float(level)
+            out.append(row)
+    return out
+
+
+def _starts(problem, cell, init_ss):
+    """The batch of one trial: replica ``b = (init b // L, step size b % L)``."""
     step_sizes = np.asarray(cell["step_sizes"], dtype=np.float64)
     n_inits = int(cell["n_inits"])
     inits = initial_parameters(
         problem, n_inits, cell["init"], rng=np.random.default_rng(init_ss), scale=cell["init_scale"]
     )
-    # replica b = (init b // L, step size b % L)
-    theta0 = np.repeat(inits, step_sizes.size, axis=0)
-    gammas = np.tile(step_sizes, n_inits)
-    res = ifca(problem, theta0, gammas, n_rounds=int(cell["n_rounds"]))
+    return np.repeat(inits, step_sizes.size, axis=0), np.tile(step_sizes, n_inits)
 
+
+def _score(problem, res, replicas, threshold_offset):
+    """The record of one trial: the rules of :data:`SUCCESS_RULES` on the replicas ``replicas``
+    of the IFCA run ``res`` on ``problem``."""
     truth = problem.theta_star
-    nearest = np.where(res.diverged, np.nan, nearest_truth_distance(res.theta, truth))
-    matched = np.where(res.diverged, np.nan, matched_mean_distance(res.theta, truth))
-    threshold = 0.6 * float(cell["sigma"]) + float(cell["threshold_offset"])
+    theta, diverged = res.theta[replicas], res.diverged[replicas]
+    nearest = np.where(diverged, np.nan, nearest_truth_distance(theta, truth))
+    matched = np.where(diverged, np.nan, matched_mean_distance(theta, truth))
+    threshold = 0.6 * problem.sigma + threshold_offset
 
     any_finite = bool(np.isfinite(nearest).any())
     official_best = float(np.nanmin(nearest)) if any_finite else float("nan")
-    chosen = res.best_replica()  # the run a user would keep: lowest training loss
+    chosen = res.best_replica(among=replicas)  # the run a user would keep: lowest training loss
     if chosen is not None:
-        honest_dist = float(matched[chosen])
-        honest_step = float(gammas[chosen])
+        honest_dist = float(matched[np.flatnonzero(replicas == chosen)[0]])
+        honest_step = float(res.step_sizes[chosen])
         honest_miscl = float(misclustering_rate(res.assignments[chosen], problem.labels, problem.k))
     else:
         honest_dist = honest_step = honest_miscl = float("nan")
@@ -110,6 +185,6 @@ def ifca_success_trial(cell, seed):
         "oracle_dist": oracle_dist,
         "oracle_success": bool(oracle_dist < threshold),
         "oracle_floor": float(np.mean(floor)),
-        "n_runs": int(res.theta.shape[0]),
-        "n_diverged": int(res.diverged.sum()),
+        "n_runs": int(len(replicas)),
+        "n_diverged": int(diverged.sum()),
     }

@@ -62,7 +62,9 @@ def test_every_field_has_exactly_one_flag_named_after_it(name):
     fields = {f.name for f, _ in _fields(exp)}
     for field in fields:
         owners = [a for a in actions if a.dest == field]
-        assert len(owners) == 1 and owners[0].option_strings == [config_flag(field)], field
+        flag = config_flag(field)
+        booleans = ([flag], [flag, "--no-" + flag[2:]])  # a bool field is --<field> / --no-<field>
+        assert len(owners) == 1 and owners[0].option_strings in booleans, field
     engine = {a.dest for a in _cli.add_engine_arguments(argparse.ArgumentParser())._actions}
     named = {a.dest for a in actions if a.dest != argparse.SUPPRESS}  # renamed flags only refuse
     assert named == fields | {"preset", "redraw"} | engine
@@ -107,6 +109,11 @@ def test_every_flag_sets_its_field(name):
     for field, hint in _fields(exp):
         current = getattr(quick, field.name)
         choices = field.metadata.get("choices")
+        if hint is bool:  # --<field> / --no-<field>
+            flag = config_flag(field.name)
+            argv = [flag if not current else "--no-" + flag[2:]]
+            assert getattr(parser.parse_args(argv), field.name) is (not current), field.name
+            continue
         if typing.get_origin(hint) is tuple:
             new = (_other_value(typing.get_args(hint)[0], current[0], choices),)
         else:

@@ -51,12 +51,20 @@ def test_losses_assignment_and_scatter():
     P = rng.standard_normal((B * k, N))
     y = rng.standard_normal(N)
     losses = np.empty((B, 3, k))
-    kernels.client_losses(P, y, offsets, B, k, losses)
+    kernels.client_losses(P, y[None], np.zeros(B, dtype=np.int64), offsets, B, k, losses)
     for b in range(B):
         for i in range(3):
             for j in range(k):
                 lo, hi = offsets[i], offsets[i + 1]
                 assert losses[b, i, j] == pytest.approx(np.mean((P[b * k + j, lo:hi] - y[lo:hi]) ** 2))
+    # replicas with their own responses (one draw of X at several noise levels)
+    Y = np.stack([y, 2 * y + 1])
+    grouped = np.empty((B, 3, k))
+    kernels.client_losses(P, Y, np.array([1, 0]), offsets, B, k, grouped)
+    np.testing.assert_array_equal(grouped[1], losses[1])
+    for i in range(3):
+        lo, hi = offsets[i], offsets[i + 1]
+        assert grouped[0, i, 0] == pytest.approx(np.mean((P[0, lo:hi] - Y[1, lo:hi]) ** 2))
     losses[0, 1] = [1.0, 1.0, 2.0]  # a tie goes to the lowest index
     assign = np.empty((B, 3), dtype=np.int64)
     best = np.empty((B, 3))

@@ -182,3 +182,25 @@ def test_point_labels_are_validated_and_survive_astype_and_anchors():
     assert grown.point_labels.shape == (grown.N,)
     for a in anchors:  # the anchor's 3 fresh rows are from its main cluster, at the end of its block
         assert (grown.point_labels[grown.offsets[a + 1] - 3 : grown.offsets[a + 1]] == grown.labels[a]).all()
+
+
+# ------------------------------------------------------------------ one draw at several noise levels
+
+
+def test_levels_share_one_draw_and_equal_separate_draws():
+    spec = ProblemSpec(m=12, k=2, n=9, d=4, sigma=0.3, scale=1.0, dtype="float32")
+    levels = spec.generate_levels(np.random.default_rng(5), (0.0, 0.1, 0.4))
+    assert [pb.sigma for pb in levels] == [0.0, 0.1, 0.4]
+    assert all(pb.X is levels[0].X for pb in levels)  # one X in memory
+    for pb in levels:
+        alone = dataclasses.replace(spec, sigma=pb.sigma).generate(np.random.default_rng(5))
+        np.testing.assert_array_equal(pb.X, alone.X)
+        np.testing.assert_array_equal(pb.y, alone.y)
+        np.testing.assert_array_equal(pb.labels, alone.labels)
+    # the noise is one vector scaled by sigma
+    base = levels[0].y.astype(np.float64)
+    np.testing.assert_allclose((levels[2].y - base) / 0.4, (levels[1].y - base) / 0.1, rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match="sigmas"):
+        spec.generate_levels(np.random.default_rng(0), (0.1, -1.0))
+    with pytest.raises(ValueError, match="at least one"):
+        spec.generate_levels(np.random.default_rng(0), ())

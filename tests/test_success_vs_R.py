@@ -9,6 +9,7 @@ import pytest
 
 from experiments import success_vs_R as exp
 from mixreg.montecarlo import run_sweep
+from mixreg.montecarlo.reader import read_results
 
 TINY = ["--m", "8", "--k", "2", "--n", "10", "--d", "5", "--sigmas", "0", "0.5", "--rs", "0.3", "1.0",
         "--trials", "3", "--n-inits", "2", "--n-rounds", "20", "--no-progress"]
@@ -65,7 +66,24 @@ def test_presets_are_the_official_grids():
     assert a.step_sizes == (1.0, 0.1, 0.01) and a.dtype == "float32" and a.threshold_offset == 0.001
     b = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-b"]))
     assert (b.k, b.m, b.step_sizes) == (4, 400, (2.0, 1.0, 0.5))
-    assert len(exp.cells_of(b)) == 20
+    # the official protocol: the four noise levels of a trial share one draw, one cell per r
+    assert a.shared_draws and b.shared_draws
+    cells = exp.cells_of(b)
+    assert len(cells) == 5 and all(cell["sigma_levels"] == (0.0, 0.1, 0.2, 0.4) for cell in cells)
+    assert "sigma" not in cells[0]
+    independent = exp.cells_of(dataclasses.replace(b, shared_draws=False))
+    assert len(independent) == 20 and exp.trial_flops(cells[0]) == 4 * exp.trial_flops(independent[0])
+
+
+def test_shared_draws_run_end_to_end_and_give_one_rate_per_sigma(tmp_path, monkeypatch):
+    monkeypatch.setattr(exp, "REPO", tmp_path)
+    out = tmp_path / "run"
+    assert exp.main(TINY + ["--shared-draws", "--out", str(out), "--jobs", "1"]) == 0
+    rates = read_results(out).table("rates.csv")
+    config = exp.config_from_args(exp.build_parser().parse_args(TINY + ["--shared-draws"]))
+    assert sorted({(row["sigma"], row["r"]) for row in rates}) == sorted(
+        (float(s), float(r)) for s in config.sigmas for r in config.rs)
+    assert all(row["trials"] == config.trials for row in rates)
 
 
 def test_dry_run_prints_the_plan(capsys, tmp_path):

@@ -111,15 +111,16 @@ def check_tolerance(tol):
 BLOWUP = 1e6
 
 
-def data_scales(problem):
+def data_scales(problem, *, y=None):
     """``(objective_floor, parameter_floor)`` of a problem: the scales below which a replica's
     objective and parameter norm never count as a blow-up.
 
     ``objective_floor`` is the mean squared response (the zero model's per-sample loss, up to the
     driver's constant); ``parameter_floor`` is ``sqrt(mean y^2 / mean x_j^2)``, the norm of a
     parameter that explains the responses' energy (about ``||theta*||`` for isotropic features).
+    ``y`` replaces the problem's responses (a run on other responses of the same ``X``).
     """
-    y2 = float(np.mean(np.square(problem.y, dtype=np.float64)))
+    y2 = float(np.mean(np.square(problem.y if y is None else y, dtype=np.float64)))
     x2 = float(np.mean(np.square(problem.X, dtype=np.float64)))
     return max(y2, np.finfo(float).tiny), (np.sqrt(y2 / x2) if x2 > 0 else 1.0)
 

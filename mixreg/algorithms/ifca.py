@@ -179,8 +179,8 @@ COMPACT = True
 class _Workspace:
     """Preallocated buffers of one data layout (one per distinct ``(N, offsets)``)."""
 
-    def __init__(self, X, y, offsets, B, k, d, dtype):
-        self.X, self.y, self.offsets = X, y, offsets
+    def __init__(self, X, Y, group, offsets, B, k, d, dtype):
+        self.X, self.Y, self.group, self.offsets = X, Y, group, offsets
         m = offsets.shape[0] - 1
         N = X.shape[0]
         self.layout = kernels.ClientLayout(offsets, d, B)
@@ -192,8 +192,38 @@ class _Workspace:
         self.C = np.empty((m, B, d), dtype=dtype)
 
 
-def training_loss(problem, theta):
-    """Final objective and assignments on all data.
+def _responses(problem, B, responses, response_of):
+    """``(Y, group)`` for the kernels: ``Y`` of shape (G, N), replica ``b`` uses ``Y[group[b]]``."""
+    if responses is None:
+        return problem.y[None], np.zeros(B, dtype=np.int64)
+    return responses, response_of
+
+
+def check_responses(problem, B, responses, response_of):
+    """Validated ``(Y, group)`` of :func:`ifca`'s ``responses`` / ``response_of`` arguments."""
+    if responses is None:
+        if response_of is not None:
+            raise ValueError("response_of is given without responses")
+        return _responses(problem, B, None, None)
+    Y = np.asarray(responses)
+    if Y.ndim != 2 or Y.shape[1] != problem.N or Y.shape[0] < 1:
+        raise ValueError(f"responses must have shape (G, N) with N = {problem.N}, got {Y.shape}")
+    if Y.dtype != problem.dtype:
+        raise TypeError(f"responses must have the problem's dtype {problem.dtype}, got {Y.dtype}")
+    if not np.isfinite(Y).all():
+        raise ValueError("responses must be finite")
+    group = np.asarray(response_of)
+    if response_of is None or group.shape != (B,) or group.dtype.kind not in "iu":
+        raise ValueError(f"response_of must be an integer array of shape (B,) = ({B},) with responses, got "
+                         f"{None if response_of is None else group.shape}")
+    if group.min() < 0 or group.max() >= Y.shape[0]:
+        raise ValueError(f"response_of must lie in [0, G) = [0, {Y.shape[0]}), got [{group.min()}, {group.max()}]")
+    return np.ascontiguousarray(Y), group.astype(np.int64)
+
+
+def training_loss(problem, theta, responses=None, response_of=None):
+    """Final objective and assignments on all data (replica ``b`` on ``responses[response_of[b]]``
+    when given, see :func:`ifca`).
 
     Returns
     -------
@@ -212,9 +242,10 @@ def training_loss(problem, theta):
     """
     theta = np.ascontiguousarray(theta, dtype=problem.dtype)
     B, k, _ = theta.shape
+    Y, group = _responses(problem, B, responses, response_of)
     P = kernels.predict(theta, problem.X)
     losses = np.empty((B, problem.m, k))
-    kernels.client_losses(P, problem.y, problem.offsets, B, k, losses)
+    kernels.client_losses(P, Y, group, problem.offsets, B, k, losses)
     assign = np.empty((B, problem.m), dtype=np.int64)
     best = np.empty((B, problem.m))
     kernels.assign_clients(losses, np.ones(problem.m, dtype=np.bool_), assign, best)
@@ -235,6 +266,8 @@ def ifca(
     rng=None,
     tol=None,
     history=False,
+    responses=None,
+    response_of=None,
 ):
     r"""Run ``B`` replicas of IFCA (Algorithm 2 of the arXiv text) on one problem.
 
@@ -287,6 +320,15 @@ def ifca(
     history : bool
         Record :class:`mixreg.algorithms.History` (nearest, matched mean and max distances, and
         the round's objective; costs a metric evaluation per round).
+    responses : array of shape (G, N), optional
+        ``G`` response vectors on the problem's ``X`` (the problem's own ``y`` is then unused),
+        e.g. one draw of ``X``, :math:`\theta^*` and the noise at ``G`` noise levels
+        (:meth:`mixreg.problems.ProblemSpec.generate_levels`, the official code's protocol):
+        running the levels as replicas of one batch widens every product ``G``-fold, and replica
+        ``b`` equals a separate run on ``responses[response_of[b]]`` (up to the last bits of the
+        wider products).  Option I without resampling and with full participation only.
+    response_of : int array of shape (B,), with ``responses``
+        The response vector of each replica, in ``[0, G)``.
 
     Returns
     -------
@@ -311,18 +353,27 @@ def ifca(
         raise ValueError("aggregation='data' is implemented for option='gradient' only")
     tau = check_int("local_steps", local_steps, low=1)
     q = check_real("participation", participation, low=0.0, high=1.0, low_inclusive=False)
+    Y, group = check_responses(problem, B, responses, response_of)
+    if responses is not None and (option != "gradient" or resample or q < 1.0):
+        raise ValueError("responses are implemented for option='gradient' without resampling and with "
+                         "participation=1 only")
     if (resample or q < 1.0) and rng is None:
         raise ValueError("rng is required when resample=True or participation < 1")
     if resample or q < 1.0:
         check_rng(rng)
 
-    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
+    if responses is None:
+        floors = data_scales(problem)
+    else:  # each replica's own scales, as in a separate run on its responses
+        scales = np.array([data_scales(problem, y=y) for y in Y])
+        floors = (scales[group, 0], scales[group, 1])
+    replicas = Replicas(B, T, tol, theta0=theta, floors=floors)
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng,
-         aggregation=aggregation)
+         aggregation=aggregation, Y=Y, group=group)
 
     with np.errstate(over="ignore", invalid="ignore"):
-        train_loss, assignments = training_loss(problem, theta)
+        train_loss, assignments = training_loss(problem, theta, Y, group)
     train_loss[replicas.diverged] = np.nan
     return IFCAResult(
         theta=theta,
@@ -338,7 +389,7 @@ def ifca(
     )
 
 
-def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation):
+def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group):
     """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``.
 
     The round's work runs on the *working* replicas only: once a replica has diverged (it is
@@ -350,9 +401,9 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     m, T, dtype = problem.m, replicas.n_rounds, problem.dtype
     if resample:
         Xr, yr, offr = _resampled_rounds(problem, T, rng)
-        data = (Xr[0], yr[0], offr)
+        data = (Xr[0], yr[0][None], offr)
     else:
-        data = (problem.X, problem.y, problem.offsets)
+        data = (problem.X, Y, problem.offsets)
     # option I's server step: (gamma / m) sum_i grad F_i, or gamma sum_i (n_i / N) grad F_i
     step_all = (gamma / m if aggregation == "clients" else gamma).astype(dtype)[:, None, None]
     active = np.ones(m, dtype=np.bool_)
@@ -369,7 +420,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
             if t == 0 or (compact and replicas.diverged[work].any()):  # (re)size the buffers
                 work = np.flatnonzero(replicas.live) if t else work
                 Bw = work.size
-                ws = _Workspace(*data, Bw, k, d, dtype)
+                ws = _Workspace(data[0], data[1], group[work], data[2], Bw, k, d, dtype)
                 server = ws.weights if aggregation == "clients" else ws.pooled
                 step, loc_step = step_all[work], gamma[work].astype(dtype)[None, :, None]
                 assign = np.empty((Bw, m), dtype=np.int64)
@@ -379,18 +430,18 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
             if q < 1.0:
                 active[:] = False
                 active[rng.choice(m, size=n_active, replace=False)] = True
-            # Data of this round: the identity estimate uses (ws.X, ws.y), the update (gX, gy).
+            # Data of this round: the identity estimate uses (ws.X, ws.Y), the update (gX, gY).
             # Without resampling both are all the data; with it, fresh disjoint subsets 2t, 2t+1.
             if resample:
-                ws.X, ws.y = Xr[2 * t], yr[2 * t]
-                gX, gy = Xr[2 * t + 1], yr[2 * t + 1]
+                ws.X, ws.Y = Xr[2 * t], yr[2 * t][None]
+                gX, gY = Xr[2 * t + 1], yr[2 * t + 1][None]
             else:
-                gX, gy = ws.X, ws.y
+                gX, gY = ws.X, ws.Y
             th = theta if Bw == B else theta[work]
 
             # identity estimate: j_hat = argmin_j F_i(theta_j)
             kernels.predict(th, ws.X, out=ws.P)
-            kernels.client_losses(ws.P, ws.y, ws.offsets, Bw, k, ws.losses)
+            kernels.client_losses(ws.P, ws.Y, ws.group, ws.offsets, Bw, k, ws.losses)
             kernels.assign_clients(ws.losses, active, assign, best)
             if rec is not None:
                 rec.record_round(t, assign, best[:, active].mean(axis=1), replicas.diverged)
@@ -399,9 +450,9 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 if resample:  # the round's predictions are on the identity subset: recompute
                     kernels.gather_selected(th, assign, local)
                     kernels.client_predictions(local, gX, ws.layout, ws.R)
-                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, server, ws.R)
+                    kernels.selected_residuals(ws.R, gY[0], ws.offsets, assign, server, ws.R)
                 else:  # reuse this round's predictions of the assigned model
-                    kernels.weighted_residuals(ws.P, gy, ws.offsets, assign, k, server, ws.R)
+                    kernels.weighted_residuals(ws.P, gY, ws.group, ws.offsets, assign, k, server, ws.R)
                 kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                 kernels.scatter_add(ws.C, assign, grad)
                 new = th - step * grad
@@ -409,7 +460,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 kernels.gather_selected(th, assign, local)
                 for _ in range(tau):
                     kernels.client_predictions(local, gX, ws.layout, ws.R)
-                    kernels.selected_residuals(ws.R, gy, ws.offsets, assign, ws.weights, ws.R)
+                    kernels.selected_residuals(ws.R, gY[0], ws.offsets, assign, ws.weights, ws.R)
                     kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
                     local -= loc_step * ws.C
                 new = th.copy()

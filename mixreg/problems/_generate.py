@@ -114,6 +114,8 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, row_labels=None)
     each row's cluster is ``row_labels`` (N,) when given, its client's label otherwise.
 
     Draws, in this order, ``X`` (N, d) then the noise (N,), in float64, then casts to ``dt``.
+    ``sigma`` may be a tuple of noise levels: ``y`` is then a list, one response vector per
+    level on the same ``X`` and noise, each equal to the ``y`` of a draw at that level alone.
     """
     k, d = theta_star.shape
     m = labels.shape[0]
@@ -129,22 +131,27 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, row_labels=None)
                 X[rows] = X[rows] @ chol[l].T
         noise = rng.standard_normal(N)
         # y_ij = <x_ij, theta*_{z_i}> + sigma * noise, computed per cluster with one GEMV each
-        y = np.empty(N)
+        signal = np.empty(N)
         for l in range(k):
             rows = row_label == l
-            y[rows] = X[rows] @ theta_star[l]
-        y += sigma * noise
-        X, y = X.astype(dt, copy=False), y.astype(dt, copy=False)
-        if not (np.isfinite(y.sum()) or np.isfinite(y).all()):
-            raise ValueError(f"theta_star (max |entry| {np.abs(theta_star).max():.3g}) is too large: the responses "
-                             f"y = X theta* + noise are not finite in {dt}")
-    return X, y, offsets
+            signal[rows] = X[rows] @ theta_star[l]
+        ys = []
+        for level in (sigma if isinstance(sigma, tuple) else (sigma,)):
+            y = signal.copy()
+            y += level * noise
+            y = y.astype(dt, copy=False)
+            if not (np.isfinite(y.sum()) or np.isfinite(y).all()):
+                raise ValueError(f"theta_star (max |entry| {np.abs(theta_star).max():.3g}) is too large: the "
+                                 f"responses y = X theta* + noise are not finite in {dt}")
+            ys.append(y)
+        X = X.astype(dt, copy=False)
+    return X, (ys if isinstance(sigma, tuple) else ys[0]), offsets
 
 
 def mixed_point_labels(labels, sizes, main_fraction, *, proportions=None, rng):
     """Row clusters of clients that mix clusters (the IFCA thesis, section 4.1, its ``p``).
 
-    Of client ``i``'s ``n_i`` rows the first :math:`\lfloor p\, n_i \rfloor` belong to its
+    Of client ``i``'s ``n_i`` rows the first :math:`\\lfloor p\\, n_i \\rfloor` belong to its
     main cluster ``labels[i]`` and the rest are drawn i.i.d. from the mixture of all clusters
     (with ``proportions``, uniform when omitted; so a mixed row may also fall in the main
     cluster).  ``p = 1`` is the usual one-cluster client, ``p = 0`` an i.i.d. client.
@@ -194,8 +201,10 @@ def make_problem_from_parameters(
     labels : int array of shape (m,) with values in [0, k)
     n : int or int array of shape (m,)
         Samples per client.
-    sigma : float >= 0
-        Noise standard deviation.
+    sigma : float >= 0, or tuple of floats
+        Noise standard deviation; a tuple of levels gives a list of problems, one per level,
+        sharing ``X``, theta* and the noise vector (the official IFCA code's protocol), each
+        equal to the problem drawn at that level alone from the same generator state.
     rng : numpy.random.Generator
     covariances : array of shape (k, d, d), optional
         Per-cluster feature covariance ``Sigma_l``; identity when omitted.
@@ -209,7 +218,7 @@ def make_problem_from_parameters(
 
     Returns
     -------
-    Problem
+    Problem, or list of Problem (``sigma`` a tuple)
 
     Raises
     ------
@@ -231,7 +240,8 @@ def make_problem_from_parameters(
     if m < 1:
         raise ValueError("labels must hold at least one client (m >= 1)")
     sizes = _check_sizes(m, n)
-    sigma = check_real("sigma", sigma, low=0.0)
+    levels = tuple(check_real("sigma", s, low=0.0) for s in sigma) if isinstance(sigma, tuple) else None
+    sigma = levels if levels is not None else check_real("sigma", sigma, low=0.0)
     dt = check_dtype("dtype", dtype)
     cov, chol = _check_covariances(covariances, k, d)
 
@@ -244,17 +254,10 @@ def make_problem_from_parameters(
             raise ValueError(f"point_labels must lie in [0, k) = [0, {k})")
         point_labels = point_labels.astype(np.int64)
     X, y, offsets = _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, point_labels)
-    return Problem(
-        X=X,
-        y=y,
-        offsets=offsets,
-        labels=labels.astype(np.int64),
-        theta_star=theta_star,
-        sigma=sigma,
-        covariances=cov,
-        protocol=protocol,
-        point_labels=point_labels,
-    )
+    problems = [Problem(X=X, y=y_level, offsets=offsets, labels=labels.astype(np.int64), theta_star=theta_star,
+                        sigma=level, covariances=cov, protocol=protocol, point_labels=point_labels)
+                for level, y_level in zip(levels or (sigma,), y if levels else (y,))]
+    return problems if levels else problems[0]
 
 
 def make_problem(

@@ -89,7 +89,7 @@ class ProblemSpec:
         ``n_A``, the points an anchor holds at least.
     main_fraction : float in [0, 1], optional
         Clients that mix clusters (the IFCA thesis, section 4.1, its ``p``): the first
-        :math:`\lfloor p\, n_i \rfloor` rows of a client come from its main cluster and the
+        :math:`\\lfloor p\\, n_i \\rfloor` rows of a client come from its main cluster and the
         rest from the mixture of all clusters (:func:`mixed_point_labels`; the mixture has the
         clusters' proportions); the true row labels are kept in ``Problem.point_labels``.
         Omitted: every row is from its client's cluster.
@@ -181,6 +181,10 @@ class ProblemSpec:
         Problem
             Without anchors (see :meth:`with_anchors`).
         """
+        return self._generate(rng, self.sigma)
+
+    def _generate(self, rng, sigma):
+        """:meth:`generate` at noise level ``sigma`` (a float, or a tuple of levels)."""
         check_rng(rng)
         theta_star = make_theta_star(self.k, self.d, self.scale, protocol=self.protocol, rng=rng)
         proportions = None if self.p_min is None else cluster_proportions(self.k, self.p_min)
@@ -193,8 +197,30 @@ class ProblemSpec:
         if self.main_fraction is not None:
             point_labels = mixed_point_labels(labels, np.broadcast_to(sizes, labels.shape), self.main_fraction,
                                               proportions=proportions, rng=rng)
-        return make_problem_from_parameters(theta_star, labels, sizes, self.sigma, rng=rng, covariances=cov,
+        return make_problem_from_parameters(theta_star, labels, sizes, sigma, rng=rng, covariances=cov,
                                             dtype=self.dtype, protocol=self.protocol, point_labels=point_labels)
+
+    def generate_levels(self, rng, sigmas):
+        """One draw at several noise levels: a list of problems, one per ``sigmas`` entry, that
+        share ``X``, theta*, the labels and the noise vector (``y = X theta* + sigma * noise``), in
+        the order of :meth:`generate`; the problem at level ``s`` equals
+        ``replace(self, sigma=s).generate(rng)`` from the same generator state.  The spec's own
+        ``sigma`` is not used.  (The official IFCA code draws its data this way, once per seed
+        for every noise level.)
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        sigmas : sequence of float >= 0
+
+        Returns
+        -------
+        list of Problem
+        """
+        levels = tuple(float(check_real("sigmas", s, low=0.0)) for s in sigmas)
+        if not levels:
+            raise ValueError("sigmas must hold at least one noise level")
+        return self._generate(rng, levels)
 
     def with_anchors(self, problem, rng):
         """``(problem, anchors)``: the spec's anchor clients topped up (:func:`add_anchors`)."""
