@@ -50,6 +50,7 @@ __all__ = [
     "stacked_update_operators",
     "stacked_operators",
     "size_groups",
+    "grouped_rows",
     "check_solver",
 ]
 
@@ -90,6 +91,26 @@ def _check_start(theta, m, d):
     if theta.shape == (m, d):
         return theta.copy()
     raise ValueError(f"theta must have shape (d,)=({d},) or (m, d)=({m}, {d}), got {theta.shape}")
+
+
+def grouped_rows(keys, n_keys):
+    """Rows grouped by an integer key in ``[0, n_keys)``, for solving per group as per client.
+
+    Returns
+    -------
+    order : int array of shape (N,)
+        The rows sorted by key (stable): rows ``order[offsets[j]:offsets[j + 1]]`` have key
+        ``present[j]``.
+    present : int array
+        The keys that occur, ascending.
+    offsets : int64 array of shape (len(present) + 1,)
+    """
+    order = np.argsort(keys, kind="stable")
+    counts = np.bincount(keys, minlength=n_keys)
+    present = np.flatnonzero(counts)
+    offsets = np.zeros(present.size + 1, dtype=np.int64)
+    np.cumsum(counts[present], out=offsets[1:])
+    return order, present, offsets
 
 
 def size_groups(offsets):

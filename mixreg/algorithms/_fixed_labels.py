@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..local_solvers import stacked_operators
+from ..local_solvers import grouped_rows, stacked_operators
 from ._driver import History, HistoryRecorder, Replicas, data_scales
 
 __all__ = ["LabelledTraining", "train_on_labels", "majority_labels", "clusters_held"]
@@ -114,10 +114,8 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     # sub-clients (client i, cluster l), ordered by cluster then client: cluster l's rows are
     # the contiguous block bounds[l]:bounds[l + 1]
     client = np.repeat(np.arange(m), problem.sizes)
-    order = np.argsort(row_labels * m + client, kind="stable")
-    keys, counts = np.unique((row_labels * m + client)[order], return_counts=True)
-    offsets = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    order, keys, offsets = grouped_rows(row_labels * m + client, k * m)
+    counts = np.diff(offsets)
     X, y = problem.X[order], problem.y[order]
     cluster_rows = np.bincount(row_labels, minlength=k)
     bounds = np.zeros(k + 1, dtype=np.int64)

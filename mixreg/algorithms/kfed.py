@@ -63,7 +63,7 @@ import numpy as np
 from .. import kernels
 from .._validation import check_choice, check_int
 from ..clustering import ClusteringWarning, kmeans
-from ..local_solvers import local_least_squares
+from ..local_solvers import grouped_rows, local_least_squares
 from ..metrics import misclustering_rate
 from ..problems import check_rng
 from ._driver import (
@@ -380,11 +380,7 @@ def _refit(X, y, client, groups, models):
     """OUT ``models`` (m, k', d): every non-empty (client, group)'s minimum-norm least squares;
     an empty group keeps its model."""
     kl = models.shape[1]
-    key = client * kl + groups
-    order = np.argsort(key, kind="stable")
-    counts = np.bincount(key, minlength=models.shape[0] * kl)
-    held = np.flatnonzero(counts)
-    offsets = np.concatenate([[0], np.cumsum(counts[held])])
+    order, held, offsets = grouped_rows(client * kl + groups, models.shape[0] * kl)
     models.reshape(-1, models.shape[2])[held] = local_least_squares(X[order], y[order], offsets)
 
 

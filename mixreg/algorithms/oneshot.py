@@ -48,7 +48,7 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_real
 from ..clustering import kmeans
-from ..local_solvers import LEAST_SQUARES_METHODS, local_least_squares
+from ..local_solvers import LEAST_SQUARES_METHODS, grouped_rows, local_least_squares
 from ..problems import check_rng
 from ._driver import (
     DriverResult,
@@ -256,10 +256,7 @@ def _exact_finish(problem, labels, row_labels, theta, history):
     :func:`mixreg.local_solvers.local_least_squares`.  Returns ``(theta, train_loss, history)``.
     """
     B, k, d = theta.shape
-    order = np.argsort(row_labels, kind="stable")
-    counts = np.bincount(row_labels, minlength=k)
-    present = np.flatnonzero(counts)
-    offsets = np.concatenate([[0], np.cumsum(counts[present])])
+    order, present, offsets = grouped_rows(row_labels, k)
     new = theta.copy()
     new[:, present] = local_least_squares(problem.X[order], problem.y[order], offsets, method="min_norm")
     loss = lambda th: _labelled_loss(problem, row_labels, th)  # noqa: E731
