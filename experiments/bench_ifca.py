@@ -5,11 +5,13 @@ Run ``python -m experiments.bench_ifca`` (about 3-6 minutes on 2 cores; ``--quic
 run).  Everything is measured in one run and reported as ratios, because absolute times on a
 shared machine are noisy:
 
-* ``peak``: best of several ``n x n`` matrix products (``n = 2000``), per dtype;
+* ``peak``: best of several ``n x n`` matrix products (``n = 2000``), per dtype, on one thread
+  (the engine runs one single-threaded worker per core, so a core's peak is the yardstick);
 * ``ifca``: the batched driver at ``(m, n, d, k) = (100, 100, 1000, 2)`` and
-  ``(400, 100, 1000, 4)`` with ``B = 30`` replicas: seconds per replica-round, achieved GFLOP/s
-  counting the algorithm's ``(k + 1) 2 N d`` flops per replica-round, and that as a fraction of
-  the peak;
+  ``(400, 100, 1000, 4)`` with ``B = 30`` replicas, and in float32 with the paper presets'
+  four noise levels of one draw as one batch (``B = 120``): seconds per replica-round, achieved
+  GFLOP/s counting the algorithm's ``(k + 1) 2 N d`` flops per replica-round, and that as a
+  fraction of the peak;
 * ``naive``: a per-client NumPy loop in the style of the official code (one product per client
   and model, one replica at a time), seconds per replica-round, and our speed-up over it;
 * ``engine``: a sweep of realistic IFCA cells run with 1 and with 2 worker processes (one
@@ -31,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, run_sweep
-from mixreg.problems import make_problem
+from mixreg.problems import ProblemSpec, make_problem
 from mixreg.provenance import environment_record
 from mixreg.trials import ifca_success_trial
 
@@ -66,18 +68,26 @@ def naive_round(problem, theta, gamma):
     return theta - (gamma / problem.m) * grads
 
 
-def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3):
+def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1):
+    """IFCA's seconds per replica-round with ``B`` replicas per noise level and ``levels`` noise
+    levels of one draw run as one batch (``responses``; 4 in the paper presets, so
+    ``4 B`` replicas).  The step sizes are small enough that no replica diverges (the timing is
+    of full-width rounds)."""
     m, n, d, k = size
-    problem = make_problem(m, k, n, d, 0.1, 0.25, rng=np.random.default_rng(0), dtype=dtype)
-    theta0 = initial_parameters(problem, B, "official", rng=np.random.default_rng(1))
-    gammas = np.tile([1.0, 0.1, 0.01], B // 3 + 1)[:B]
-    ifca(problem, theta0, gammas, n_rounds=2)  # compile and warm up
-    seconds = min(_timed(lambda: ifca(problem, theta0, gammas, n_rounds=rounds)) for _ in range(2))
-    per = seconds / (rounds * B)
+    spec = ProblemSpec(m=m, k=k, n=n, d=d, sigma=0.1, scale=0.25, dtype=np.dtype(dtype).name)
+    problems = spec.generate_levels(np.random.default_rng(0), (0.0, 0.1, 0.2, 0.4)[:levels])
+    problem = problems[0]
+    theta0 = np.tile(initial_parameters(problem, B, "official", rng=np.random.default_rng(1)), (levels, 1, 1))
+    gammas = np.tile([0.1, 0.03, 0.01], levels * B // 3 + 1)[: levels * B]
+    shared = {} if levels == 1 else dict(responses=np.stack([pb.y for pb in problems]),
+                                         response_of=np.repeat(np.arange(levels), B))
+    ifca(problem, theta0, gammas, n_rounds=2, **shared)  # compile and warm up
+    seconds = min(_timed(lambda: ifca(problem, theta0, gammas, n_rounds=rounds, **shared)) for _ in range(2))
+    per = seconds / (rounds * levels * B)
     flops = (k + 1) * 2.0 * problem.N * d
     th = theta0[0].copy()
     naive = min(_timed(lambda: naive_round(problem, th, 0.1)) for _ in range(naive_rounds))
-    return {"m": m, "n": n, "d": d, "k": k, "B": B, "dtype": np.dtype(dtype).name,
+    return {"m": m, "n": n, "d": d, "k": k, "B": levels * B, "levels": levels, "dtype": np.dtype(dtype).name,
             "seconds_per_replica_round": per, "gflops": flops / per / 1e9,
             "naive_seconds_per_replica_round": naive, "speedup_vs_naive": naive / per}
 
@@ -85,7 +95,7 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3):
 def bench_engine(tmp, trials=8):
     """Parallel efficiency and overhead per task on a realistic IFCA cell (k = 2, d = 200)."""
     cell = dict(m=100, k=2, n=20, d=200, sigma=0.5, r=0.2, protocol="official", n_rounds=300, n_inits=10,
-                step_sizes="1.0,0.1,0.01", init="official", init_scale=1.0, threshold_offset=0.001,
+                step_sizes=(1.0, 0.1, 0.01), init="official", init_scale=1.0, threshold_offset=0.001,
                 dtype="float64")
     cells = tuple(dict(cell, r=r) for r in (0.1, 0.2))
     sweep = Sweep(name="bench", trial_fn=ifca_success_trial, cells=cells, n_trials=trials, root_seed=1,
@@ -100,6 +110,8 @@ def bench_engine(tmp, trials=8):
         res = run_sweep(sweep, pathlib.Path(tmp) / f"jobs{jobs}", jobs=jobs, kernel_threads=1,
                         progress=False, overwrite=True)
         elapsed = time.perf_counter() - start
+        if res.failures:  # a failed trial takes no time: the ratios would mean nothing
+            raise RuntimeError(f"the engine benchmark's trials failed: {res.failures[0]}")
         inside = sum(r["wall_time"] for r in res.records)
         out[jobs] = {"elapsed": elapsed, "trial_seconds": inside, "tasks": len(res.records)}
     t1, t2 = out[1]["elapsed"], out[2]["elapsed"]
@@ -122,21 +134,29 @@ def main(argv=None):
     rounds = 3 if args.quick else 20
     dtypes = (np.float32, np.float64)
     report = {"environment": environment_record(), "peak_gflops": {}, "ifca": []}
-    peaks = {np.dtype(t).name: [gemm_peak(t)] for t in dtypes}
-    rows = [bench_ifca(t, size, rounds=rounds, naive_rounds=1 if args.quick else 3) for size in sizes for t in dtypes]
-    # The peak is measured before and after the runs and the best is kept, so that a busy moment
-    # of a shared machine cannot make the fractions of peak look better than they are.
-    for t in dtypes:
-        peaks[np.dtype(t).name].append(gemm_peak(t))
+    # One BLAS thread throughout, peak included: the engine runs one single-threaded worker per
+    # core (bit-identical records; faster per trial than threaded kernels, see the README), so a
+    # core's own peak is the yardstick.
+    with threadpool_limits(limits=1):
+        peaks = {np.dtype(t).name: [gemm_peak(t)] for t in dtypes}
+        plan = [(t, size, 1) for size in sizes for t in dtypes] + [(np.float32, size, 4) for size in sizes]
+        rows = [bench_ifca(t, size, rounds=rounds, naive_rounds=1 if args.quick else 3, levels=levels)
+                for t, size, levels in plan]
+        # The peak is measured before and after the runs and the best is kept, so that a busy
+        # moment of a shared machine cannot make the fractions of peak look better than they are.
+        for t in dtypes:
+            peaks[np.dtype(t).name].append(gemm_peak(t))
     report["peak_gflops"] = {name: max(v) for name, v in peaks.items()}
-    print("matrix-multiply peak: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in report["peak_gflops"].items()))
-    print(f"{'(m, n, d, k)':>22} {'dtype':>8} {'ms/replica-round':>17} {'GFLOP/s':>8} {'of peak':>8} "
-          f"{'naive ms':>9} {'speed-up':>9}")
+    print("matrix-multiply peak, one thread: "
+          + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in report["peak_gflops"].items()))
+    print(f"{'(m, n, d, k)':>22} {'B':>4} {'levels':>6} {'dtype':>8} {'ms/replica-round':>17} {'GFLOP/s':>8} "
+          f"{'of peak':>8} {'naive ms':>9} {'speed-up':>9}")
     for row in rows:
         row["fraction_of_peak"] = row["gflops"] / report["peak_gflops"][row["dtype"]]
         report["ifca"].append(row)
         size = (row["m"], row["n"], row["d"], row["k"])
-        print(f"{str(size):>22} {row['dtype']:>8} {1e3 * row['seconds_per_replica_round']:>17.3f} "
+        print(f"{str(size):>22} {row['B']:>4} {row['levels']:>6} {row['dtype']:>8} "
+              f"{1e3 * row['seconds_per_replica_round']:>17.3f} "
               f"{row['gflops']:>8.1f} {row['fraction_of_peak']:>8.0%} "
               f"{1e3 * row['naive_seconds_per_replica_round']:>9.2f} {row['speedup_vs_naive']:>8.1f}x")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -152,5 +172,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    with threadpool_limits(limits=None):
-        raise SystemExit(main())
+    raise SystemExit(main())

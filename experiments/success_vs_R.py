@@ -276,6 +276,8 @@ def _verdict_of_collapse(crossings):
     spread = max(values) / min(values) if len(values) >= 2 else float("nan")
     if any(np.isnan(c[1]) or np.isnan(c[2]) for c in crossings) or len(crossings) < 2:
         verdict = "undetermined"
+    elif not values:  # every level crosses below (or beyond) the grid: nothing to compare
+        verdict = "undetermined (no crossing in the grid)"
     elif common_low <= common_high:
         verdict = "consistent with one curve"
     else:

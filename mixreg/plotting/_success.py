@@ -197,6 +197,12 @@ def plot_success_collapse(summary, scales, *, rule="official", crossings=None, h
                 ax.plot(sigma, top, marker="^", color=colour, ms=6)
             if np.isfinite(value):
                 ax.plot(sigma, value, marker="D", color=colour, ms=7, ls="none")
+        if not any(np.isfinite(value) for value, _, _ in crossings.values()):
+            below = all(np.isfinite(high) and high <= 0 for _, _, high in crossings.values())
+            ax.text(0.5, 0.5, "no noise level crosses 1/2 inside the grid:\n"
+                    + ("success is above 1/2 already at its smallest separation" if below
+                       else "the crossings lie outside it"), transform=ax.transAxes, ha="center", va="center",
+                    fontsize=8.5, color="0.3")
         ax.plot([], [], marker="D", color="0.3", ls="-", lw=2.0,
                 label="observed 1/2-crossing and its 95% interval (▲: no upper end in the grid)")
         markers = ["x", "+", "1", "2"]
