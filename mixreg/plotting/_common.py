@@ -44,7 +44,7 @@ def save_figure(fig, path_without_suffix, *more_paths):
         base.parent.mkdir(parents=True, exist_ok=True)
         png, pdf = base.with_suffix(".png"), base.with_suffix(".pdf")
         fig.savefig(png, dpi=150)
-        fig.savefig(pdf)
+        fig.savefig(pdf, metadata={"CreationDate": None})  # no timestamp: a redraw is byte-identical
         written += [png, pdf]
     plt.close(fig)
     return written
