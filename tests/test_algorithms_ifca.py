@@ -325,3 +325,24 @@ def test_diverged_replicas_are_dropped_from_the_products(monkeypatch):
     live = ~full.diverged
     np.testing.assert_allclose(compacted.theta[live], full.theta[live], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(compacted.theta[~live], full.theta[~live])  # frozen at the same point
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, pattern",
+    [
+        (dict(response_of=np.zeros(2, dtype=int)), ValueError, "response_of is given without responses"),
+        (dict(responses=np.zeros((2, 7))), ValueError, r"responses must have shape \(G, N\)"),
+        (dict(responses="y32", response_of=np.zeros(2, dtype=int)), TypeError, "responses must have the problem's dtype"),
+        (dict(responses="y", response_of=None), ValueError, r"response_of must be an integer array of shape \(B,\)"),
+        (dict(responses="y", response_of=np.array([0, 1])), ValueError, r"response_of must lie in \[0, G\)"),
+        (dict(responses="y", response_of=np.zeros(2, dtype=int), option="model"), ValueError,
+         "responses are implemented for option='gradient'"),
+    ],
+)
+def test_bad_responses_name_the_parameter(kwargs, exc, pattern):
+    pb = make_problem(m=6, k=2, n=5, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    if isinstance(kwargs.get("responses"), str):
+        y = pb.y[None] if kwargs["responses"] == "y" else pb.y[None].astype(np.float32)
+        kwargs = dict(kwargs, responses=y)
+    with pytest.raises(exc, match=pattern):
+        ifca(pb, np.zeros((2, 2, 3)), 0.1, n_rounds=2, **kwargs)
