@@ -185,7 +185,7 @@ CANDIDATES = (RATE, MEAN, FACTOR, ARGMIN, THEOREM1, REFERENCE, REFERENCE_RESAMPL
 FEDX_CANDIDATES = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY, FX_REFERENCE)
 
 _ASSIGN = "kernels.assign_clients(ws.losses, active, assign, best)\n"
-_UPDATE = "new = theta - step * grad\n"
+_UPDATE = "new = th - step * grad\n"
 
 
 @dataclass(frozen=True)
@@ -253,28 +253,28 @@ IFCA_MUTANTS = (
         "step-x1.25",
         "(c) step size 25% too large",
         _UPDATE,
-        f"new = theta - (1.25 * step) * grad  {MARK}\n",
+        f"new = th - (1.25 * step) * grad  {MARK}\n",
         (MEAN, FACTOR, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
     ),
     Mutant(
         "step-x0.75",
         "(c) step size 25% too small",
         _UPDATE,
-        f"new = theta - (0.75 * step) * grad  {MARK}\n",
+        f"new = th - (0.75 * step) * grad  {MARK}\n",
         (MEAN, FACTOR, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
     ),
     Mutant(
         "cluster-size",
         "(d) gradient average divided by the cluster size instead of m",
         _UPDATE,
-        f"new = theta - (step * m / {_CLUSTER_SIZE}) * grad  {MARK}\n",
+        f"new = th - (step * m / {_CLUSTER_SIZE}) * grad  {MARK}\n",
         (MEAN, FACTOR, THEOREM1, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
     ),
     Mutant(
         "identity-gradient",
         "(e) gradient on the identity subset instead of the fresh gradient subset",
-        "gX, gy = Xr[2 * t + 1], yr[2 * t + 1]\n",
-        f"gX, gy = Xr[2 * t], yr[2 * t]  {MARK}\n",
+        "gX, gY = Xr[2 * t + 1], yr[2 * t + 1][None]\n",
+        f"gX, gY = Xr[2 * t], yr[2 * t][None]  {MARK}\n",
         (RATE, MEAN, FACTOR, ARGMIN, REFERENCE_RESAMPLED),
     ),
 )
