@@ -743,7 +743,8 @@ def registrations():
             source=("Vahidian et al. 2023 (AAAI), Algorithm 1 with Eq. 2 and HC cut into k clusters; "
                     "signatures of the joint (x, y) data matrix"),
             sends=("once: its p leading left singular vectors of the (d+1) x n_i matrix of its (x, y) samples; "
-                   "then per round its cluster id and one d-vector local model, receiving its cluster's model"),
+                   "then per round one d-vector local model, receiving its cluster's model (the server formed the "
+                   "clusters)"),
         ),
         Algorithm(
             name="pacfl_x",
@@ -754,6 +755,7 @@ def registrations():
             source=("Vahidian et al. 2023 (AAAI), Algorithm 1 with Eq. 2 and HC cut into k clusters; "
                     "signatures of the features alone (the paper's data matrix)"),
             sends=("once: its p leading left singular vectors of its d x n_i feature matrix X_i^T; "
-                   "then per round its cluster id and one d-vector local model, receiving its cluster's model"),
+                   "then per round one d-vector local model, receiving its cluster's model (the server formed the "
+                   "clusters)"),
         ),
     ]
