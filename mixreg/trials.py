@@ -7,6 +7,8 @@ work of :mod:`mixreg.montecarlo` and knows nothing about sweeps, files or plots.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .baselines import known_label_least_squares
@@ -127,16 +129,20 @@ def unpack_levels(records, levels):
     (cell, trial, seed, ...) kept.  Failed trials give one failed record per level."""
     out = []
     for rec in records:
-        common = {key: value for key, value in rec.items() if not (key.startswith("L") and "_" in key
-                                                                  and key[1:key.index("_")].isdigit())}
+        common, per_level = {}, [{} for _ in levels]
+        for key, value in rec.items():
+            match = _LEVEL_KEY.fullmatch(key)
+            if match is None:
+                common[key] = value
+            elif int(match[1]) < len(levels):
+                per_level[int(match[1])][match[2]] = value
         common.pop("sigma_levels", None)
-        for g, level in enumerate(levels):
-            prefix = f"L{g}_"
-            row = dict(common, sigma=float(level))
-            row.update({key[len(prefix):]: value for key, value in rec.items() if key.startswith(prefix)})
-            row["sigma"] = float(level)
-            out.append(row)
+        out += [{**common, **fields, "sigma": float(level)} for level, fields in zip(levels, per_level)]
     return out
+
+
+#: A column of level ``g`` in a record of :func:`ifca_success_levels_trial`: ``L<g>_<field>``.
+_LEVEL_KEY = re.compile(r"L(\d+)_(.+)")
 
 
 def _starts(problem, cell, init_ss):
