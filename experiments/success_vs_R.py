@@ -193,7 +193,8 @@ def cells_of(config):
 
 def trial_flops(cell):
     """IFCA's own flop count for one trial: (k + 1) 2 N d per replica-round."""
-    B = cell["n_inits"] * len(cell["step_sizes"]) * len(cell.get("sigma_levels", (None,)))
+    levels = cell.get("sigma_levels", cell.get("r_levels", (None,)))  # the levels of one draw share a batch
+    B = cell["n_inits"] * len(cell["step_sizes"]) * len(levels)
     return float((cell["k"] + 1) * 2 * cell["m"] * cell["n"] * cell["d"] * B * cell["n_rounds"])
 
 

@@ -52,7 +52,14 @@ from mixreg.theory import (
     ls_oracle_success_probability,
     ls_points_needed,
 )
-from mixreg.trials import IFCA_SUCCESS_CELLS, SUCCESS_RULES, ifca_success_trial
+from mixreg.trials import (
+    IFCA_SCALE_LEVELS_CELLS,
+    IFCA_SUCCESS_CELLS,
+    SUCCESS_RULES,
+    ifca_success_levels_trial,
+    ifca_success_trial,
+    unpack_levels,
+)
 
 NAME = "success_vs_mn"
 TABLES = ("rates", "theory", "crossings")  # written as <name>.csv; the figures are drawn from them alone
@@ -93,6 +100,10 @@ class Config:
     init_scale: float = param("scale of the random initialisation", default=1.0)
     threshold_offset: float = param("success threshold: distance < 0.6 sigma + this offset (0 in the official "
                                     "m-n sweeps)", default=0.0)
+    shared_draws: bool = param("run the separation scales r of a trial on ONE draw of X, the Bernoulli pattern b "
+                               "of theta* = r b and the noise, as one batch: the official code's protocol and the "
+                               "paper presets' (the r curves are then paired); off: an independent draw per r",
+                               default=False)
 
     def validate(self):
         """Raise ``ValueError`` naming the first bad option and its allowed range."""
@@ -126,17 +137,30 @@ PRESETS = {
                   trials=16, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300, dtype="float32"),
     "paper-c": dict(k=2, ms=(50, 70, 100, 150, 200, 300, 400), ns=(50, 100, 200), d=1000, sigma=0.1,
                     rs=(0.1, 0.25), trials=40, n_inits=10, step_sizes=(1.0, 0.1, 0.01), n_rounds=300,
-                    dtype="float32"),
+                    dtype="float32", shared_draws=True),
     "paper-d": dict(k=4, ms=(100, 200, 300, 400, 800), ns=(50, 100, 200), d=1000, sigma=0.1, rs=(0.5, 0.75),
-                    trials=40, n_inits=10, step_sizes=(2.0, 1.0, 0.5), n_rounds=300, dtype="float32"),
+                    trials=40, n_inits=10, step_sizes=(2.0, 1.0, 0.5), n_rounds=300, dtype="float32",
+                    shared_draws=True),
 }
 
 
 def cells_of(config):
-    """Grid cells: the problem of every (r, n, m) (a :class:`ProblemSpec`) and IFCA's settings."""
+    """Grid cells: the problem of every (r, n, m) (a :class:`ProblemSpec`) and IFCA's settings;
+    with ``shared_draws``, one cell per (n, m) holding every r (``r_levels``)."""
     method = dict(n_rounds=config.n_rounds, n_inits=config.n_inits,
                   step_sizes=tuple(float(g) for g in config.step_sizes), init=config.init,
                   init_scale=float(config.init_scale), threshold_offset=float(config.threshold_offset))
+    if config.shared_draws:
+        levels = tuple(float(r) for r in config.rs)
+        columns = tuple(key for key in COLUMNS if key != "r") + ("r_levels",)
+        cells = []
+        for n in config.ns:
+            for m in config.ms:
+                spec = ProblemSpec(m=m, k=config.k, n=n, d=config.d, sigma=float(config.sigma), scale=1.0,
+                                   protocol=config.protocol, dtype=config.dtype)
+                cell = {**spec.to_cell(IFCA_SCALE_LEVELS_CELLS), **method, "r_levels": levels}
+                cells.append({key: cell[key] for key in columns})
+        return tuple(cells)
     cells = []
     for r in config.rs:
         for n in config.ns:
@@ -187,7 +211,7 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
                        ls_unlikely=row["ls_unlikely"]) for row in predictions(config)]
     return Sweep(
         name=NAME,
-        trial_fn=ifca_success_trial,
+        trial_fn=ifca_success_levels_trial if config.shared_draws else ifca_success_trial,
         cells=cells_of(config),
         n_trials=config.trials,
         root_seed=root_seed,
@@ -210,7 +234,12 @@ def summarise(config, records):
         ``m_half_high`` (its 95% interval from Jeffreys-posterior draws of every cell,
         :func:`mixreg.theory.crossing_draws`: 0 or inf when beyond the grid), ``m_needed``
         (predicted) and ``m_half_over_needed``.
+
+    With ``shared_draws`` each record holds every r of its draw; it is unpacked into one record
+    per (trial, r) first (:func:`mixreg.trials.unpack_levels`).
     """
+    if config.shared_draws:
+        records = unpack_levels(records, config.rs, key="r")
     flags = [f"{rule}_success" for rule in RULES_DRAWN]
     rates = group_rates(records, ("r", "n", "m"), flags, mean_of=("separation", "oracle_floor", "n_diverged"))
     theory = predictions(config)

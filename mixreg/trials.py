@@ -22,7 +22,7 @@ from .metrics import (
 from .problems import CellSchema, ProblemSpec
 
 __all__ = ["ifca_success_trial", "ifca_success_levels_trial", "unpack_levels", "SUCCESS_RULES",
-           "IFCA_SUCCESS_CELLS", "IFCA_LEVELS_CELLS"]
+           "IFCA_SUCCESS_CELLS", "IFCA_LEVELS_CELLS", "IFCA_SCALE_LEVELS_CELLS"]
 
 #: How :func:`ifca_success_trial` reads its problem from a cell: the official code's names
 #: (``r`` is the protocol's scale).  Changing a key would change the seeds of every trial.
@@ -33,6 +33,11 @@ IFCA_SUCCESS_CELLS = CellSchema(keys={"m": "m", "k": "k", "n": "n", "d": "d", "s
 #: ``sigma`` (the cell's ``sigma_levels`` share one draw; the spec's own sigma is unused).
 IFCA_LEVELS_CELLS = CellSchema(keys={key: value for key, value in IFCA_SUCCESS_CELLS.keys.items() if key != "sigma"},
                                fixed={"sigma": 0.0})
+
+#: How :func:`ifca_success_levels_trial` reads its problem at several separation scales: as
+#: :data:`IFCA_SUCCESS_CELLS` without ``r`` (the cell's ``r_levels`` share one draw).
+IFCA_SCALE_LEVELS_CELLS = CellSchema(keys={key: value for key, value in IFCA_SUCCESS_CELLS.keys.items()
+                                           if key != "scale"}, fixed={"scale": 1.0})
 
 SUCCESS_RULES = {
     "official": (
@@ -82,12 +87,15 @@ def ifca_success_trial(cell, seed):
 
 
 def ifca_success_levels_trial(cell, seed):
-    """One trial of the IFCA success experiment at several noise levels on ONE draw.
+    """One trial of the IFCA success experiment at several noise levels, or at several
+    separation scales, on ONE draw.
 
-    The official code's protocol for its r-sigma sweeps: per data seed it draws ``X``,
-    :math:`\theta^*` and one noise vector, and scales the noise by each sigma, so that every
-    noise level of a trial shares its draw (:meth:`mixreg.problems.ProblemSpec.generate_levels`).
-    The initialisations are drawn once too, and every level runs them with every step size: the
+    The official code's protocol for its sweeps: per data seed it draws ``X``, the Bernoulli
+    pattern ``b`` of :math:`\theta^* = r b` and one noise vector, and scales the noise by each
+    sigma (and the pattern by each r), so that every level of a trial shares its draw
+    (:meth:`mixreg.problems.ProblemSpec.generate_levels`).  The initialisations are drawn from
+    the same stream at every level (the same starts under the ``"official"`` initialisation,
+    which does not look at the problem), and every level runs them with every step size: the
     ``G`` levels run as ``G`` groups of replicas of one batch (``responses`` of
     :func:`mixreg.algorithms.ifca.ifca`), which widens every product ``G``-fold.  Each level is
     scored exactly as :func:`ifca_success_trial` scores its trial.
@@ -95,49 +103,56 @@ def ifca_success_levels_trial(cell, seed):
     Parameters
     ----------
     cell : dict
-        As for :func:`ifca_success_trial`, with ``sigma_levels`` (a tuple) in place of ``sigma``
-        (:data:`IFCA_LEVELS_CELLS`).
+        As for :func:`ifca_success_trial`, with either ``sigma_levels`` (a tuple) in place of
+        ``sigma`` (:data:`IFCA_LEVELS_CELLS`), or ``r_levels`` (a tuple) in place of ``r``
+        (:data:`IFCA_SCALE_LEVELS_CELLS`).
     seed : numpy.random.SeedSequence
         Spawns the same two streams as :func:`ifca_success_trial`.
 
     Returns
     -------
     dict of scalars
-        For level ``g`` (in the order of ``sigma_levels``), the record of
-        :func:`ifca_success_trial` with every key prefixed ``L<g>_`` and ``L<g>_sigma``; see
-        :func:`unpack_levels` for one record per level.
+        For level ``g`` (in the order of the cell's levels), the record of
+        :func:`ifca_success_trial` with every key prefixed ``L<g>_``, and ``L<g>_sigma`` or
+        ``L<g>_r``; see :func:`unpack_levels` for one record per level.
     """
     data_ss, init_ss = seed.spawn(2)
-    levels = tuple(float(s) for s in cell["sigma_levels"])
-    spec = ProblemSpec.from_cell(cell, IFCA_LEVELS_CELLS)
-    problems = spec.generate_levels(np.random.default_rng(data_ss), levels)
-    theta0, gammas = _starts(problems[0], cell, init_ss)
-    B, G = gammas.size, len(levels)
-    res = ifca(problems[0], np.tile(theta0, (G, 1, 1)), np.tile(gammas, G), n_rounds=int(cell["n_rounds"]),
+    key, schema = ("sigma", IFCA_LEVELS_CELLS) if "sigma_levels" in cell else ("r", IFCA_SCALE_LEVELS_CELLS)
+    if ("sigma_levels" in cell) == ("r_levels" in cell):
+        raise ValueError("a levels cell holds exactly one of sigma_levels and r_levels")
+    levels = tuple(float(s) for s in cell[f"{key}_levels"])
+    spec = ProblemSpec.from_cell(cell, schema)
+    rng = np.random.default_rng(data_ss)
+    problems = spec.generate_levels(rng, levels) if key == "sigma" else spec.generate_levels(rng, scales=levels)
+    starts = [_starts(pb, cell, init_ss) for pb in problems]  # each level's own, from the same stream
+    B, G = starts[0][1].size, len(levels)
+    res = ifca(problems[0], np.concatenate([theta0 for theta0, _ in starts]),
+               np.concatenate([gammas for _, gammas in starts]), n_rounds=int(cell["n_rounds"]),
                responses=np.stack([pb.y for pb in problems]), response_of=np.repeat(np.arange(G), B))
     out = {}
-    for g, pb in enumerate(problems):
+    for g, (pb, level) in enumerate(zip(problems, levels)):
         record = _score(pb, res, np.arange(g * B, (g + 1) * B), float(cell["threshold_offset"]))
-        out[f"L{g}_sigma"] = pb.sigma
-        out.update({f"L{g}_{key}": value for key, value in record.items()})
+        out[f"L{g}_{key}"] = level
+        out.update({f"L{g}_{name}": value for name, value in record.items()})
     return out
 
 
-def unpack_levels(records, levels):
-    """One record per (trial, noise level) from records of :func:`ifca_success_levels_trial`:
-    the ``L<g>_`` columns of level ``g`` without their prefix, ``sigma`` set, the other columns
-    (cell, trial, seed, ...) kept.  Failed trials give one failed record per level."""
+def unpack_levels(records, levels, key="sigma"):
+    """One record per (trial, level) from records of :func:`ifca_success_levels_trial`: the
+    ``L<g>_`` columns of level ``g`` without their prefix, ``key`` (``"sigma"`` or ``"r"``) set
+    to the level, the other columns (cell, trial, seed, ...) kept.  Failed trials give one
+    failed record per level."""
     out = []
     for rec in records:
         common, per_level = {}, [{} for _ in levels]
-        for key, value in rec.items():
-            match = _LEVEL_KEY.fullmatch(key)
+        for name, value in rec.items():
+            match = _LEVEL_KEY.fullmatch(name)
             if match is None:
-                common[key] = value
+                common[name] = value
             elif int(match[1]) < len(levels):
                 per_level[int(match[1])][match[2]] = value
-        common.pop("sigma_levels", None)
-        out += [{**common, **fields, "sigma": float(level)} for level, fields in zip(levels, per_level)]
+        common.pop(f"{key}_levels", None)
+        out += [{**common, **fields, key: float(level)} for level, fields in zip(levels, per_level)]
     return out
 
 

@@ -204,3 +204,55 @@ def test_levels_share_one_draw_and_equal_separate_draws():
         spec.generate_levels(np.random.default_rng(0), (0.1, -1.0))
     with pytest.raises(ValueError, match="at least one"):
         spec.generate_levels(np.random.default_rng(0), ())
+
+
+# ------------------------------------------------------------------ one draw at several separation scales
+
+
+@pytest.mark.parametrize("protocol", ["official", "paper", "gaussian"])
+@pytest.mark.parametrize("extra", [{}, dict(cov_low=0.5, cov_high=2.0), dict(main_fraction=0.6)])
+def test_scale_levels_share_one_draw_and_equal_separate_draws(protocol, extra):
+    spec = ProblemSpec(m=12, k=3, n=9, d=5, sigma=0.3, scale=7.0, protocol=protocol, dtype="float32", **extra)
+    rng = np.random.default_rng(5)
+    levels = spec.generate_levels(rng, scales=(0.1, 0.25, 1.0))
+    after = rng.standard_normal(3)  # the generator ends where a single draw leaves it
+    assert [pb.sigma for pb in levels] == [0.3] * 3
+    assert all(pb.X is levels[0].X for pb in levels)  # one X in memory
+    for pb, scale in zip(levels, (0.1, 0.25, 1.0)):
+        rng = np.random.default_rng(5)
+        alone = dataclasses.replace(spec, scale=scale).generate(rng)
+        np.testing.assert_array_equal(pb.theta_star, alone.theta_star)
+        np.testing.assert_array_equal(pb.X, alone.X)
+        np.testing.assert_array_equal(pb.y, alone.y)
+        np.testing.assert_array_equal(pb.labels, alone.labels)
+        np.testing.assert_array_equal(rng.standard_normal(3), after)
+    if protocol == "official":  # one Bernoulli pattern b, theta* = r b
+        np.testing.assert_array_equal(levels[0].theta_star / 0.1 != 0, levels[2].theta_star != 0)
+    assert levels[0].separation < levels[1].separation < levels[2].separation
+
+
+def test_scale_levels_refuse_bad_arguments():
+    spec = ProblemSpec(m=4, k=2, n=3, d=2, sigma=0.1, scale=1.0)
+    with pytest.raises(ValueError, match="exactly one"):
+        spec.generate_levels(np.random.default_rng(0), (0.1,), scales=(1.0,))
+    with pytest.raises(ValueError, match="exactly one"):
+        spec.generate_levels(np.random.default_rng(0))
+    with pytest.raises(ValueError, match="scales"):
+        spec.generate_levels(np.random.default_rng(0), scales=(1.0, -1.0))
+    with pytest.raises(ValueError, match="at least one"):
+        spec.generate_levels(np.random.default_rng(0), scales=())
+
+
+def test_theta_levels_of_make_problem_from_parameters():
+    theta = np.array([[1.0, 0.0], [0.0, 1.0]])
+    labels = np.array([0, 1, 1])
+    pbs = make_problem_from_parameters((theta, 2 * theta), labels, 4, 0.1, rng=np.random.default_rng(1))
+    alone = make_problem_from_parameters(2 * theta, labels, 4, 0.1, rng=np.random.default_rng(1))
+    np.testing.assert_array_equal(pbs[1].y, alone.y)
+    np.testing.assert_array_equal(pbs[1].theta_star, 2 * theta)
+    with pytest.raises(ValueError, match="at most one"):
+        make_problem_from_parameters((theta, theta), labels, 4, (0.1, 0.2), rng=np.random.default_rng(1))
+    with pytest.raises(ValueError, match="one shape"):
+        make_problem_from_parameters((theta, theta[:, :1]), labels, 4, 0.1, rng=np.random.default_rng(1))
+    with pytest.raises(ValueError, match="at least one level"):
+        make_problem_from_parameters((), labels, 4, 0.1, rng=np.random.default_rng(1))

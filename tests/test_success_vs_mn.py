@@ -1,6 +1,7 @@
 """Tests of experiments.success_vs_mn (IFCA Fig. 3(c)/(d)): options, presets, and what the figures show."""
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from experiments import success_vs_mn as exp
 from mixreg.theory import ls_oracle_success_probability
+from mixreg.trials import ifca_success_levels_trial
 
 # A reduced quick preset (one r, two n, four m, 8 trials; d = 50 as the quick preset): a few
 # seconds of work, and it crosses the predicted boundary for both n.
@@ -46,7 +48,28 @@ def test_presets_are_the_official_grids():
     d = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-d"]))
     assert (d.k, d.ms, d.ns, d.rs, d.step_sizes) == (4, (100, 200, 300, 400, 800), (50, 100, 200), (0.5, 0.75),
                                                      (2.0, 1.0, 0.5))
-    assert len(exp.cells_of(d)) == 2 * 3 * 5
+    # the official protocol: the two r of a trial share one draw (theta* = r b), one cell per (n, m)
+    assert c.shared_draws and d.shared_draws
+    cells = exp.cells_of(d)
+    assert len(cells) == 3 * 5 and all(cell["r_levels"] == (0.5, 0.75) for cell in cells) and "r" not in cells[0]
+    independent = exp.cells_of(dataclasses.replace(d, shared_draws=False))
+    assert len(independent) == 2 * 3 * 5 and exp.trial_flops(cells[0]) == 2 * exp.trial_flops(independent[0])
+    assert exp.build_sweep(c).trial_fn is ifca_success_levels_trial
+
+
+def test_shared_draws_run_end_to_end_and_give_one_rate_per_r(tmp_path, monkeypatch):
+    monkeypatch.setattr(exp, "REPO", tmp_path)
+    out = tmp_path / "run"
+    argv = ["--ms", "10", "20", "--ns", "5", "--rs", "0.1", "0.5", "--trials", "3", "--n-rounds", "20",
+            "--no-progress", "--shared-draws", "--out", str(out), "--jobs", "1"]
+    assert exp.main(argv) == 0
+    assert len(_read(out / "trials.csv")) == 2 * 3  # one record per (m, trial) holding both r
+    rates = _read(out / "rates.csv")
+    assert sorted((float(row["r"]), int(row["m"])) for row in rates) == [(0.1, 10), (0.1, 20), (0.5, 10), (0.5, 20)]
+    assert all(int(row["trials"]) == 3 for row in rates)
+    separation = {float(row["r"]): float(row["separation_mean"]) for row in rates if row["m"] == "10"}
+    assert separation[0.5] == pytest.approx(5 * separation[0.1])  # one pattern b per draw, theta* = r b
+    assert not (tmp_path / "figures").exists()  # not a paper preset
 
 
 def test_the_prediction_is_the_papers_floor_table():

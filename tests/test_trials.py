@@ -9,6 +9,7 @@ from mixreg.algorithms.ifca import ifca
 from mixreg.problems import ProblemSpec
 from mixreg.trials import (
     IFCA_LEVELS_CELLS,
+    IFCA_SCALE_LEVELS_CELLS,
     IFCA_SUCCESS_CELLS,
     ifca_success_levels_trial,
     ifca_success_trial,
@@ -69,3 +70,40 @@ def test_the_levels_trial_scores_every_level_as_a_separate_trial_on_its_draw():
 def test_levels_cells_refuse_a_sigma():
     with pytest.raises(ValueError, match="sigma"):
         dataclasses.replace(_spec(), sigma=0.1).to_cell(IFCA_LEVELS_CELLS)
+
+
+SCALES = (0.1, 0.4, 1.0)
+
+
+@pytest.mark.parametrize("init", ["official", "close"])
+def test_the_scale_levels_trial_scores_every_r_as_a_separate_trial_on_its_draw(init):
+    """r levels (the m-n presets' protocol): one X, one pattern b and one noise vector per seed,
+    theta* = r b; each level scored as the single-r trial on the same draw and starts."""
+    method = dict(METHOD, init=init)
+    spec = dataclasses.replace(_spec(), sigma=0.1, scale=1.0)
+    cell = {**spec.to_cell(IFCA_SCALE_LEVELS_CELLS), "r_levels": SCALES, **method}
+    assert "r" not in cell
+    record = ifca_success_levels_trial(cell, np.random.SeedSequence(11))
+    rows = unpack_levels([dict(record, sigma=0.1, trial=0)], SCALES, key="r")
+    assert [row["r"] for row in rows] == list(SCALES)
+    assert rows[0]["separation"] < rows[1]["separation"] < rows[2]["separation"]
+    data_ss, init_ss = np.random.SeedSequence(11).spawn(2)
+
+    class Same(np.random.SeedSequence):
+        def spawn(self, n):
+            return [data_ss, init_ss]
+
+    for row, r in zip(rows, SCALES):
+        single_cell = {**dataclasses.replace(spec, scale=r).to_cell(IFCA_SUCCESS_CELLS), **method}
+        alone = ifca_success_trial(single_cell, Same(0))
+        for key in ("official_success", "honest_success", "oracle_success", "n_diverged", "threshold"):
+            assert row[key] == alone[key], key
+        for key in ("official_best_dist", "honest_dist", "oracle_dist", "separation"):
+            assert row[key] == pytest.approx(alone[key], rel=1e-9, nan_ok=True), key
+
+
+def test_a_levels_cell_holds_one_kind_of_level():
+    cell = {**dataclasses.replace(_spec(), scale=1.0).to_cell(IFCA_SCALE_LEVELS_CELLS), "r_levels": SCALES,
+            "sigma_levels": LEVELS, **METHOD}
+    with pytest.raises(ValueError, match="exactly one"):
+        ifca_success_levels_trial(cell, np.random.SeedSequence(0))

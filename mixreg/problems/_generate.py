@@ -114,10 +114,15 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, row_labels=None)
     each row's cluster is ``row_labels`` (N,) when given, its client's label otherwise.
 
     Draws, in this order, ``X`` (N, d) then the noise (N,), in float64, then casts to ``dt``.
-    ``sigma`` may be a tuple of noise levels: ``y`` is then a list, one response vector per
-    level on the same ``X`` and noise, each equal to the ``y`` of a draw at that level alone.
+    Levels: ``sigma`` may be a tuple of noise levels, or ``theta_star`` a tuple of (k, d) arrays
+    (at most one of the two); ``y`` is then a list, one response vector per level on the same
+    ``X`` and noise, each equal to the ``y`` of a draw at that level alone (its signal is
+    computed from its own ``theta_star``, not rescaled from another level's).
     """
-    k, d = theta_star.shape
+    several = isinstance(theta_star, tuple) or isinstance(sigma, tuple)
+    thetas = theta_star if isinstance(theta_star, tuple) else (theta_star,)
+    sigmas = sigma if isinstance(sigma, tuple) else (sigma,)
+    k, d = thetas[0].shape
     m = labels.shape[0]
     offsets = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
@@ -130,22 +135,23 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, row_labels=None)
                 rows = row_label == l
                 X[rows] = X[rows] @ chol[l].T
         noise = rng.standard_normal(N)
-        # y_ij = <x_ij, theta*_{z_i}> + sigma * noise, computed per cluster with one GEMV each
-        signal = np.empty(N)
-        for l in range(k):
-            rows = row_label == l
-            signal[rows] = X[rows] @ theta_star[l]
         ys = []
-        for level in (sigma if isinstance(sigma, tuple) else (sigma,)):
-            y = signal.copy()
-            y += level * noise
-            y = y.astype(dt, copy=False)
-            if not (np.isfinite(y.sum()) or np.isfinite(y).all()):
-                raise ValueError(f"theta_star (max |entry| {np.abs(theta_star).max():.3g}) is too large: the "
-                                 f"responses y = X theta* + noise are not finite in {dt}")
-            ys.append(y)
+        for theta in thetas:
+            # y_ij = <x_ij, theta*_{z_i}> + sigma * noise, computed per cluster with one GEMV each
+            signal = np.empty(N)
+            for l in range(k):
+                rows = row_label == l
+                signal[rows] = X[rows] @ theta[l]
+            for level in sigmas:
+                y = signal.copy()
+                y += level * noise
+                y = y.astype(dt, copy=False)
+                if not (np.isfinite(y.sum()) or np.isfinite(y).all()):
+                    raise ValueError(f"theta_star (max |entry| {np.abs(theta).max():.3g}) is too large: the "
+                                     f"responses y = X theta* + noise are not finite in {dt}")
+                ys.append(y)
         X = X.astype(dt, copy=False)
-    return X, (ys if isinstance(sigma, tuple) else ys[0]), offsets
+    return X, (ys if several else ys[0]), offsets
 
 
 def mixed_point_labels(labels, sizes, main_fraction, *, proportions=None, rng):
@@ -197,14 +203,18 @@ def make_problem_from_parameters(
 
     Parameters
     ----------
-    theta_star : array of shape (k, d)
+    theta_star : array of shape (k, d), or tuple of such arrays
+        A tuple of separation levels gives a list of problems, one per level, sharing ``X``,
+        the labels and the noise vector, each equal to the problem drawn with that
+        ``theta_star`` alone from the same generator state.
     labels : int array of shape (m,) with values in [0, k)
     n : int or int array of shape (m,)
         Samples per client.
     sigma : float >= 0, or tuple of floats
         Noise standard deviation; a tuple of levels gives a list of problems, one per level,
         sharing ``X``, theta* and the noise vector (the official IFCA code's protocol), each
-        equal to the problem drawn at that level alone from the same generator state.
+        equal to the problem drawn at that level alone from the same generator state.  At most
+        one of ``theta_star`` and ``sigma`` may be a tuple.
     rng : numpy.random.Generator
     covariances : array of shape (k, d, d), optional
         Per-cluster feature covariance ``Sigma_l``; identity when omitted.
@@ -218,7 +228,7 @@ def make_problem_from_parameters(
 
     Returns
     -------
-    Problem, or list of Problem (``sigma`` a tuple)
+    Problem, or list of Problem (``theta_star`` or ``sigma`` a tuple)
 
     Raises
     ------
@@ -227,10 +237,10 @@ def make_problem_from_parameters(
         (``theta_star`` or ``covariances`` too large).
     """
     check_rng(rng)
-    theta_star = check_array("theta_star", theta_star, ndim=2, dtype=np.float64)
-    k, d = theta_star.shape
-    if k < 1 or d < 1:
-        raise ValueError(f"theta_star must have k >= 1 rows and d >= 1 columns, got {theta_star.shape}")
+    thetas = _check_theta_levels(theta_star)
+    if len(thetas) > 1 and isinstance(sigma, tuple):
+        raise ValueError("at most one of theta_star and sigma may be a tuple of levels")
+    k, d = thetas[0].shape
     labels = np.asarray(labels)
     if labels.ndim != 1 or (labels.dtype.kind not in "iu" and labels.size):
         raise ValueError(f"labels must be a 1-D integer array, got shape {labels.shape} and dtype {labels.dtype}")
@@ -253,11 +263,29 @@ def make_problem_from_parameters(
         if point_labels.min() < 0 or point_labels.max() >= k:
             raise ValueError(f"point_labels must lie in [0, k) = [0, {k})")
         point_labels = point_labels.astype(np.int64)
-    X, y, offsets = _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, point_labels)
-    problems = [Problem(X=X, y=y_level, offsets=offsets, labels=labels.astype(np.int64), theta_star=theta_star,
+    several = isinstance(theta_star, tuple)
+    X, y, offsets = _draw_data(thetas if several else thetas[0], labels, sizes, sigma, chol, dt, rng, point_labels)
+    pairs = [(theta, level) for theta in thetas for level in (levels or (sigma,))]
+    problems = [Problem(X=X, y=y_level, offsets=offsets, labels=labels.astype(np.int64), theta_star=theta,
                         sigma=level, covariances=cov, protocol=protocol, point_labels=point_labels)
-                for level, y_level in zip(levels or (sigma,), y if levels else (y,))]
-    return problems if levels else problems[0]
+                for (theta, level), y_level in zip(pairs, y if (levels or several) else (y,))]
+    return problems if (levels or several) else problems[0]
+
+
+def _check_theta_levels(theta_star):
+    """``theta_star`` (one (k, d) array, or a non-empty tuple of arrays of one shape) as a tuple
+    of float64 arrays."""
+    several = isinstance(theta_star, tuple)
+    if several and not theta_star:
+        raise ValueError("theta_star must hold at least one level when given as a tuple")
+    thetas = tuple(check_array("theta_star", theta, ndim=2, dtype=np.float64)
+                   for theta in (theta_star if several else (theta_star,)))
+    k, d = thetas[0].shape
+    if k < 1 or d < 1:
+        raise ValueError(f"theta_star must have k >= 1 rows and d >= 1 columns, got {thetas[0].shape}")
+    if any(theta.shape != (k, d) for theta in thetas):
+        raise ValueError(f"the levels of theta_star must share one shape, got {[theta.shape for theta in thetas]}")
+    return thetas
 
 
 def make_problem(

@@ -183,10 +183,19 @@ class ProblemSpec:
         """
         return self._generate(rng, self.sigma)
 
-    def _generate(self, rng, sigma):
-        """:meth:`generate` at noise level ``sigma`` (a float, or a tuple of levels)."""
+    def _generate(self, rng, sigma, scales=None):
+        """:meth:`generate` at noise level ``sigma`` (a float, or a tuple of levels), or at the
+        separation scales ``scales`` (a tuple; ``sigma`` then a float)."""
         check_rng(rng)
-        theta_star = make_theta_star(self.k, self.d, self.scale, protocol=self.protocol, rng=rng)
+        if scales is None:
+            theta_star = make_theta_star(self.k, self.d, self.scale, protocol=self.protocol, rng=rng)
+        else:  # every level's theta* from the same generator state: the draws use as many numbers
+            state = rng.bit_generator.state
+            theta_star = []
+            for scale in scales:
+                rng.bit_generator.state = state
+                theta_star.append(make_theta_star(self.k, self.d, scale, protocol=self.protocol, rng=rng))
+            theta_star = tuple(theta_star)
         proportions = None if self.p_min is None else cluster_proportions(self.k, self.p_min)
         labels = make_labels(self.m, self.k, proportions=proportions, rng=rng)
         sizes = self.n if self.size_law is None else self._size_law.sample(self.m, rng=rng)
@@ -200,27 +209,43 @@ class ProblemSpec:
         return make_problem_from_parameters(theta_star, labels, sizes, sigma, rng=rng, covariances=cov,
                                             dtype=self.dtype, protocol=self.protocol, point_labels=point_labels)
 
-    def generate_levels(self, rng, sigmas):
-        """One draw at several noise levels: a list of problems, one per ``sigmas`` entry, that
-        share ``X``, theta*, the labels and the noise vector (``y = X theta* + sigma * noise``), in
-        the order of :meth:`generate`; the problem at level ``s`` equals
-        ``replace(self, sigma=s).generate(rng)`` from the same generator state.  The spec's own
-        ``sigma`` is not used.  (The official IFCA code draws its data this way, once per seed
-        for every noise level.)
+    def generate_levels(self, rng, sigmas=None, *, scales=None):
+        """One draw at several noise levels, or at several separation scales: a list of problems,
+        one per level, that share ``X``, the labels and the noise vector, in the order of
+        :meth:`generate`.
+
+        * ``sigmas``: ``y = X theta* + sigma * noise`` with one theta*; the problem at level
+          ``s`` equals ``replace(self, sigma=s).generate(rng)`` from the same generator state,
+          and the spec's own ``sigma`` is not used.  (The official IFCA code draws its data this
+          way, once per seed for every noise level.)
+        * ``scales``: theta* drawn at each scale from the same generator state (under the
+          ``"official"`` protocol one Bernoulli pattern ``b`` and ``theta* = r b``, as the
+          official code draws it once per seed for every r); the problem at scale ``r`` equals
+          ``replace(self, scale=r).generate(rng)`` from the same generator state, and the spec's
+          own ``scale`` is not used.
 
         Parameters
         ----------
         rng : numpy.random.Generator
         sigmas : sequence of float >= 0
+        scales : sequence of float >= 0, keyword-only
+            Exactly one of ``sigmas`` and ``scales``.
 
         Returns
         -------
         list of Problem
         """
-        levels = tuple(float(check_real("sigmas", s, low=0.0)) for s in sigmas)
+        if (sigmas is None) == (scales is None):
+            raise ValueError("give exactly one of sigmas and scales")
+        if scales is None:
+            levels = tuple(float(check_real("sigmas", s, low=0.0)) for s in sigmas)
+            if not levels:
+                raise ValueError("sigmas must hold at least one noise level")
+            return self._generate(rng, levels)
+        levels = tuple(float(check_real("scales", s, low=0.0)) for s in scales)
         if not levels:
-            raise ValueError("sigmas must hold at least one noise level")
-        return self._generate(rng, levels)
+            raise ValueError("scales must hold at least one separation scale")
+        return self._generate(rng, self.sigma, levels)
 
     def with_anchors(self, problem, rng):
         """``(problem, anchors)``: the spec's anchor clients topped up (:func:`add_anchors`)."""
