@@ -191,11 +191,39 @@ def cells_of(config):
     return tuple(cells)
 
 
+def _batch(cell):
+    """Replicas of one trial's batch: inits x step sizes x the levels of its one draw."""
+    levels = cell.get("sigma_levels", cell.get("r_levels", (None,)))
+    return cell["n_inits"] * len(cell["step_sizes"]) * len(levels)
+
+
 def trial_flops(cell):
     """IFCA's own flop count for one trial: (k + 1) 2 N d per replica-round."""
-    levels = cell.get("sigma_levels", cell.get("r_levels", (None,)))  # the levels of one draw share a batch
-    B = cell["n_inits"] * len(cell["step_sizes"]) * len(levels)
-    return float((cell["k"] + 1) * 2 * cell["m"] * cell["n"] * cell["d"] * B * cell["n_rounds"])
+    return float((cell["k"] + 1) * 2 * cell["m"] * cell["n"] * cell["d"] * _batch(cell) * cell["n_rounds"])
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes, from its sizes: the draw (``X`` in float64, a
+    cluster's rows copied for the responses, ``X`` in the run's dtype: ``(16 + s) N d`` with
+    ``s`` the dtype's size), IFCA's buffers (the predictions ``B k N``, the residuals ``B N``
+    and the per-client gradients ``m B d``, in the dtype) and :data:`TRIAL_OVERHEAD`.
+    Measured peaks of first trials in fresh processes at d = 1000 (N from 2.5e3 to 1.6e5,
+    k = 2 and 4, float32 and float64, compilation included) were 0.4 to 0.7 times this."""
+    N, d, B = cell["m"] * cell["n"], cell["d"], _batch(cell)
+    size = np.dtype(cell["dtype"]).itemsize
+    return TRIAL_OVERHEAD + float((16 + size) * N * d + size * (B * cell["k"] * N + B * N + cell["m"] * B * d))
+
+
+#: Bytes of a trial beyond its arrays: compiling the kernels (once per worker) and NumPy's and
+#: the scoring's temporaries, about 100 MB measured.
+TRIAL_OVERHEAD = 1.5e8
+
+
+#: Flop/s of one single-threaded worker running IFCA trials, per dtype, for the time estimate:
+#: the benchmark's replica-round at the official sizes (``python -m experiments.bench_ifca``:
+#: 55 to 80 GFLOP/s in float32, 34 to 39 in float64), rounded down; paper-a ran at 7.5e10 per
+#: worker counting every replica's rounds (compaction drops the diverged ones).
+FLOP_RATE = {"float32": 6e10, "float64": 3e10}
 
 
 def build_sweep(config, root_seed=DEFAULT_SEED):
@@ -208,6 +236,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         root_seed=root_seed,
         config=dict(dataclasses.asdict(config), success_rules=SUCCESS_RULES),
         cost_fn=trial_flops,
+        memory_fn=trial_memory,
+        flop_rate=FLOP_RATE[config.dtype],
     )
 
 

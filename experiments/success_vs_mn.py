@@ -38,7 +38,7 @@ import numpy as np
 
 from experiments import _cli
 from experiments._cli import experiment_main, param, parser_from_config
-from experiments.success_vs_R import COLUMNS, check_ifca_protocol, trial_flops
+from experiments.success_vs_R import FLOP_RATE, COLUMNS, check_ifca_protocol, trial_flops, trial_memory
 from mixreg.algorithms.ifca import INIT_METHODS
 from mixreg.metrics import oracle_ls_floor
 from mixreg.montecarlo import Sweep
@@ -218,6 +218,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         config=dict(dataclasses.asdict(config), success_rules=SUCCESS_RULES,
                     predictions=dict(rule=PREDICTION_TEXT, cells=registered)),
         cost_fn=trial_flops,
+        memory_fn=trial_memory,
+        flop_rate=FLOP_RATE[config.dtype],
     )
 
 

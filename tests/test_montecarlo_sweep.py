@@ -4,6 +4,7 @@ command-line options (experiments._cli) and of mixreg.provenance.
 
 import argparse
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -333,3 +334,18 @@ def test_a_trial_too_large_for_the_machine_is_refused(tmp_path, monkeypatch):
     assert check_fits(sweep, jobs=None) == []  # a remote cluster's memory is not this machine's
     with pytest.raises(ValueError, match="memory_fn must return a finite value"):
         check_fits(toy_sweep(memory_fn=lambda cell: -1.0))
+
+
+def test_a_sweeps_own_flop_rate_sets_its_time_estimate(tmp_path):
+    """flop_rate (what the trials' kernels reach per worker) replaces the engine's cautious
+    default in the time estimate; it is not part of the sweep's identity."""
+    from mixreg.montecarlo import SweepTooLargeError, dry_run
+
+    slow = toy_sweep(n_trials=2, cost_fn=lambda cell: 3e17)  # about 2 years at the default 1e10
+    fast = dataclasses.replace(slow, flop_rate=1e11)  # about 70 days
+    assert fast.key == slow.key
+    with pytest.raises(SweepTooLargeError, match="years"):
+        run_sweep(slow, tmp_path / "slow", progress=False)
+    assert "at an assumed 1e+11 flop/s per worker" in dry_run(fast)
+    with pytest.raises(ValueError, match="flop_rate"):
+        dataclasses.replace(slow, flop_rate=0.0)

@@ -238,3 +238,37 @@ def test_ifca_sweep_is_bit_identical_across_backends(tmp_path):
     dask = run_sweep(sweep, tmp_path / "dask", dask_local=2, progress=False)
     assert _records_without_time(one) == _records_without_time(two) == _records_without_time(dask)
     assert len(one.records) == 8 and not one.failures
+
+
+MEASURE = """
+import sys, numpy as np
+from threadpoolctl import threadpool_limits
+from mixreg.trials import ifca_success_levels_trial
+
+def high_water():  # this process's peak resident memory (ru_maxrss would include a parent's)
+    with open("/proc/self/status") as fh:
+        return next(1024 * int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+cell = dict(m=200, k=2, n=50, d=1000, protocol="official", n_rounds=2, n_inits=10, step_sizes=(1.0, 0.1, 0.01),
+            init="official", init_scale=1.0, threshold_offset=0.0, dtype=sys.argv[1], sigma=0.1, r_levels=(0.1, 0.25))
+base = high_water()
+with threadpool_limits(1):
+    ifca_success_levels_trial(cell, np.random.SeedSequence(1))
+print(high_water() - base)
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_trial_memory_bounds_a_measured_trial_peak(dtype):
+    """The engine refuses a sweep whose workers' trials exceed the machine's memory from this
+    estimate, so it must not be below a real trial's peak (measured in a fresh process)."""
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("measures the peak through /proc (Linux)")
+    cell = dict(m=200, k=2, n=50, d=1000, n_inits=10, step_sizes=(1.0, 0.1, 0.01), dtype=dtype, r_levels=(0.1, 0.25))
+    out = subprocess.run([sys.executable, "-c", MEASURE, dtype], capture_output=True, text=True, check=True)
+    peak = float(out.stdout.split()[-1])
+    assert 0.3 * exp.trial_memory(cell) <= peak <= exp.trial_memory(cell), (peak, exp.trial_memory(cell))

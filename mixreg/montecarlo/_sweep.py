@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from mixreg import provenance
-from mixreg._validation import check_int
+from mixreg._validation import check_int, check_real
 from mixreg.montecarlo._backends import _open_backend
 from mixreg.montecarlo._cells import (
     _check_cells,
@@ -106,6 +106,10 @@ class Sweep:
         whose heaviest trial times the number of workers exceeds the machine's memory is
         refused before it starts (above half of it, warned).  Neither function is part of
         the sweep's identity.
+    flop_rate : float, optional
+        Flop/s one single-threaded worker reaches on this sweep's trials (as measured by a
+        benchmark of its kernels), for the time estimate; default :data:`_FLOPS_PER_WORKER`.
+        Not part of the sweep's identity.
 
     Raises
     ------
@@ -124,6 +128,7 @@ class Sweep:
     chunk_size: int | None = None
     cost_fn: Callable[[dict], float] | None = None
     memory_fn: Callable[[dict], float] | None = None
+    flop_rate: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -142,6 +147,9 @@ class Sweep:
             raise TypeError(f"cost_fn must be callable or None, got {type(self.cost_fn).__name__}")
         if self.memory_fn is not None and not callable(self.memory_fn):
             raise TypeError(f"memory_fn must be callable or None, got {type(self.memory_fn).__name__}")
+        if self.flop_rate is not None:
+            object.__setattr__(self, "flop_rate", check_real("flop_rate", self.flop_rate, low=0.0,
+                                                             low_inclusive=False))
 
     @property
     def identity(self):
@@ -313,9 +321,10 @@ MAX_TRIALS = 10_000_000
 #: Memory per trial assumed by the estimate: a record in memory (a few kB for 30 to 80
 #: columns), its copy in column order and its line of CSV text at the end of the run.
 _BYTES_PER_TRIAL = 10_000
-#: Speed assumed by the time estimate, per single-threaded worker: a round figure of the order
-#: of what the IFCA kernels reach on one core (see the README's benchmark); the real speed
-#: depends on the machine and the sizes, so the estimate is an order of magnitude.
+#: Speed assumed by the time estimate, per single-threaded worker, for a sweep that does not
+#: give its own ``flop_rate``: a cautious round figure (the IFCA kernels reach 3e10 to 8e10 on
+#: one core at the official sizes, see the README's benchmark); the estimate is an order of
+#: magnitude.
 _FLOPS_PER_WORKER = 1e10
 _WARN_SECONDS = 86_400.0  # warn above a day
 _MAX_SECONDS = 365 * 86_400.0  # refuse above a year
@@ -375,6 +384,7 @@ class _Estimate:
     warnings: tuple
     refusal: str | None
     trial_bytes: float | None = None
+    rate: float = _FLOPS_PER_WORKER
 
     def lines(self):
         mem = _physical_memory()
@@ -385,7 +395,7 @@ class _Estimate:
                 + ("" if mem is None else f"; this machine has {_size(mem)}")]
         if self.seconds is not None:
             text.append(f"Estimated time: {_duration(self.seconds)} with {self.workers} "
-                        f"worker(s), at an assumed {_FLOPS_PER_WORKER:.0e} flop/s per worker "
+                        f"worker(s), at an assumed {self.rate:.2g} flop/s per worker "
                         "(an order of magnitude)")
         text += [f"Warning: {w}" for w in self.warnings]
         if self.refusal:
@@ -425,8 +435,9 @@ def _estimate(sweep, workers, costs=None, *, time=True, other=True):
         costs = _cell_costs(sweep)
     flops = None if costs is None else float(sum(costs)) * n_trials
     seconds = None
+    rate = sweep.flop_rate or _FLOPS_PER_WORKER
     if flops is not None and workers:
-        seconds = flops / (_FLOPS_PER_WORKER * workers)
+        seconds = flops / (rate * workers)
     notes, refusal = [], None
     if other:
         physical = _physical_memory()
@@ -447,15 +458,15 @@ def _estimate(sweep, workers, costs=None, *, time=True, other=True):
     if time and refusal is None and seconds is not None:
         if seconds > _MAX_SECONDS:
             refusal = (f"{name} would take about {_duration(seconds)} with {workers} worker(s) "
-                       f"({flops:.3g} flops at an assumed {_FLOPS_PER_WORKER:.0e} flop/s per "
+                       f"({flops:.3g} flops at an assumed {rate:.2g} flop/s per "
                        "worker); reduce the trials, the grid or the problem sizes")
         elif seconds > _WARN_SECONDS:
             notes.append(f"{name} may take about {_duration(seconds)} with {workers} worker(s) "
-                         f"({flops:.3g} flops at an assumed {_FLOPS_PER_WORKER:.0e} flop/s per "
+                         f"({flops:.3g} flops at an assumed {rate:.2g} flop/s per "
                          "worker); finished chunks are kept if it is interrupted")
     return _Estimate(trials=total, flops=flops, memory_bytes=memory, seconds=seconds,
                      workers=workers, warnings=tuple(notes), refusal=refusal,
-                     trial_bytes=trial_bytes)
+                     trial_bytes=trial_bytes, rate=rate)
 
 
 # --------------------------------------------------------------------------- running
