@@ -4,8 +4,10 @@ Fig. 3(c)/(d)), with the known-label least-squares prediction of where success i
 Run ``python -m experiments.success_vs_mn`` for the quick default (k = 2, d = 50, about a minute and
 a half on two cores), or ``--preset paper-c`` / ``--preset paper-d`` for the official code's grids
 (``run_p2_m_n.py`` and ``run_p4_m_n.py``: d = 1000, sigma = 0.1, 40 trials, best of 10 inits x 3
-step sizes, 300 rounds, float32, success ``distance < 0.6 sigma`` strictly, no offset).  Writes into
-the results directory (default ``results/success_vs_mn/<preset>``):
+step sizes, 300 rounds, float32, success ``distance < 0.6 sigma`` strictly, no offset), which pair
+the two r of a trial on one draw as the official code does (``--shared-draws``: X, the pattern b of
+theta* = r b and the noise drawn once, both r run as one batch).  Writes into the results
+directory (default ``results/success_vs_mn/<preset>``):
 
 * ``trials.csv``: one row per trial (cell parameters, seed, every rule's outcome, distances);
 * ``rates.csv``: success rate per (r, n, m) under each rule with 95% Wilson intervals;
