@@ -79,7 +79,7 @@ def _version_of(dist, module):
     return None if version is None else str(version)
 
 
-def git_commit(path=None):
+def git_commit(path=None, *, exclude=()):
     """Return the git commit of the checkout holding ``path`` and whether it is dirty.
 
     Parameters
@@ -88,6 +88,10 @@ def git_commit(path=None):
         A file or directory inside the checkout.  Defaults to the installed ``mixreg``
         package, which gives the project's commit for an editable install or a source tree,
         and ``"unknown"`` for a wheel installed into site-packages.
+    exclude : sequence of path-like
+        Paths whose changes do not make the checkout dirty: the results directory a run writes
+        into (a committed one, such as ``figures/data/...``, is data, not code; its own
+        manifest is rewritten before this check).  Paths outside the checkout are ignored.
 
     Returns
     -------
@@ -115,8 +119,27 @@ def git_commit(path=None):
     if tracked_file is not None and _git(cwd, "ls-files", "--error-unmatch", str(tracked_file)) is None:
         return unknown
     # --no-optional-locks: a read-only query must not rewrite the index of a checkout.
-    status = _git(cwd, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no")
+    status = _git(cwd, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no",
+                  *_excluding(cwd, exclude))
     return {"commit": commit, "dirty": "unknown" if status is None else bool(status)}
+
+
+def _excluding(cwd, exclude):
+    """Pathspec arguments: the whole checkout but the paths of ``exclude`` inside it."""
+    if not exclude:
+        return ()
+    top = _git(cwd, "rev-parse", "--show-toplevel")
+    if top is None:
+        return ()
+    top = pathlib.Path(top).resolve()
+    specs = []
+    for path in exclude:
+        try:
+            rel = pathlib.Path(path).resolve().relative_to(top)
+        except ValueError:  # outside the checkout
+            continue
+        specs.append(f":(top,exclude){rel.as_posix()}")
+    return ("--", ":(top)", *specs) if specs else ()
 
 
 def _git(cwd, *args):
@@ -139,8 +162,14 @@ def _git(cwd, *args):
     return proc.stdout.strip()
 
 
-def environment_record():
+def environment_record(*, exclude=()):
     """Return everything needed to tell where and with what a result was computed.
+
+    Parameters
+    ----------
+    exclude : sequence of path-like
+        Passed to :func:`git_commit`: paths (a run's results directory) whose changes do not
+        make the checkout dirty.
 
     Returns
     -------
@@ -159,7 +188,7 @@ def environment_record():
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "packages": package_versions(),
-        "git": git_commit(),
+        "git": git_commit(exclude=exclude),
         "blas": _thread_libraries(),
     }
 

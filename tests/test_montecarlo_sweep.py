@@ -194,6 +194,30 @@ def test_provenance_records(tmp_path):
     assert {"time", "python", "platform", "packages", "git"} <= set(record)
 
 
+def test_a_runs_own_results_directory_does_not_make_the_checkout_dirty(tmp_path):
+    """A committed results directory (figures/data/...) is rewritten by its own rerun: that is
+    data, not code, so the run's git record stays clean; any other change is dirty."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "manifest.json").write_text("{}\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+    assert provenance.git_commit(tmp_path)["dirty"] is False
+    (tmp_path / "results" / "manifest.json").write_text('{"status": "running"}\n')
+    assert provenance.git_commit(tmp_path)["dirty"] is True
+    assert provenance.git_commit(tmp_path, exclude=[tmp_path / "results"])["dirty"] is False
+    assert provenance.git_commit(tmp_path / "results", exclude=[tmp_path / "results"])["dirty"] is False
+    assert provenance.git_commit(tmp_path, exclude=["/somewhere/else"])["dirty"] is True
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance.git_commit(tmp_path, exclude=[tmp_path / "results"])["dirty"] is True
+
+
 # --------------------------------------------------------------------------- planning and fitting
 
 

@@ -610,7 +610,7 @@ def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwri
     previous = _prepare_directory(outdir, sweep, overwrite)
     loaded, failures, thread_settings, n_loaded = _load_chunks(chunk_dir, sweep)
     done.update(loaded)
-    environment = provenance.environment_record()
+    environment = provenance.environment_record(exclude=(outdir,))  # the results are data, not code
     if previous is not None:
         _warn_version_change(previous, environment)
     with _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout) as backend:
