@@ -1,7 +1,7 @@
 """Benchmark: IFCA kernels against the machine's GEMM peak and a naive per-client loop, and the
 Monte Carlo engine's overhead and parallel efficiency.
 
-Run ``python -m experiments.bench_ifca`` (about 3-6 minutes on 2 cores; ``--quick`` for a smoke
+Run ``python -m experiments.bench_ifca`` (about 4-7 minutes on 2 cores; ``--quick`` for a smoke
 run).  Everything is measured in one run and reported as ratios, because absolute times on a
 shared machine are noisy:
 
@@ -9,14 +9,20 @@ shared machine are noisy:
   (the engine runs one single-threaded worker per core, so a core's peak is the yardstick);
 * ``ifca``: the batched driver at ``(m, n, d, k) = (100, 100, 1000, 2)`` and
   ``(400, 100, 1000, 4)`` with ``B = 30`` replicas, and in float32 with the paper presets'
-  four noise levels of one draw as one batch (``B = 120``): seconds per replica-round, achieved
+  levels of one draw as one batch (the m-n presets' two r, ``B = 60``; the r-sigma presets'
+  four noise levels, ``B = 120``): seconds per replica-round, achieved
   GFLOP/s counting the algorithm's ``(k + 1) 2 N d`` flops per replica-round, and that as a
   fraction of the peak;
 * ``naive``: a per-client NumPy loop in the style of the official code (one product per client
   and model, one replica at a time), seconds per replica-round, and our speed-up over it;
 * ``engine``: a sweep of realistic IFCA cells run with 1 and with 2 worker processes (one
   thread each): parallel efficiency ``t1 / (2 t2)`` and the engine's overhead per task
-  (elapsed time not spent inside trials).
+  (elapsed time not spent inside trials);
+* ``placement``: where to put the threads on 2 cores.  The same few IFCA trials of the paper-a
+  size (``(m, n, d, k) = (100, 100, 1000, 2)``, float32, 30 runs, fewer rounds) run with
+  (a) 2 workers x 1 BLAS thread (the engine's default), (b) 1 worker x 2 threads, (c) 2 workers
+  x 2 threads (oversubscribed) and (d) 1 worker x 1 thread: each placement's throughput relative
+  to (a), and whether its records are bit-identical to (d)'s (they must be for (a)).
 
 Results are printed and written to ``results/bench/bench_ifca.json`` with the provenance record.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import time
 
@@ -33,7 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, run_sweep
-from mixreg.problems import ProblemSpec, make_problem
+from mixreg.problems import ProblemSpec
 from mixreg.provenance import environment_record
 from mixreg.trials import ifca_success_trial
 
@@ -69,10 +76,11 @@ def naive_round(problem, theta, gamma):
 
 
 def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1):
-    """IFCA's seconds per replica-round with ``B`` replicas per noise level and ``levels`` noise
-    levels of one draw run as one batch (``responses``; 4 in the paper presets, so
-    ``4 B`` replicas).  The step sizes are small enough that no replica diverges (the timing is
-    of full-width rounds)."""
+    """IFCA's seconds per replica-round with ``B`` replicas per level and ``levels`` levels of
+    one draw run as one batch (``responses``; 4 noise levels in the r-sigma presets and 2
+    separation scales in the m-n presets, so ``4 B`` and ``2 B`` replicas; the levels here are
+    noise levels, which costs the same).  The step sizes are small enough that no replica
+    diverges (the timing is of full-width rounds)."""
     m, n, d, k = size
     spec = ProblemSpec(m=m, k=k, n=n, d=d, sigma=0.1, scale=0.25, dtype=np.dtype(dtype).name)
     problems = spec.generate_levels(np.random.default_rng(0), (0.0, 0.1, 0.2, 0.4)[:levels])
@@ -106,14 +114,15 @@ def bench_engine(tmp, trials=8):
                  n_trials=2, root_seed=0, config={"warm": True}, chunk_size=1)
     run_sweep(warm, pathlib.Path(tmp) / "warm", jobs=2, kernel_threads=1, progress=False, overwrite=True)
     for jobs in (1, 2):
-        start = time.perf_counter()
+        cpu, start = _cpu_seconds(), time.perf_counter()
         res = run_sweep(sweep, pathlib.Path(tmp) / f"jobs{jobs}", jobs=jobs, kernel_threads=1,
                         progress=False, overwrite=True)
         elapsed = time.perf_counter() - start
+        foreign = _foreign_load(cpu, _cpu_seconds(), elapsed)
         if res.failures:  # a failed trial takes no time: the ratios would mean nothing
             raise RuntimeError(f"the engine benchmark's trials failed: {res.failures[0]}")
         inside = sum(r["wall_time"] for r in res.records)
-        out[jobs] = {"elapsed": elapsed, "trial_seconds": inside, "tasks": len(res.records)}
+        out[jobs] = {"elapsed": elapsed, "trial_seconds": inside, "tasks": len(res.records), "other": foreign}
     t1, t2 = out[1]["elapsed"], out[2]["elapsed"]
     return {
         "tasks": out[1]["tasks"],
@@ -122,7 +131,119 @@ def bench_engine(tmp, trials=8):
         "parallel_efficiency": t1 / (2 * t2),
         "overhead_per_task_1_worker": (t1 - out[1]["trial_seconds"]) / out[1]["tasks"],
         "overhead_fraction_1_worker": (t1 - out[1]["trial_seconds"]) / t1,
+        # cores other processes took meanwhile (see bench_placement): above ~0.1 the efficiency is understated
+        "other_load_cores_1_worker": out[1]["other"],
+        "other_load_cores_2_workers": out[2]["other"],
     }
+
+
+#: The placements of :func:`bench_placement`: (label, worker processes, BLAS threads per worker).
+PLACEMENTS = (("a", 2, 1), ("b", 1, 2), ("c", 2, 2), ("d", 1, 1))
+
+
+def _cpu_seconds():
+    """``(busy, ours, steal)``: CPU seconds the whole machine has spent busy, those of this
+    process and its live descendants (the engine's workers), and those the hypervisor took
+    (steal), from ``/proc``; ``None`` where there is no ``/proc`` (not Linux)."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/stat") as f:
+            user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
+        parent, times = {}, {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            pid = int(entry.name)
+            parent[pid] = int(fields[1])
+            times[pid] = int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, ValueError, AttributeError):
+        return None
+    me, ours = os.getpid(), 0
+    for pid, t in times.items():
+        p, seen = pid, 0
+        while p > 1 and p != me and seen < 64:
+            p, seen = parent.get(p, 0), seen + 1
+        ours += t if p == me else 0
+    return (user + nice + system + irq + softirq) / ticks, ours / ticks, steal / ticks
+
+
+def _foreign_load(before, after, elapsed):
+    """Average number of cores that other processes (and the hypervisor's steal) took between
+    two :func:`_cpu_seconds` readings ``elapsed`` seconds apart; ``None`` if unknown."""
+    if before is None or after is None or elapsed <= 0:
+        return None
+    busy, ours, steal = (a - b for a, b in zip(after, before))
+    return max(0.0, busy - ours + steal) / elapsed
+
+
+def _record_key(record):
+    """A record without its timing, floats as hex so that NaN equals NaN and any bit counts."""
+    return tuple((key, value.hex() if isinstance(value, float) else value)
+                 for key, value in record.items() if key != "wall_time")
+
+
+def bench_placement(tmp, quick=False, repeats=2):
+    """Where to put the threads on 2 cores: the same IFCA trials under each of :data:`PLACEMENTS`.
+
+    Four tasks (two cells x two trials, one trial per task) of the paper-a size, float32, 30 runs
+    (10 initialisations x 3 step sizes) of 40 rounds; ``quick`` shrinks them to ``d = 50``.
+    Before each timed run the placement's own worker processes are started by a tiny sweep
+    with the same settings (loky starts new workers when the thread limit changes), so process
+    start-up is not timed; each placement is timed ``repeats`` times and the best is kept.
+    Returns per placement the seconds, the throughput relative to placement ``a``, whether
+    the records (all fields but ``wall_time``) are bit-identical to placement ``d``'s, and the
+    average number of cores that other processes took meanwhile (``other_load_cores``, from
+    ``/proc``; threaded BLAS suffers most from a shared core, so read the ratios with it).
+    """
+    if quick:
+        size = dict(m=20, k=2, n=20, d=50, n_rounds=3)
+    else:
+        size = dict(m=100, k=2, n=100, d=1000, n_rounds=40)
+    cell = dict(size, sigma=0.1, r=0.25, protocol="official", n_inits=10, step_sizes=(1.0, 0.1, 0.01),
+                init="official", init_scale=1.0, threshold_offset=0.001, dtype="float32")
+    cells = tuple(dict(cell, r=r) for r in (0.25, 0.5))
+    sweep = Sweep(name="bench-placement", trial_fn=ifca_success_trial, cells=cells, n_trials=2, root_seed=2,
+                  config={"bench": "placement"}, chunk_size=1)
+    warm = Sweep(name="warm", trial_fn=ifca_success_trial, cells=(dict(cell, d=10, m=10, n=10, n_rounds=2),),
+                 n_trials=4, root_seed=0, config={"warm": True}, chunk_size=1)
+    tmp = pathlib.Path(tmp)
+    seconds, records = {}, {}
+    for _ in range(repeats):
+        for label, jobs, threads in PLACEMENTS:
+            run_sweep(warm, tmp / "warm", jobs=jobs, kernel_threads=threads, progress=False, overwrite=True)
+            cpu, start = _cpu_seconds(), time.perf_counter()
+            res = run_sweep(sweep, tmp / f"placement-{label}", jobs=jobs, kernel_threads=threads,
+                            progress=False, overwrite=True)
+            elapsed = time.perf_counter() - start
+            foreign = _foreign_load(cpu, _cpu_seconds(), elapsed)
+            if res.failures:  # a failed trial takes no time: the ratios would mean nothing
+                raise RuntimeError(f"the placement benchmark's trials failed ({label}: {jobs} workers x "
+                                   f"{threads} threads): {res.failures[0]['error']}")
+            keys = sorted(_record_key(r) for r in res.records)
+            if label in records and keys != records[label] and threads == 1:
+                raise RuntimeError(f"placement {label} (one thread per worker) gave different records "
+                                   "in two runs of the same sweep")
+            records.setdefault(label, keys)
+            if elapsed < seconds.get(label, (float("inf"), None))[0]:
+                seconds[label] = (elapsed, foreign)
+    tasks = len(records["a"])
+    out = {"tasks": tasks, "cell": {key: cell[key] for key in ("m", "n", "d", "k", "n_rounds", "dtype")},
+           "runs_per_trial": cell["n_inits"] * len(cell["step_sizes"]), "repeats": repeats, "placements": {}}
+    for label, jobs, threads in PLACEMENTS:
+        elapsed, foreign = seconds[label]
+        out["placements"][label] = {
+            "jobs": jobs, "kernel_threads": threads, "seconds": elapsed,
+            "tasks_per_second": tasks / elapsed,
+            "throughput_vs_a": seconds["a"][0] / elapsed,
+            "records_identical_to_d": records[label] == records["d"],
+            "other_load_cores": foreign,
+        }
+    return out
 
 
 def main(argv=None):
@@ -139,7 +260,10 @@ def main(argv=None):
     # core's own peak is the yardstick.
     with threadpool_limits(limits=1):
         peaks = {np.dtype(t).name: [gemm_peak(t)] for t in dtypes}
-        plan = [(t, size, 1) for size in sizes for t in dtypes] + [(np.float32, size, 4) for size in sizes]
+        # B = 30 alone; then the paper presets' batches in float32: the two r of the m-n presets
+        # (B = 60) and the four sigma of the r-sigma presets (B = 120), one draw each
+        plan = ([(t, size, 1) for size in sizes for t in dtypes]
+                + [(np.float32, size, levels) for levels in (2, 4) for size in sizes])
         rows = [bench_ifca(t, size, rounds=rounds, naive_rounds=1 if args.quick else 3, levels=levels)
                 for t, size, levels in plan]
         # The peak is measured before and after the runs and the best is kept, so that a busy
@@ -165,7 +289,23 @@ def main(argv=None):
     print(f"engine: {eng['tasks']} tasks, 1 worker {eng['seconds_1_worker']:.1f} s, 2 workers "
           f"{eng['seconds_2_workers']:.1f} s -> parallel efficiency {eng['parallel_efficiency']:.0%}; "
           f"overhead {1e3 * eng['overhead_per_task_1_worker']:.0f} ms per task "
-          f"({eng['overhead_fraction_1_worker']:.1%} of the 1-worker run)")
+          f"({eng['overhead_fraction_1_worker']:.1%} of the 1-worker run); other processes took "
+          + " and ".join("?" if v is None else f"{v:.2f}" for v in
+                         (eng["other_load_cores_1_worker"], eng["other_load_cores_2_workers"]))
+          + " cores meanwhile")
+    place = bench_placement(args.out / "placement", quick=args.quick, repeats=1 if args.quick else 2)
+    report["placement"] = place
+    c = place["cell"]
+    print(f"thread placement on 2 cores: {place['tasks']} IFCA trials at (m, n, d, k) = "
+          f"({c['m']}, {c['n']}, {c['d']}, {c['k']}), {c['dtype']}, {place['runs_per_trial']} runs x "
+          f"{c['n_rounds']} rounds, best of {place['repeats']}")
+    print(f"{'placement':>10} {'workers':>8} {'threads':>8} {'seconds':>8} {'tasks/s':>8} {'vs (a)':>7} "
+          f"{'records = (d)':>14} {'other load':>11}")
+    for label, row in place["placements"].items():
+        other = "?" if row["other_load_cores"] is None else f"{row['other_load_cores']:.2f} cores"
+        print(f"{'(' + label + ')':>10} {row['jobs']:>8} {row['kernel_threads']:>8} {row['seconds']:>8.2f} "
+              f"{row['tasks_per_second']:>8.3f} {row['throughput_vs_a']:>6.2f}x "
+              f"{'yes' if row['records_identical_to_d'] else 'no':>14} {other:>11}")
     (args.out / "bench_ifca.json").write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {args.out / 'bench_ifca.json'}")
     return 0

@@ -1,0 +1,36 @@
+"""Smoke test of the benchmark (``python -m experiments.bench_ifca --quick``): it runs end to end and
+writes every section, the thread-placement one included."""
+
+import json
+import math
+
+from experiments import bench_ifca
+
+
+def test_quick_run_writes_every_section(tmp_path, capsys):
+    assert bench_ifca.main(["--quick", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "bench_ifca.json").read_text())
+    assert set(report["peak_gflops"]) == {"float32", "float64"}
+    assert report["ifca"] and all(row["seconds_per_replica_round"] > 0 for row in report["ifca"])
+    assert report["engine"]["parallel_efficiency"] > 0
+
+    place = report["placement"]
+    assert place["tasks"] == 4
+    rows = place["placements"]
+    assert [(label, row["jobs"], row["kernel_threads"]) for label, row in rows.items()] == \
+        [(label, jobs, threads) for label, jobs, threads in bench_ifca.PLACEMENTS]
+    for row in rows.values():
+        assert math.isfinite(row["throughput_vs_a"]) and row["throughput_vs_a"] > 0
+        assert math.isfinite(row["tasks_per_second"]) and row["tasks_per_second"] > 0
+    assert rows["a"]["throughput_vs_a"] == 1.0
+    # one BLAS thread per worker: the records do not depend on the number of workers
+    assert rows["a"]["records_identical_to_d"] is True
+    assert rows["d"]["records_identical_to_d"] is True
+    assert "thread placement on 2 cores" in capsys.readouterr().out
+
+
+def test_record_key_ignores_the_timing_and_sees_every_bit():
+    record = {"cell": 0, "trial": 1, "dist": float("nan"), "wall_time": 1.0}
+    assert bench_ifca._record_key(record) == bench_ifca._record_key(dict(record, wall_time=2.0))
+    assert bench_ifca._record_key(dict(record, dist=0.1)) != \
+        bench_ifca._record_key(dict(record, dist=math.nextafter(0.1, 1.0)))
