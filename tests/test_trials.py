@@ -50,21 +50,24 @@ def test_the_levels_trial_scores_every_level_as_a_separate_trial_on_its_draw():
     record = ifca_success_levels_trial(cell, seed)
     rows = unpack_levels([dict(record, r=cell["r"], trial=0)], LEVELS)
     assert [row["sigma"] for row in rows] == list(LEVELS) and all(row["trial"] == 0 for row in rows)
-    data_ss, init_ss = np.random.SeedSequence(11).spawn(2)
-    problems = _spec().generate_levels(np.random.default_rng(data_ss), LEVELS)
-    for row, pb in zip(rows, problems):
-        # the single-level trial on the same draw: the same problem and starts, scored alike
-        single_cell = {**dataclasses.replace(_spec(), sigma=pb.sigma).to_cell(IFCA_SUCCESS_CELLS), **METHOD}
+    for row, sigma in zip(rows, LEVELS):
+        _assert_scored_as_alone(row, dataclasses.replace(_spec(), sigma=sigma), METHOD, 11)
 
-        class Same(np.random.SeedSequence):
-            def spawn(self, n):
-                return [data_ss, init_ss]
 
-        alone = ifca_success_trial(single_cell, Same(0))
-        for key in ("official_success", "honest_success", "oracle_success", "n_diverged", "threshold"):
-            assert row[key] == alone[key], key
-        for key in ("official_best_dist", "honest_dist", "oracle_dist", "separation"):
-            assert row[key] == pytest.approx(alone[key], rel=1e-9, nan_ok=True), key
+def _assert_scored_as_alone(row, spec, method, entropy):
+    """``row`` (one level of a levels trial of seed ``entropy``) equals the single-level trial
+    of ``spec`` on the same draw: the same problem and starts, scored alike."""
+    data_ss, init_ss = np.random.SeedSequence(entropy).spawn(2)
+
+    class Same(np.random.SeedSequence):
+        def spawn(self, n):
+            return [data_ss, init_ss]
+
+    alone = ifca_success_trial({**spec.to_cell(IFCA_SUCCESS_CELLS), **method}, Same(0))
+    for key in ("official_success", "honest_success", "oracle_success", "n_diverged", "threshold"):
+        assert row[key] == alone[key], key
+    for key in ("official_best_dist", "honest_dist", "oracle_dist", "separation"):
+        assert row[key] == pytest.approx(alone[key], rel=1e-9, nan_ok=True), key
 
 
 def test_levels_cells_refuse_a_sigma():
@@ -87,19 +90,8 @@ def test_the_scale_levels_trial_scores_every_r_as_a_separate_trial_on_its_draw(i
     rows = unpack_levels([dict(record, sigma=0.1, trial=0)], SCALES, key="r")
     assert [row["r"] for row in rows] == list(SCALES)
     assert rows[0]["separation"] < rows[1]["separation"] < rows[2]["separation"]
-    data_ss, init_ss = np.random.SeedSequence(11).spawn(2)
-
-    class Same(np.random.SeedSequence):
-        def spawn(self, n):
-            return [data_ss, init_ss]
-
     for row, r in zip(rows, SCALES):
-        single_cell = {**dataclasses.replace(spec, scale=r).to_cell(IFCA_SUCCESS_CELLS), **method}
-        alone = ifca_success_trial(single_cell, Same(0))
-        for key in ("official_success", "honest_success", "oracle_success", "n_diverged", "threshold"):
-            assert row[key] == alone[key], key
-        for key in ("official_best_dist", "honest_dist", "oracle_dist", "separation"):
-            assert row[key] == pytest.approx(alone[key], rel=1e-9, nan_ok=True), key
+        _assert_scored_as_alone(row, dataclasses.replace(spec, scale=r), method, 11)
 
 
 def test_a_levels_cell_holds_one_kind_of_level():
