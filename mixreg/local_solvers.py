@@ -15,6 +15,8 @@ The local steps of the clustered-FL algorithms are computed here for all clients
 * :func:`gradient_steps`: ``s`` full-batch gradient steps (FedAvg(s), IFCA model averaging);
 * :func:`proximal_step`: the exact proximal step (FedProx);
 * :func:`local_least_squares`: each client's own estimate (one-shot clustering, FeSEM, k-FED);
+* :func:`grouped_rows`: the rows regrouped by a key (an estimated cluster, a (client, group)
+  pair), so that the functions above solve each key's rows as one client;
 * :func:`local_update_operator`, :func:`stacked_update_operators`: the same FedAvg(s) and
   FedProx updates written as linear operators, :math:`\\theta^{(i)} = \\theta + K_i (y_i -
   X_i\\theta)`, which the Phase-2 driver :func:`mixreg.fedx.fedx` precomputes once.
@@ -94,16 +96,40 @@ def _check_start(theta, m, d):
 
 
 def grouped_rows(keys, n_keys):
-    """Rows grouped by an integer key in ``[0, n_keys)``, for solving per group as per client.
+    """The rows grouped by an integer key, so that each group can be solved as one client.
+
+    Sorting the rows by key (stably) makes every key's rows one contiguous block, and the
+    block offsets are a client layout: ``X[order]``, ``y[order]`` and ``offsets`` can be handed
+    to any function of this module, which then treats each key's rows as a client.  The callers
+    use it for the pooled least squares of each estimated cluster (one-shot clustering's exact
+    finish), the refit of each (client, local group) in k-FED's local Lloyd steps, and the
+    (cluster, client) sub-clients of the fixed-label FedAvg trainer.  Inputs are trusted.
+
+    Parameters
+    ----------
+    keys : int array of shape (N,), values in ``[0, n_keys)``
+    n_keys : int >= 1
+        How many keys there can be; keys that no row has get no block.
 
     Returns
     -------
-    order : int array of shape (N,)
-        The rows sorted by key (stable): rows ``order[offsets[j]:offsets[j + 1]]`` have key
-        ``present[j]``.
-    present : int array
-        The keys that occur, ascending.
-    offsets : int64 array of shape (len(present) + 1,)
+    order : int64 array of shape (N,)
+        The rows sorted by key, ties in row order: rows ``order[offsets[j]:offsets[j + 1]]``
+        are the rows of key ``present[j]``.
+    present : int64 array of shape (g,)
+        The ``g`` keys that occur, ascending.
+    offsets : int64 array of shape (g + 1,)
+        Block boundaries, strictly increasing, from 0 to ``N``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> order, present, offsets = grouped_rows(np.array([2, 0, 2, 0, 0]), 4)
+    >>> order.tolist(), present.tolist(), offsets.tolist()  # key 1 and key 3 hold no row
+    ([1, 3, 4, 0, 2], [0, 2], [0, 3, 5])
+    >>> X, y = np.array([[1.0], [2.0], [1.0], [1.0], [3.0]]), np.array([4.0, 2.0, 6.0, 1.0, 3.0])
+    >>> local_least_squares(X[order], y[order], offsets).round(12).ravel().tolist()  # a fit per key
+    [1.0, 5.0]
     """
     order = np.argsort(keys, kind="stable")
     counts = np.bincount(keys, minlength=n_keys)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from mixreg.local_solvers import (
     LOCAL_SOLVERS,
     gradient_steps,
+    grouped_rows,
     local_least_squares,
     local_update_operator,
     proximal_step,
@@ -153,6 +154,25 @@ def test_min_norm_least_squares_matches_lstsq(data):
             np.testing.assert_allclose(Xi @ out[i], yi, atol=1e-8)
             null = np.linalg.svd(Xi)[2][len(yi):]  # rows span the null space (generic X_i)
             np.testing.assert_allclose(null @ out[i], 0.0, atol=1e-8)
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 9), st.integers(1, 5))
+def test_grouped_rows_give_each_keys_least_squares(seed, N, n_keys, d):
+    """Rows grouped by random keys (some keys with no row): each block holds exactly its key's
+    rows in row order, and the blockwise least squares equal numpy's lstsq key by key."""
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, n_keys, N)
+    X, y = rng.standard_normal((N, d)), rng.standard_normal(N)
+    order, present, offsets = grouped_rows(keys, n_keys)
+    assert present.tolist() == sorted(set(keys.tolist()))
+    assert offsets[0] == 0 and offsets[-1] == N and (np.diff(offsets) >= 1).all()
+    for j, key in enumerate(present):
+        assert order[offsets[j]:offsets[j + 1]].tolist() == np.flatnonzero(keys == key).tolist()
+    fits = local_least_squares(X[order], y[order], offsets)
+    for j, key in enumerate(present):
+        ref = np.linalg.lstsq(X[keys == key], y[keys == key], rcond=None)[0]
+        np.testing.assert_allclose(fits[j], ref, rtol=1e-8, atol=1e-9)
 
 
 @FAST

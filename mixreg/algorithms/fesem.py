@@ -69,6 +69,7 @@ from ._driver import (
     data_scales,
     elapsed,
 )
+from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
 
 __all__ = [
@@ -399,7 +400,7 @@ def _initial_local_models(problem, ws, warm_start, s):
     B = ws.eta.shape[1]
     local = np.zeros((problem.m, B, problem.d), dtype=problem.dtype)
     if warm_start == "gradient":  # G_i^s(0), each replica with its own step size
-        _local_steps(problem, ws, local, s)
+        _local_update(problem, ws, local, s)
     else:
         local[:] = warm_start_models(problem, warm_start)[:, None]
     return local
@@ -440,15 +441,14 @@ def _squared_loss(problem, ws, centres, assign, start):
     return np.bincount(ws.replica, weights=np.square(ws.R, dtype=np.float64), minlength=centres.shape[0])
 
 
-def _local_steps(problem, ws, local, s):
+def _local_update(problem, ws, local, s):
     """Algorithm 2, in place on ``local`` (m, B, d): ``s`` full-batch gradient steps
     ``w <- w - (eta_b / n_i) X_i^T (X_i w - y_i)`` of every client and replica (the batched
     :func:`mixreg.local_solvers.gradient_steps`, with one step size per replica)."""
-    for _ in range(s):
-        kernels.client_predictions(local, problem.X, ws.layout, ws.R)
-        kernels.selected_residuals(ws.R, problem.y, problem.offsets, ws.everyone, ws.inv_sizes, ws.R)
-        kernels.client_gradients(ws.R, problem.X, ws.layout, ws.G)
-        local -= ws.eta * ws.G
+    def residuals(R):  # (X_i w - y_i) / n_i on every row of every client
+        kernels.selected_residuals(R, problem.y, problem.offsets, ws.everyone, ws.inv_sizes, R)
+
+    local_gradient_steps(local, problem.X, ws.layout, ws.eta, s, residuals, ws.R, ws.G)
 
 
 def _blown_up(local, replicas):
@@ -475,7 +475,7 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec):
                 rec.record_round(t, assign, loss / (2 * N), replicas.diverged)
             new = _m_step(local, assign, omega, centres)  # Eq. 8
             kernels.gather_selected(new, assign, new_local)  # Algorithm 2: start from the centre,
-            _local_steps(problem, ws, new_local, s)  # take s local steps
+            _local_update(problem, ws, new_local, s)  # take s local steps
             loss[_blown_up(new_local, replicas)] = np.nan  # so that the replica is frozen
             replicas.accept(centres, new, loss / N, t)  # per-sample mean loss
             live = replicas.live

@@ -77,6 +77,7 @@ from ._driver import (
     elapsed,
 )
 from ._fixed_labels import clusters_held, majority_labels
+from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
 
 __all__ = ["IFCAPointsResult", "ifca_points", "point_labels"]
@@ -395,11 +396,8 @@ def _run(problem, theta, eta, replicas, rec, point_history, *, s, tau):
                     new -= scale[:, :, None] * grad
                 else:  # s local steps of every sub-client, then the |S_il| / |S_*l| average
                     local[:] = new.reshape(1, B * k, d)
-                    for _ in range(s):
-                        kernels.client_predictions(local, X, layout, Q)
-                        _masked_local_residuals(Q, y, offsets, labels, counts, k, Q)
-                        kernels.client_gradients(Q, X, layout, C)
-                        local -= local_step * C
+                    local_gradient_steps(local, X, layout, local_step, s,  # on (X w - y) / |S_il| over S_il
+                                         lambda R: _masked_local_residuals(R, y, offsets, labels, counts, k, R), Q, C)
                     weights = (counts / np.maximum(N_l, 1)[:, None, :]).transpose(1, 0, 2).reshape(m, B * k)
                     average = np.einsum("ic,icd->cd", weights.astype(dtype), local).reshape(B, k, d)
                     new = np.where(present[:, :, None], average, new)
