@@ -15,11 +15,14 @@ dataclass, with a real type annotation and a help text (:func:`param`)::
 
     PRESETS = {"quick": dict(trials=16, sigmas=(0.0, 0.5)), "paper": dict(trials=40, ...)}
 
-    def main(argv=None):
-        return experiment_main(parser_from_config(Config, PRESETS, prog=..., description=...),
-                               argv, name=NAME, config_cls=Config, presets=PRESETS,
-                               build_sweep=build_sweep, summarise=summarise, draw=draw,
-                               tables=("rates", "theory"))
+    # NAME, TABLES, REPO, build_sweep, summarise and draw defined above; then the last lines:
+    build_parser, config_from_args, main = _cli.entry_points(
+        __name__, description="...", paper_presets=("paper",))
+
+    if __name__ == "__main__":
+        sys.exit(main())
+
+(:func:`entry_points`, around :func:`parser_from_config` and :func:`experiment_main`.)
 
 Flags
 -----
@@ -100,6 +103,7 @@ __all__ = [
     "run_engine_from_args",
     "default_jobs",
     "experiment_main",
+    "entry_points",
 ]
 
 _SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
@@ -720,3 +724,61 @@ def _run_experiment(parser, args, state, *, name, config_cls, presets, build_swe
         for line in _failure_lines(result.failures, sweep.cells):
             print(line, file=sys.stderr)
     return 1 if result.failures or reason is not None else 0
+
+
+# --------------------------------------------------------------------------- a script's entry points
+
+
+def entry_points(module_name, *, description, paper_presets=()):
+    """An experiment script's ``build_parser``, ``config_from_args`` and ``main``; its last lines are::
+
+        build_parser, config_from_args, main = _cli.entry_points(
+            __name__, description="...", paper_presets=("paper",))
+
+
+        if __name__ == "__main__":
+            sys.exit(main())
+
+    Parameters
+    ----------
+    module_name : str
+        The script's ``__name__`` (``"__main__"`` under ``python -m``; the module is found in
+        ``sys.modules`` and its dotted name in its ``__spec__``, so ``prog`` is
+        ``python -m experiments.<name>`` either way).
+    description : str
+        For ``--help``.
+    paper_presets : sequence of str
+        Presets whose figures are also copied to ``<REPO>/figures`` (see :func:`experiment_main`);
+        none: no figures directory.
+
+    Returns
+    -------
+    tuple of callables
+        ``build_parser()``, ``config_from_args(args)`` and ``main(argv=None)``.  Each reads the
+        module's ``NAME``, ``Config``, ``PRESETS``, ``build_sweep``, ``summarise``, ``draw``,
+        ``TABLES``, ``REPO`` and ``build_parser`` when called, not when made, so a test may
+        replace any of them (``monkeypatch.setattr(exp, "REPO", tmp_path)``).
+    """
+    module = sys.modules[module_name]
+    spec = getattr(module, "__spec__", None)
+    prog = f"python -m {spec.name if spec is not None else module_name}"
+    paper_presets = tuple(paper_presets)
+
+    def build_parser():
+        return parser_from_config(module.Config, module.PRESETS, prog=prog, description=description)
+
+    def config_from_args_(args):
+        return config_from_args(module.Config, module.PRESETS, args)
+
+    def main(argv=None):
+        return experiment_main(module.build_parser(), argv, name=module.NAME, config_cls=module.Config,
+                               presets=module.PRESETS, build_sweep=module.build_sweep,
+                               summarise=module.summarise, draw=module.draw, tables=module.TABLES,
+                               paper_presets=paper_presets,
+                               figures_dir=module.REPO / "figures" if paper_presets else None)
+
+    functions = (build_parser, config_from_args_, main)
+    for function, name in zip(functions, ("build_parser", "config_from_args", "main")):
+        function.__name__ = function.__qualname__ = name
+        function.__module__ = module.__name__
+    return functions

@@ -39,7 +39,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_comparison, save_figure
 from mixreg.trials_compare import METHODS, METRICS, REGIMES, STEPS, TOL, compare_trial, spec_of
@@ -183,20 +183,9 @@ def draw(config, tables, outdir):
     return paths
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.compare",
-        description="Every registered method and the reference points, head to head, on a suite of regimes.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES)
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__,
+    description="Every registered method and the reference points, head to head, on a suite of regimes.")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_error_floor, save_figure
 from mixreg.problems import ProblemSpec, make_labels
@@ -443,22 +443,10 @@ def draw(config, tables, outdir):
 # --------------------------------------------------------------------------------------------
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.error_floor",
-        description="IFCA's final error against m, n', d, sigma and p in the theorem's and the practical "
-                    "setting, beside known-label least squares, with Corollary 1's exponents.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper",), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper",),
+    description="IFCA's final error against m, n', d, sigma and p in the theorem's and the practical "
+                "setting, beside known-label least squares, with Corollary 1's exponents.")
 
 
 if __name__ == "__main__":

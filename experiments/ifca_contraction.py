@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_one_round_contraction, save_figure
 from mixreg.problems import ProblemSpec
@@ -227,20 +227,10 @@ def draw(config, tables, outdir):
     return save_figure(fig, pathlib.Path(outdir) / NAME)
 
 
-def build_parser():
-    return parser_from_config(Config, PRESETS, prog="python -m experiments.ifca_contraction",
-                              description="One IFCA round against Theorem 1's contraction, including regimes "
-                                          "where misclustering is not negligible.")
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper",), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper",),
+    description="One IFCA round against Theorem 1's contraction, including regimes "
+                "where misclustering is not negligible.")
 
 
 if __name__ == "__main__":

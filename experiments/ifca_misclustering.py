@@ -41,7 +41,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_misclustering_exponent, save_figure
 from mixreg.problems import ProblemSpec
@@ -251,20 +251,10 @@ def draw(config, tables, outdir):
     return save_figure(fig, pathlib.Path(outdir) / NAME)
 
 
-def build_parser():
-    return parser_from_config(Config, PRESETS, prog="python -m experiments.ifca_misclustering",
-                              description="IFCA's misclustering probability against n': exact law, Chernoff "
-                                          "exponent and Lemma 1's shape.")
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper",), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper",),
+    description="IFCA's misclustering probability against n': exact law, Chernoff "
+                "exponent and Lemma 1's shape.")
 
 
 if __name__ == "__main__":

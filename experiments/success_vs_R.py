@@ -41,7 +41,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.metrics import oracle_ls_floor
 from mixreg.plotting import plot_success_collapse, plot_success_vs_separation, save_figure
@@ -549,21 +549,9 @@ def draw(config, tables, outdir):
     return paths + save_figure(fig, pathlib.Path(outdir) / f"{NAME}_collapse")
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.success_vs_R",
-        description="IFCA success probability against separation, with the theory drawn on it.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper-a", "paper-b"), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper-a", "paper-b"),
+    description="IFCA success probability against separation, with the theory drawn on it.")
 
 
 if __name__ == "__main__":

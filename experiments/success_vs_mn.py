@@ -39,7 +39,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from experiments.success_vs_R import FLOP_RATE, COLUMNS, check_ifca_protocol, trial_flops, trial_memory
 from mixreg.algorithms.ifca import INIT_METHODS
 from mixreg.metrics import oracle_ls_floor
@@ -306,22 +306,10 @@ def draw(config, tables, outdir):
     return paths + save_figure(fig, pathlib.Path(outdir) / f"{NAME}_heatmap")
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.success_vs_mn",
-        description="IFCA success probability against the number of clients and points per client, with the "
-                    "known-label least-squares prediction of where success is out of reach.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper-c", "paper-d"), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper-c", "paper-d"),
+    description="IFCA success probability against the number of clients and points per client, with the "
+                "known-label least-squares prediction of where success is out of reach.")
 
 
 if __name__ == "__main__":

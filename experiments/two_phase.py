@@ -73,7 +73,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import METHODS, method_label, plot_two_phase_contraction, plot_two_phase_rounds, save_figure
 from mixreg.problems import SIZE_LAWS, ProblemSpec, size_law
@@ -647,23 +647,11 @@ def draw(config, tables, outdir):
 # --------------------------------------------------------------------------------------------
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.two_phase",
-        description="Su-Xu-Yang's two-phase algorithm (FMD then FedAvg/FedProx) against IFCA on unbalanced "
-                    "clients: IFCA's aggregation controls, the measured Phase-2 contraction against the "
-                    "theorem's, and the theorem's recursion on the rounds figure.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper",), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper",),
+    description="Su-Xu-Yang's two-phase algorithm (FMD then FedAvg/FedProx) against IFCA on unbalanced "
+                "clients: IFCA's aggregation controls, the measured Phase-2 contraction against the "
+                "theorem's, and the theorem's recursion on the rounds figure.")
 
 
 if __name__ == "__main__":

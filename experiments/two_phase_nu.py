@@ -71,7 +71,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import method_label, plot_nu_sweeps, save_figure
 from mixreg.stats import fit_slope, slope_verdict
@@ -492,22 +492,10 @@ def draw(config, tables, outdir):
 # --------------------------------------------------------------------------------------------
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.two_phase_nu",
-        description="Su-Xu-Yang's nu one term at a time: fitted exponents of the two-phase method's final "
-                    "error against the bound's, with a held-out constant.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper",), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper",),
+    description="Su-Xu-Yang's nu one term at a time: fitted exponents of the two-phase method's final "
+                "error against the bound's, with a held-out constant.")
 
 
 if __name__ == "__main__":

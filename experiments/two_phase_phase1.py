@@ -45,7 +45,7 @@ import sys
 import numpy as np
 
 from experiments import _cli
-from experiments._cli import experiment_main, param, parser_from_config
+from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_clients_needed, plot_phase1_error, save_figure
 from mixreg.problems import ANCHOR_MODES, ProblemSpec
@@ -510,23 +510,11 @@ def draw(config, tables, outdir):
 # --------------------------------------------------------------------------------------------
 
 
-def build_parser():
-    return parser_from_config(
-        Config, PRESETS, prog="python -m experiments.two_phase_phase1",
-        description="Phase 1 of Su-Xu-Yang (federated moment descent) with small anchors and a far start: "
-                    "its error against n_A and d beside anchor least squares, and the clients it needs "
-                    "against d and p_min, with fitted exponents.",
-    )
-
-
-def config_from_args(args):
-    return _cli.config_from_args(Config, PRESETS, args)
-
-
-def main(argv=None):
-    return experiment_main(build_parser(), argv, name=NAME, config_cls=Config, presets=PRESETS,
-                           build_sweep=build_sweep, summarise=summarise, draw=draw, tables=TABLES,
-                           paper_presets=("paper",), figures_dir=REPO / "figures")
+build_parser, config_from_args, main = _cli.entry_points(
+    __name__, paper_presets=("paper",),
+    description="Phase 1 of Su-Xu-Yang (federated moment descent) with small anchors and a far start: "
+                "its error against n_A and d beside anchor least squares, and the clients it needs "
+                "against d and p_min, with fitted exponents.")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ fault of a command ends in one line (failed trials, figures, directories, Ctrl-C
 
 import argparse
 import dataclasses
+import importlib
 import json
 import os
 import re
@@ -201,6 +202,41 @@ def test_a_field_that_cannot_be_a_flag_is_a_type_error():
         parser_from_config(NoHelp, {"a": {}}, prog="p", description="")
     with pytest.raises(TypeError, match="ListField.values: a flag needs the annotation"):
         parser_from_config(ListField, {"a": {}}, prog="p", description="")
+
+
+# --------------------------------------------------------------------------- a script's entry points
+
+SCRIPTS = ("compare", "error_floor", "ifca_basin", "ifca_contraction", "ifca_misclustering", "success_vs_R",
+           "success_vs_mn", "two_phase", "two_phase_nu", "two_phase_phase1")
+PAPER_PRESETS = {"compare": (), "success_vs_R": ("paper-a", "paper-b"), "success_vs_mn": ("paper-c", "paper-d")}
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_entry_points_read_the_module_when_called_not_when_made(name, monkeypatch, tmp_path):
+    """``main`` passes the module's attributes as they are at the call (a test patches ``REPO``)."""
+    exp = importlib.import_module(f"experiments.{name}")
+    for function in ("build_parser", "config_from_args", "main"):
+        assert getattr(exp, function).__name__ == function and getattr(exp, function).__module__ == exp.__name__
+    assert exp.build_parser().prog == f"python -m experiments.{name}"
+    patched = {attr: object() for attr in ("NAME", "Config", "PRESETS", "build_sweep", "summarise", "draw")}
+    parser = object()
+    calls = []
+    for attr, value in patched.items():
+        monkeypatch.setattr(exp, attr, value)
+    monkeypatch.setattr(exp, "TABLES", ("a", "b"))
+    monkeypatch.setattr(exp, "REPO", tmp_path)
+    monkeypatch.setattr(exp, "build_parser", lambda: parser)
+    monkeypatch.setattr(_cli, "experiment_main", lambda *args, **kwargs: calls.append((args, kwargs)) or 7)
+    assert exp.main(["--dry-run"]) == 7
+    (got_parser, argv), kwargs = calls[0]
+    assert got_parser is parser and argv == ["--dry-run"]
+    keywords = {"name": "NAME", "config_cls": "Config", "presets": "PRESETS", "build_sweep": "build_sweep",
+                "summarise": "summarise", "draw": "draw"}
+    assert all(kwargs[key] is patched[attr] for key, attr in keywords.items())
+    assert kwargs["tables"] == ("a", "b")
+    paper = PAPER_PRESETS.get(name, ("paper",))
+    assert kwargs["paper_presets"] == paper
+    assert kwargs["figures_dir"] == (tmp_path / "figures" if paper else None)
 
 
 # --------------------------------------------------------------------------- --redraw
