@@ -296,3 +296,14 @@ def test_registration_and_communication(unbalanced):
     assert alg.communication(unbalanced, res, 0) == (4.0 * 4, 4.0 * 3)
     direct = fesem(unbalanced, unbalanced.theta_star, 0.1, n_rounds=3)
     np.testing.assert_array_equal(res.theta, direct.theta)
+
+
+def test_the_tolerance_stops_only_when_the_local_models_rest_too(unbalanced):
+    """From the paper's k-means start the first M-step repeats the k-means centres (they move by
+    0 in round 1) while the local models move: that round is not convergence.  With a tolerance
+    the run must end where the full run ends, not after one round."""
+    init = initial_centres(unbalanced, 2, rng=np.random.default_rng(3))
+    full = fesem(unbalanced, init, 0.3, n_rounds=400)
+    early = fesem(unbalanced, init, 0.3, n_rounds=400, tol=1e-10)
+    assert early.stop_reason.startswith("converged") and early.n_rounds > 5
+    np.testing.assert_allclose(early.theta, full.theta, atol=1e-7)
