@@ -13,7 +13,7 @@ from scipy.cluster import hierarchy
 from scipy.linalg import subspace_angles
 from scipy.spatial.distance import squareform
 
-from mixreg.algorithms import get_algorithm
+from mixreg.algorithms import ProblemRefused, get_algorithm
 from mixreg.algorithms.pacfl import (
     assign_new_clients,
     client_signatures,
@@ -23,7 +23,7 @@ from mixreg.algorithms.pacfl import (
     principal_angles,
     proximity_matrix,
 )
-from mixreg.problems import make_problem, make_problem_from_parameters
+from mixreg.problems import Problem, make_problem, make_problem_from_parameters
 
 # --------------------------------------------------------------------------------------------
 # References, written from the paper
@@ -40,8 +40,20 @@ def reference_signatures(pb, p, matrix="joint"):
     return out
 
 
+def reference_reduced_signatures(pb, p, matrix="joint"):
+    """Line 8 for clients whose data span fewer than p directions (ours): the min(p, rank D_i)
+    leading left singular vectors, the rank from NumPy's matrix_rank."""
+    out = []
+    for i in range(pb.m):
+        Xi, yi = (a.astype(np.float64) for a in pb.client(i))
+        Di = np.column_stack([Xi, yi]).T if matrix == "joint" else Xi.T
+        out.append(np.linalg.svd(Di)[0][:, :min(p, np.linalg.matrix_rank(Di))])
+    return out
+
+
 def reference_proximity(Us, measure):
-    """Eq. 2 / Eq. 3 pair by pair, the true principal angles from SciPy."""
+    """Eq. 2 / Eq. 3 pair by pair, the true principal angles from SciPy (min(r_i, r_j) of them
+    between bases of r_i and r_j columns)."""
     m = len(Us)
     A = np.zeros((m, m))
     for i in range(m):
@@ -92,6 +104,28 @@ def _misclustering(labels, truth):
     """k = 2: the fraction of clients on the wrong side, under the better of the two matchings."""
     e = np.mean(labels != truth)
     return min(e, 1 - e)
+
+
+def _sent(U):
+    """The number of vectors in each signature (m, D, p): its nonzero columns."""
+    return (U != 0).any(axis=1).sum(axis=1)
+
+
+def _with_small_clients(seed=0, d=4, sigma=0.2):
+    """Clients of 1 and 2 points (below p = 3) among larger ones."""
+    rng = np.random.default_rng(seed)
+    theta_star = 3.0 * rng.standard_normal((2, d))
+    labels = np.array([0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0])
+    sizes = np.array([12, 30, 1, 2, 40, 9, 2, 8, 1, 60, 3, 2])
+    return make_problem_from_parameters(theta_star, labels, sizes, sigma, rng=rng)
+
+
+def _hyperplane_clusters(seed, sizes, scale=4.0):
+    """d = 3, sigma = 0, clusters alternating: every sample (x, theta_z^T x) lies in the hyperplane
+    of R^4 orthogonal to (theta_z, -1)."""
+    rng = np.random.default_rng(seed)
+    theta_star = scale * rng.standard_normal((2, 3)) / np.sqrt(3)
+    return make_problem_from_parameters(theta_star, np.arange(len(sizes)) % 2, np.asarray(sizes), 0.0, rng=rng)
 
 
 def _unbalanced(seed=0, d=4, sigma=0.2):
@@ -335,13 +369,171 @@ def test_bad_options_name_the_parameter(kwargs, pattern):
         pacfl(pb, np.zeros((2, 4)), 0.1, n_rounds=2, **kwargs)
 
 
-def test_p_cannot_exceed_a_client_size():
+def test_refuse_keeps_p_at_most_the_smallest_client_size():
     pb = make_problem_from_parameters(np.eye(2, 6), np.array([0, 1, 0]), np.array([5, 2, 5]), 0.1,
                                       rng=np.random.default_rng(0))
-    with pytest.raises(ValueError, match="p must be at most the smallest client size min n_i = 2"):
-        client_signatures(pb, 3)
+    with pytest.raises(ProblemRefused, match="p must be at most the smallest client size min n_i = 2 .*got p=3"):
+        client_signatures(pb, 3, small_clients="refuse")
+    with pytest.raises(ProblemRefused, match="p must be at most the smallest client size min n_i = 2 .*got p=3"):
+        pacfl(pb, np.zeros((2, 6)), 0.1, n_rounds=2, small_clients="refuse")
+    assert _sent(client_signatures(pb, 3)).tolist() == [3, 2, 3]  # the default reduces
+    with pytest.raises(ValueError, match="small_clients must be one of"):
+        pacfl(pb, np.zeros((2, 6)), 0.1, n_rounds=2, small_clients="pad")
     with pytest.raises(ValueError, match="orthonormal"):
         proximity_matrix(np.ones((2, 3, 1)))
+
+
+# --------------------------------------------------------------------------------------------
+# Clients with fewer points than p
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("matrix", ["joint", "x"])
+def test_small_clients_send_the_vectors_that_span_their_data(matrix):
+    """r_i = min(p, n_i) orthonormal columns, then zero columns; below p they span the client's
+    whole data matrix, and from p points on they are the p leading vectors as before."""
+    pb = _with_small_clients()
+    U = client_signatures(pb, 3, matrix=matrix)
+    D = pb.d + (matrix == "joint")
+    assert U.shape == (pb.m, D, 3)
+    np.testing.assert_array_equal(_sent(U), np.minimum(3, pb.sizes))
+    for i, ref in enumerate(reference_reduced_signatures(pb, 3, matrix)):
+        r = ref.shape[1]
+        np.testing.assert_array_equal(U[i][:, r:], 0.0)
+        np.testing.assert_allclose(np.abs(U[i][:, :r].T @ ref), np.eye(r), atol=1e-10)
+        Xi, yi = pb.client(i)
+        Di = np.column_stack([Xi, yi]).T if matrix == "joint" else Xi.T
+        if pb.sizes[i] < 3:
+            np.testing.assert_allclose(U[i] @ (U[i].T @ Di), Di, atol=1e-10)
+
+
+@pytest.mark.parametrize("measure", ["smallest", "sum"])
+def test_proximity_with_small_clients_uses_their_min_ri_rj_angles(measure):
+    """Between signatures of r_i and r_j vectors: the smallest, or the sum, of the min(r_i, r_j)
+    principal angles SciPy computes on the same bases (its subspace_angles, an independent
+    algorithm)."""
+    pb = _with_small_clients()
+    U = client_signatures(pb, 3)
+    bases = [U[i][:, :r] for i, r in enumerate(_sent(U))]
+    A = proximity_matrix(U, measure)
+    np.testing.assert_allclose(A, reference_proximity(bases, measure), atol=1e-7)
+    small = np.flatnonzero(pb.sizes < 3)
+    for i in small:
+        for j in small:
+            if i != j:
+                angles = subspace_angles(bases[i], bases[j])
+                assert angles.size == min(pb.sizes[i], pb.sizes[j])
+                assert A[i, j] == pytest.approx(angles.min() if measure == "smallest" else angles.sum(), abs=1e-7)
+    # the angles themselves: min(r_i, r_j) of them, NaN after
+    one, two = np.flatnonzero(pb.sizes == 1)[0], np.flatnonzero(pb.sizes == 2)[0]
+    got = principal_angles(U[one], U[two])
+    assert np.isnan(got[1:]).all()
+    np.testing.assert_allclose(got[:1], subspace_angles(bases[one], bases[two]), atol=1e-7)
+    np.testing.assert_allclose(np.sort(principal_angles(U[two], U[0])[:2]), np.sort(subspace_angles(bases[two], U[0])),
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["pacfl", "pacfl_x"])
+def test_driver_takes_clients_of_one_and_two_points(name):
+    pb = _with_small_clients()
+    alg = get_algorithm(name)
+    res = alg.run(pb, np.zeros((2, pb.d)), 0.1, n_rounds=4)
+    assert res.assignments.shape == (1, pb.m) and set(res.assignments[0]) == {0, 1}
+    np.testing.assert_array_equal(res.ranks, np.minimum(3, pb.sizes))
+    matrix = "joint" if name == "pacfl" else "x"
+    bases = reference_reduced_signatures(pb, 3, matrix)
+    A = reference_proximity(bases, "smallest")
+    np.testing.assert_allclose(res.proximity, A, atol=1e-7)
+    assert (res.assignments[0] == reference_hc(A, 2, "average")).all()
+    np.testing.assert_allclose(res.theta[0], reference_fedavg(pb, res.assignments[0], np.zeros((2, pb.d)), 0.1, 4, 1),
+                               rtol=1e-10)
+    # the signature counts what is sent: D r_i floats, averaged over the clients
+    D = pb.d + (name == "pacfl")
+    upload, download = alg.communication(pb, res, 0)
+    assert upload == pytest.approx(D * np.minimum(3, pb.sizes).mean() + pb.d * 4) and download == pb.d * 4
+    assert upload < D * 3 + pb.d * 4
+
+
+def test_rank_deficient_and_zero_clients():
+    """A client of 3 points on one line sends 1 vector (its rank), "refuse" names it; a client
+    whose data are all zero has nothing to send and is refused either way."""
+    rng = np.random.default_rng(0)
+    theta_star = np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, -1.0]])
+    X = rng.standard_normal((20, 4))
+    X[10:13] = X[10] * np.array([[1.0], [2.0], [-0.5]])  # client 2: three collinear points
+    y = np.einsum("nd,nd->n", X, theta_star[np.repeat([0, 1, 0, 1], [5, 5, 3, 7])])
+    pb = Problem.from_arrays(X, y, [5, 5, 3, 7], [0, 1, 0, 1], theta_star, sigma=0.0)
+    U = client_signatures(pb, 3)
+    assert _sent(U).tolist() == [3, 3, 1, 3]
+    line = np.append(X[10], y[10])
+    np.testing.assert_allclose(np.abs(U[2][:, 0]), np.abs(line) / np.linalg.norm(line), atol=1e-12)
+    with pytest.raises(ProblemRefused, match=r"client 2's data matrix has rank 1 < p=3"):
+        client_signatures(pb, 3, small_clients="refuse")
+    X[10:13], y[10:13] = 0.0, 0.0
+    zero = Problem.from_arrays(X, y, [5, 5, 3, 7], [0, 1, 0, 1], theta_star, sigma=0.0)
+    for small_clients in ("reduce", "refuse"):
+        with pytest.raises(ProblemRefused, match="client 2's data matrix is zero"):
+            client_signatures(zero, 3, small_clients=small_clients)
+
+
+def test_signatures_must_put_their_zero_columns_last():
+    e = np.eye(3)
+    with pytest.raises(ValueError, match="zero columns .* must come last"):
+        proximity_matrix(np.stack([e[:, :2], np.column_stack([np.zeros(3), e[:, 1]])]))
+    with pytest.raises(ValueError, match="zero columns .* must come last"):
+        principal_angles(np.zeros((3, 1)), e[:, :1])
+    with pytest.raises(ValueError, match="orthonormal"):
+        proximity_matrix(np.stack([e[:, :2], np.column_stack([e[:, 0], 2 * e[:, 1]])]))
+
+
+def test_small_clients_have_eq3_distance_zero_to_their_own_cluster():
+    """sigma = 0, p = d = 3, Eq. 3: a client of n_i >= 3 points spans the hyperplane orthogonal
+    to (theta_z, -1), and a client of 1 or 2 points spans a subspace of it, so the sum of their
+    min(r_i, r_j) angles is 0 within a cluster and the angle between the small subspace and the
+    other hyperplane across clusters; HC then puts every client in its cluster.  (Signatures
+    padded with arbitrary orthonormal vectors, or a sum over p angles with pi/2 for the missing
+    ones, are not 0 within a cluster.)"""
+    pb = _hyperplane_clusters(0, [20] * 12 + [1, 2, 1, 2, 1, 2])
+    res = pacfl(pb, np.zeros((2, 3)), 0.5, n_rounds=2, p=3, measure="sum")
+    assert res.assignments[0].tolist() == pb.labels.tolist()
+    small, full = np.flatnonzero(pb.sizes < 3), np.flatnonzero(pb.sizes >= 3)
+    same = pb.labels[small][:, None] == pb.labels[full][None]
+    between = res.proximity[np.ix_(small, full)]
+    np.testing.assert_allclose(between[same], 0.0, atol=1e-6)
+    assert between[~same].min() > 0.2                                  # measured 0.25
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_small_clients_cluster_by_their_feature_subspace_under_eq2(seed):
+    """matrix="x", Eq. 2 (the defaults but the matrix): variances 25 on coordinates 0-2 in cluster
+    0 and on 3-5 in cluster 1, so even one point lies near its cluster's top-3 feature subspace.
+    Every client, of 1, 2 or 20 points, is clustered right."""
+    rng = np.random.default_rng(seed)
+    a, b = np.ones(8), np.ones(8)
+    a[:3], b[3:6] = 25.0, 25.0
+    sizes = np.array([20] * 12 + [1, 2, 1, 2, 1, 2])
+    pb = make_problem_from_parameters(rng.standard_normal((2, 8)), np.arange(18) % 2, sizes, 0.1, rng=rng,
+                                      covariances=np.array([np.diag(a), np.diag(b)]))
+    res = pacfl(pb, np.zeros((2, 8)), 0.1, n_rounds=2, matrix="x")
+    assert res.assignments[0].tolist() == pb.labels.tolist()
+    np.testing.assert_array_equal(res.ranks, np.minimum(3, sizes))
+
+
+def test_small_newcomers_join_their_true_clusters():
+    """Algorithm 3 with late clients of 1 and 2 points (sigma = 0, p = d, Eq. 3): each lies in its
+    cluster's hyperplane, at distance 0 from its old clients."""
+    pb = _hyperplane_clusters(3, [20] * 12)
+    res = pacfl(pb, np.zeros((2, 3)), 0.5, n_rounds=2, p=3, measure="sum")
+    assert res.assignments[0].tolist() == pb.labels.tolist()
+    fresh = make_problem_from_parameters(pb.theta_star, np.array([1, 0, 0, 1]), np.array([1, 2, 1, 2]), 0.0,
+                                         rng=np.random.default_rng(4))
+    U_new = client_signatures(fresh, 3)
+    assert _sent(U_new).tolist() == [1, 2, 1, 2]
+    new = assign_new_clients(res.proximity, client_signatures(pb, 3), res.assignments[0], U_new,
+                             threshold=res.threshold, linkage=res.linkage, measure="sum")
+    assert new.labels.tolist() == [1, 0, 0, 1] and new.old_partition_kept
+    np.testing.assert_allclose(new.proximity, reference_proximity(
+        reference_reduced_signatures(pb, 3) + reference_reduced_signatures(fresh, 3), "sum"), atol=1e-7)
 
 
 def test_registry_entries():

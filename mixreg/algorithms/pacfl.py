@@ -8,8 +8,9 @@ truncated SVD, hierarchical clustering and Algorithm 3 (newcomers), for mixed li
 
 1. **signature** (Alg. 1, line 8, once): client ``i`` sends the ``p`` leading left singular
    vectors :math:`U_p^i \\in \\mathbb{R}^{D \\times p}` of its data matrix
-   :math:`\\mathbf{D}_i \\in \\mathbb{R}^{D \\times n_i}`, whose columns are its samples
-   (:func:`client_signatures`);
+   :math:`\\mathbf{D}_i \\in \\mathbb{R}^{D \\times n_i}`, whose columns are its samples, or
+   only its :math:`r_i = \\min(p, \\operatorname{rank} \\mathbf{D}_i) < p` vectors when its data
+   span fewer directions (:func:`client_signatures`);
 2. **proximity** (line 10): the server forms :math:`A_{ij} = \\Theta_1(U_p^i, U_p^j)`, the
    smallest principal angle (Eq. 2), or the sum of the principal angles (Eq. 3)
    (:func:`principal_angles`, :func:`proximity_matrix`);
@@ -53,6 +54,24 @@ Choices where the paper is silent or does not fit mixed regression (each is a pa
   ``d = 5, 10, 20``, separations 1, 2, 4 and ``n_i = 20, 50``, Eq. 2 misclusters 0.30
   (``p = 1``), 0.21 (2), 0.13 (3), 0.26 (4): the paper's ``p = 3`` is the best small ``p``.
 * **p** (``p``): default 3, the paper's value (supplement, p = 3 for Tables 1, 2, 6).
+* **Clients with fewer than p points** (``small_clients``).  The paper assumes
+  :math:`p \\ll \\operatorname{rank}(\\mathbf{D}_k)` and says nothing of a client whose data
+  span fewer than ``p`` directions (:math:`n_i < p`, or rank-deficient data).  Ours, by default
+  (``"reduce"``): such a client sends its :math:`r_i = \\min(p, \\operatorname{rank}
+  \\mathbf{D}_i) \\le n_i` leading vectors, which span all of its data, and the proximity of
+  subspaces of dimensions :math:`r_i, r_j` uses their :math:`\\min(r_i, r_j)` principal angles:
+  Eq. 2 their smallest, Eq. 3 their sum (a subspace inside the other is at distance 0; the
+  distance of Ye and Lim [3]_ between subspaces of different dimensions also uses these angles
+  only).  Padding the missing angles with :math:`\\pi/2` instead would put every small client
+  far from every other under Eq. 3; sending ``p`` vectors with zero singular values would send
+  arbitrary directions orthogonal to the data.  ``"refuse"`` (before this option, the only
+  behaviour) raises :class:`mixreg.algorithms.ProblemRefused` unless every client sends ``p``
+  vectors.  A client whose data are all zero (rank 0) has nothing to send: refused either way.
+  Accepted is not well clustered: one or two points say little of the leading direction Eq. 2
+  compares, and in ``experiments.compare``'s quick preset (``n_i = 2``, ``d = 10``, 8 trials)
+  PACFL misclusters 0.42 of the clients (``pacfl_x``: 0.47; chance 0.5).  With
+  :math:`\\sigma = 0`, ``p = d`` and Eq. 3, a small client lies in its cluster's hyperplane, at
+  distance 0 from its cluster's full clients (tested).
 * **No centring** (the paper and its code take the SVD of the raw data matrix).
 * **Angles** in radians (the public code uses degrees, so its thresholds are 180/pi times ours).
 * **Eq. 3** is implemented as the sum of the *true* principal angles,
@@ -71,8 +90,8 @@ Choices where the paper is silent or does not fit mixed regression (each is a pa
   gradient steps instead of SGD epochs, data weights :math:`n_i / N_z` (Alg. 1, line 24).
 
 Cost: the signatures are one batched SVD per distinct client size (:math:`O(N D^2)` flops),
-the proximity matrix :math:`m^2` SVDs of ``p x p`` matrices, HC :math:`O(m^2)` (SciPy), and a
-FedAvg round two products of ``2 B N d`` flops.
+the proximity matrix :math:`m^2` SVDs of ``p x p`` matrices (a client's unsent vectors are zero
+columns), HC :math:`O(m^2)` (SciPy), and a FedAvg round two products of ``2 B N d`` flops.
 
 References
 ----------
@@ -81,6 +100,8 @@ References
    Between Client Data Subspaces", AAAI 2023; public code github.com/MMorafah/PACFL.
 .. [2] A. Bjorck, G. H. Golub, "Numerical methods for computing angles between linear
    subspaces", Math. Comp. 27, 1973.
+.. [3] K. Ye, L.-H. Lim, "Schubert varieties and distances between subspaces of different
+   dimensions", SIAM J. Matrix Anal. Appl. 37(3), 2016.
 """
 
 from __future__ import annotations
@@ -116,12 +137,15 @@ __all__ = [
     "assign_new_clients",
     "MATRICES",
     "MEASURES",
+    "SMALL_CLIENTS",
 ]
 
 #: The client data matrices: ``"joint"`` columns :math:`(x_{ij}, y_{ij})`, ``"x"`` columns :math:`x_{ij}`.
 MATRICES = ("joint", "x")
 #: The proximity measures: Eq. 2 (smallest principal angle), Eq. 3 (sum of the principal angles).
 MEASURES = ("smallest", "sum")
+#: Clients whose data span fewer than ``p`` directions: ``"reduce"`` (send those, ours), ``"refuse"``.
+SMALL_CLIENTS = ("reduce", "refuse")
 
 # Largest number of float64 entries of one block of the (rows, b, p, q) Gram matrices (32 MiB).
 _GRAM_BLOCK = 1 << 22
@@ -154,6 +178,11 @@ class PACFLResult(DriverResult):
         ``"smallest"`` (Eq. 2) or ``"sum"`` (Eq. 3).
     p : int
         Singular vectors per client.
+    small_clients : str
+        ``"reduce"`` or ``"refuse"`` (:func:`client_signatures`).
+    ranks : ndarray of shape (m,), int64
+        :math:`r_i`, the vectors client ``i`` sent: ``p``, or :math:`\\operatorname{rank}
+        \\mathbf{D}_i < p` (at most :math:`n_i`) for a client whose data span fewer directions.
     """
 
     proximity: np.ndarray
@@ -163,6 +192,8 @@ class PACFLResult(DriverResult):
     matrix: str
     measure: str
     p: int
+    small_clients: str
+    ranks: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +208,7 @@ class NewClientAssignment:
     proximity : ndarray of shape (M + B_new, M + B_new)
         The extended proximity matrix (:func:`pme`).
     signatures : ndarray of shape (M + B_new, D, p)
-        The extended signatures.
+        The extended signatures (zero columns: vectors a client did not send).
     n_clusters : int
         Clusters after the assignment (old and new).
     old_partition_kept : bool
@@ -198,12 +229,13 @@ class NewClientAssignment:
 # --------------------------------------------------------------------------------------------
 
 
-def client_signatures(problem, p, *, matrix="joint"):
+def client_signatures(problem, p, *, matrix="joint", small_clients="reduce"):
     """The ``p`` leading left singular vectors of every client's data matrix (Alg. 1, line 8).
 
     .. math::
 
-        \\mathbf{D}_i = U \\Sigma V^\\top, \\qquad U_p^i = U[:, :p], \\qquad
+        \\mathbf{D}_i = U \\Sigma V^\\top, \\qquad U_p^i = U[:, :r_i], \\qquad
+        r_i = \\min(p, \\operatorname{rank} \\mathbf{D}_i), \\qquad
         \\mathbf{D}_i = \\begin{pmatrix} x_{i1} & \\cdots & x_{in_i} \\\\
         y_{i1} & \\cdots & y_{in_i} \\end{pmatrix} \\ (\\text{joint}) \\quad \\text{or} \\quad
         X_i^\\top \\ (\\text{x}),
@@ -212,50 +244,81 @@ def client_signatures(problem, p, *, matrix="joint"):
     fixed so that the largest entry in absolute value of every vector is positive (ours; the
     principal angles do not depend on it).
 
+    :math:`\\mathbf{D}_i` is ``D x n_i``, so its rank is at most :math:`\\min(D, n_i)` and, as
+    ``p < D``, :math:`r_i = p` unless :math:`n_i < p` or the data are degenerate (repeated or
+    collinear samples); the rank counts the singular values above :math:`\\sigma_1 \\max(D,
+    n_i)\\,\\epsilon` (:func:`numpy.linalg.matrix_rank`'s rule).  With ``small_clients="reduce"``
+    a client of :math:`r_i < p` sends only its :math:`r_i` vectors, which span all of its data
+    (ours, module docstring); the paper assumes :math:`p \\ll \\operatorname{rank}
+    \\mathbf{D}_i`.
+
     Parameters
     ----------
     problem : Problem
     p : int
         Vectors per client, in ``[1, D - 1]`` with ``D = d + 1`` (joint) or ``d`` (x) (``p = D``
-        spans the whole space: every angle is 0), and at most every client's ``n_i`` (its data
-        matrix has rank at most ``n_i``).
+        spans the whole space: every angle is 0).
     matrix : {"joint", "x"}
         ``"joint"`` (default, ours): columns :math:`(x_{ij}, y_{ij})`; ``"x"``: the features
         alone, the paper's choice for images, blind to the clusters of mixed regression when
         they share a covariance (module docstring).
+    small_clients : {"reduce", "refuse"}
+        A client whose data span fewer than ``p`` directions sends those (``"reduce"``, default,
+        ours), or the problem is refused (``"refuse"``).
 
     Returns
     -------
     signatures : ndarray of shape (m, D, p), float64
-        Orthonormal columns, in decreasing order of singular value.
+        Client ``i``'s :math:`r_i` orthonormal columns, in decreasing order of singular value,
+        then ``p - r_i`` zero columns (vectors not sent).
+
+    Raises
+    ------
+    mixreg.algorithms.ProblemRefused
+        A client's data are all zero (rank 0); with ``small_clients="refuse"``, ``p`` above the
+        smallest client size, or a client's data of rank below ``p``.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from mixreg.problems import make_problem
-    >>> pb = make_problem(m=4, k=2, n=30, d=3, sigma=0.0, scale=1.0, rng=np.random.default_rng(0))
+    >>> from mixreg.problems import make_problem_from_parameters
+    >>> pb = make_problem_from_parameters(np.eye(2, 3), np.array([0, 1, 0]), np.array([30, 30, 1]), 0.1,
+    ...                                   rng=np.random.default_rng(0))
     >>> U = client_signatures(pb, 2)
     >>> U.shape, bool(np.allclose(U[0].T @ U[0], np.eye(2)))
-    ((4, 4, 2), True)
+    ((3, 4, 2), True)
+    >>> (U != 0).any(axis=1).tolist()[2]  # the client of one point sends one vector
+    [True, False]
     """
     check_problem(problem)
     check_choice("matrix", matrix, MATRICES)
+    check_choice("small_clients", small_clients, SMALL_CLIENTS)
     D = problem.d + 1 if matrix == "joint" else problem.d
     if D == 1:
         raise ValueError("matrix='x' with d=1: the only subspace is the whole line and every angle is 0; "
                          "use matrix='joint'")
     p = check_int("p", p, low=1, high=D - 1)
     smallest = int(problem.sizes.min())
-    if p > smallest:
+    if small_clients == "refuse" and p > smallest:
         raise ProblemRefused(f"p must be at most the smallest client size min n_i = {smallest} (a client's data "
-                         f"matrix has rank at most n_i), got p={p}")
+                             f"matrix has rank at most n_i), got p={p}; small_clients='reduce' lets such a client "
+                             f"send fewer vectors")
     columns = problem.X.astype(np.float64)
     if matrix == "joint":
         columns = np.column_stack([columns, problem.y.astype(np.float64)])
-    U = np.empty((problem.m, D, p))
-    for _, clients, rows in size_groups(problem.offsets):
+    U = np.zeros((problem.m, D, p))
+    ranks = np.empty(problem.m, dtype=np.int64)
+    for n, clients, rows in size_groups(problem.offsets):
         data = np.swapaxes(columns[rows], 1, 2)  # (c, D, n): the samples are the columns
-        U[clients] = np.linalg.svd(data, full_matrices=False)[0][:, :, :p]
+        u, s, _ = np.linalg.svd(data, full_matrices=False)  # u (c, D, min(D, n)), s descending
+        ranks[clients] = (s > s[:, :1] * (max(D, n) * np.finfo(np.float64).eps)).sum(axis=1)
+        U[clients, :, :min(p, n)] = u[:, :, :p]
+    if ranks.min() == 0:
+        raise ProblemRefused(f"client {int(ranks.argmin())}'s data matrix is zero: it spans no direction to send")
+    if small_clients == "refuse" and ranks.min() < p:
+        raise ProblemRefused(f"client {int(ranks.argmin())}'s data matrix has rank {int(ranks.min())} < p={p} "
+                             f"(degenerate samples); small_clients='reduce' lets it send fewer vectors")
+    U = np.where(np.arange(p) < ranks[:, None, None], U, 0.0)  # unsent vectors are zero columns
     largest = np.take_along_axis(U, np.abs(U).argmax(axis=1)[:, None, :], axis=1)
     U *= np.where(largest < 0, -1.0, 1.0)
     return U
@@ -276,16 +339,22 @@ def principal_angles(U_i, U_j):
     accuracy is about :math:`10^{-8}` for angles near 0 (the arccos of a number near 1), which is
     far below any clustering threshold.
 
+    Trailing zero columns are vectors a client did not send (:func:`client_signatures`): a
+    signature of :math:`r` nonzero columns spans an :math:`r`-dimensional subspace, and two
+    subspaces of dimensions :math:`r_i, r_j` have :math:`\\min(r_i, r_j)` principal angles; the
+    entries past them are NaN.
+
     Parameters
     ----------
     U_i : array of shape (..., D, p)
-        Orthonormal columns (checked to ``1e-6``); leading axes broadcast against ``U_j``'s.
+        Orthonormal columns (checked to ``1e-6``), then zero columns, at least one nonzero;
+        leading axes broadcast against ``U_j``'s.
     U_j : array of shape (..., D, q)
 
     Returns
     -------
     angles : ndarray of shape (..., min(p, q)), float64
-        In radians, ascending.
+        In radians, ascending; NaN past the :math:`\\min(r_i, r_j)` defined angles.
 
     See Also
     --------
@@ -297,12 +366,14 @@ def principal_angles(U_i, U_j):
     >>> e = np.eye(3)
     >>> principal_angles(e[:, :2], e[:, 1:]).round(6).tolist()  # share e_1, e_0 is orthogonal to e_2
     [0.0, 1.570796]
+    >>> principal_angles(e[:, :2], e[:, 1:] * [1.0, 0.0]).round(6).tolist()  # the line e_1 sent alone
+    [0.0, nan]
     """
-    U_i = _check_orthonormal("U_i", U_i)
-    U_j = _check_orthonormal("U_j", U_j)
+    U_i, r_i = _check_orthonormal("U_i", U_i)
+    U_j, r_j = _check_orthonormal("U_j", U_j)
     if U_i.shape[-2] != U_j.shape[-2]:
         raise ValueError(f"U_i and U_j must have the same number of rows D, got {U_i.shape} and {U_j.shape}")
-    return _principal_angles(U_i, U_j)
+    return _principal_angles(U_i, U_j, r_i, r_j)
 
 
 def proximity_matrix(signatures, measure="smallest"):
@@ -311,20 +382,27 @@ def proximity_matrix(signatures, measure="smallest"):
     .. math::
 
         A_{ij} = \\Theta_1(U_p^i, U_p^j) \\ (\\text{Eq. 2, "smallest"}), \\qquad
-        A_{ij} = \\sum_{r=1}^{p} \\Theta_r(U_p^i, U_p^j) \\ (\\text{Eq. 3, "sum"}),
+        A_{ij} = \\sum_{l=1}^{\\min(r_i, r_j)} \\Theta_l(U_p^i, U_p^j) \\ (\\text{Eq. 3, "sum"}),
 
-    with :math:`\\Theta_r` the true principal angles (:func:`principal_angles`).  Eq. 3 is printed
-    in the paper as :math:`\\mathrm{tr}(\\arccos(U_p^{i\\top} U_p^j))`, the entrywise arccos of
-    the Gram matrix summed along its diagonal (the angles between the *r*-th vectors of the two
-    bases), and the public code computes Eq. 2 as the smallest entrywise arccos; both depend on
-    the chosen bases and on the signs of the singular vectors (two bases of one subspace get a
-    nonzero "distance").  We use the sum of the true angles, which the paper's footnote
-    describes ("the summation over the principal angles"); it is basis-free.
+    with :math:`\\Theta_l` the true principal angles (:func:`principal_angles`) and :math:`r_i`
+    the vectors client ``i`` sent (``p``, or fewer for a client whose data span fewer
+    directions: :func:`client_signatures`).  Subspaces of dimensions :math:`r_i, r_j` have
+    :math:`\\min(r_i, r_j)` principal angles: Eq. 2 takes the smallest of them, Eq. 3 sums them
+    (ours where :math:`r_i` or :math:`r_j < p`, module docstring; with :math:`r_i = r_j = p`
+    the paper's sum of ``p`` angles).
+
+    Eq. 3 is printed in the paper as :math:`\\mathrm{tr}(\\arccos(U_p^{i\\top} U_p^j))`, the
+    entrywise arccos of the Gram matrix summed along its diagonal (the angles between the *r*-th
+    vectors of the two bases), and the public code computes Eq. 2 as the smallest entrywise
+    arccos; both depend on the chosen bases and on the signs of the singular vectors (two bases
+    of one subspace get a nonzero "distance").  We use the sum of the true angles, which the
+    paper's footnote describes ("the summation over the principal angles"); it is basis-free.
 
     Parameters
     ----------
     signatures : array of shape (m, D, p)
-        Orthonormal columns (:func:`client_signatures`).
+        Orthonormal columns, then zero columns for the vectors a client did not send
+        (:func:`client_signatures`).
     measure : {"smallest", "sum"}
 
     Returns
@@ -340,9 +418,9 @@ def proximity_matrix(signatures, measure="smallest"):
     >>> proximity_matrix(U).round(4).tolist()
     [[0.0, 0.3, 1.5708], [0.3, 0.0, 1.2708], [1.5708, 1.2708, 0.0]]
     """
-    U = _check_orthonormal("signatures", signatures, ndim=3)
+    U, ranks = _check_orthonormal("signatures", signatures, ndim=3)
     check_choice("measure", measure, MEASURES)
-    A = np.triu(_cross_proximity(U, U, measure, upper=True), 1)
+    A = np.triu(_cross_proximity(U, ranks, U, ranks, measure, upper=True), 1)
     return A + A.T
 
 
@@ -406,7 +484,8 @@ def pme(proximity, signatures, new_signatures, measure="smallest"):
     signatures : array of shape (M, D, p)
         :math:`U_{old}`.
     new_signatures : array of shape (B, D, p)
-        :math:`U_{new}` (same ``D`` and ``p``).
+        :math:`U_{new}` (same ``D`` and ``p``; a new client that sent fewer vectors has zero
+        columns, :func:`client_signatures`).
     measure : {"smallest", "sum"}
         The measure ``A_old`` was computed with.
 
@@ -424,8 +503,8 @@ def pme(proximity, signatures, new_signatures, measure="smallest"):
     >>> A.round(4).tolist(), U2.shape
     ([[0.0, 0.0, 1.5708], [0.0, 0.0, 1.5708], [1.5708, 1.5708, 0.0]], (3, 3, 1))
     """
-    U_old = _check_orthonormal("signatures", signatures, ndim=3)
-    U_new = _check_orthonormal("new_signatures", new_signatures, ndim=3)
+    U_old, r_old = _check_orthonormal("signatures", signatures, ndim=3)
+    U_new, r_new = _check_orthonormal("new_signatures", new_signatures, ndim=3)
     M = U_old.shape[0]
     A_old = check_array("proximity", proximity, shape=(M, M), dtype=np.float64)
     if U_new.shape[1:] != U_old.shape[1:]:
@@ -435,9 +514,9 @@ def pme(proximity, signatures, new_signatures, measure="smallest"):
     B = U_new.shape[0]
     A = np.zeros((M + B, M + B))
     A[:M, :M] = A_old
-    A[:M, M:] = _cross_proximity(U_old, U_new, measure)
+    A[:M, M:] = _cross_proximity(U_old, r_old, U_new, r_new, measure)
     A[M:, :M] = A[:M, M:].T
-    new_block = np.triu(_cross_proximity(U_new, U_new, measure, upper=True), 1)
+    new_block = np.triu(_cross_proximity(U_new, r_new, U_new, r_new, measure, upper=True), 1)
     A[M:, M:] = new_block + new_block.T
     return A, np.concatenate([U_old, U_new])
 
@@ -535,24 +614,35 @@ def assign_new_clients(proximity, signatures, labels, new_signatures, *, thresho
 
 
 def _check_orthonormal(name, U, ndim=None):
-    """``U`` (..., D, p) as float64, or ``ValueError`` unless its columns are orthonormal."""
+    """``U`` (..., D, p) as float64 and its ranks (...,), the number of nonzero columns, or
+    ``ValueError`` unless its columns are orthonormal, then zero (vectors not sent), at least one
+    nonzero."""
     U = check_array(name, U, ndim=ndim, dtype=np.float64)
     if U.ndim < 2 or U.shape[-1] < 1 or U.shape[-2] < U.shape[-1]:
         raise ValueError(f"{name} must have shape (..., D, p) with 1 <= p <= D, got {U.shape}")
+    sent = U.any(axis=-2)
+    ranks = sent.sum(axis=-1)
+    if (ranks < 1).any() or (sent != (np.arange(U.shape[-1]) < ranks[..., None])).any():
+        raise ValueError(f"{name}: the zero columns (vectors not sent) of a signature must come last, after at "
+                         f"least one nonzero column")
     gram = np.swapaxes(U, -1, -2) @ U
-    if np.abs(gram - np.eye(U.shape[-1])).max(initial=0.0) > _ORTHONORMAL_TOL:
-        raise ValueError(f"{name} must have orthonormal columns (U^T U = I to {_ORTHONORMAL_TOL:g})")
-    return U
+    if np.abs(gram - np.eye(U.shape[-1]) * sent[..., None, :]).max(initial=0.0) > _ORTHONORMAL_TOL:
+        raise ValueError(f"{name} must have orthonormal columns (U^T U = I to {_ORTHONORMAL_TOL:g}), "
+                         f"then zero columns")
+    return U, ranks
 
 
-def _principal_angles(U_i, U_j):
-    """Principal angles (..., min(p, q)), ascending: arccos of the clipped singular values."""
+def _principal_angles(U_i, U_j, r_i, r_j):
+    """Principal angles (..., min(p, q)), ascending: arccos of the clipped singular values, the
+    first min(r_i, r_j) of them (zero columns add zero singular values, sorted last); NaN after."""
     s = np.linalg.svd(np.swapaxes(U_i, -1, -2) @ U_j, compute_uv=False)  # descending
-    return np.arccos(np.clip(s, 0.0, 1.0))
+    angles = np.arccos(np.clip(s, 0.0, 1.0))
+    return np.where(np.arange(angles.shape[-1]) < np.minimum(r_i, r_j)[..., None], angles, np.nan)
 
 
-def _cross_proximity(U, V, measure, *, upper=False):
-    """Eq. 2 or 3 between every signature of ``U`` (a, D, p) and of ``V`` (b, D, q): (a, b).
+def _cross_proximity(U, r_U, V, r_V, measure, *, upper=False):
+    """Eq. 2 or 3 between every signature of ``U`` (a, D, p) of ranks ``r_U`` (a,) and of ``V``
+    (b, D, q) of ranks ``r_V`` (b,): (a, b), over the min(r_i, r_j) angles of each pair.
 
     The (rows, b, p, q) Gram matrices are formed in blocks of rows to bound memory.  With
     ``upper=True`` (``V`` is ``U``) a block of rows ``lo:hi`` is only compared with the columns
@@ -563,8 +653,9 @@ def _cross_proximity(U, V, measure, *, upper=False):
     rows = max(1, _GRAM_BLOCK // max(1, b * U.shape[2] * V.shape[2]))
     for lo in range(0, a, rows):
         first = lo if upper else 0
-        angles = _principal_angles(U[lo:lo + rows, None], V[None, first:])  # (rows, b - first, min(p, q))
-        out[lo:lo + rows, first:] = angles[..., 0] if measure == "smallest" else angles.sum(axis=-1)
+        angles = _principal_angles(U[lo:lo + rows, None], V[None, first:], r_U[lo:lo + rows, None],
+                                   r_V[None, first:])  # (rows, b - first, min(p, q))
+        out[lo:lo + rows, first:] = angles[..., 0] if measure == "smallest" else np.nansum(angles, axis=-1)
     return out
 
 
@@ -574,13 +665,14 @@ def _cross_proximity(U, V, measure, *, upper=False):
 
 
 def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, p=3, matrix="joint",
-          measure="smallest", linkage="average", n_clusters=None, threshold=None, local_steps=1):
+          measure="smallest", linkage="average", n_clusters=None, threshold=None, local_steps=1,
+          small_clients="reduce"):
     r"""Run ``B`` replicas of PACFL (Algorithm 1 of Vahidian et al.) on one problem.
 
     .. math::
 
-        U_p^i &= \text{the } p \text{ leading left singular vectors of } \mathbf{D}_i
-            \quad (\text{every client, once}), \\
+        U_p^i &= \text{the } r_i = \min(p, \operatorname{rank} \mathbf{D}_i) \text{ leading left
+            singular vectors of } \mathbf{D}_i \quad (\text{every client, once}), \\
         A_{ij} &= \Theta_1(U_p^i, U_p^j) \ (\text{Eq. 2}) \quad \text{or} \quad
             \textstyle\sum_r \Theta_r(U_p^i, U_p^j) \ (\text{Eq. 3}), \\
         \{C_1, \dots, C_Z\} &= HC(A, \beta) \quad (\text{the server, once}), \\
@@ -631,6 +723,11 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
         :math:`\beta` in radians: cut HC at this height (``Z`` is then an output).
     local_steps : int >= 1
         ``s`` of FedAvg(s).
+    small_clients : {"reduce", "refuse"}
+        A client whose data span fewer than ``p`` directions (:math:`n_i < p`, or degenerate
+        data) sends those :math:`r_i < p` vectors and its proximities use the :math:`\min(r_i,
+        r_j)` principal angles (``"reduce"``, default, ours; :func:`client_signatures`,
+        :func:`proximity_matrix`), or the problem is refused (``"refuse"``).
 
     Returns
     -------
@@ -641,12 +738,16 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     ValueError
         Besides bad arguments, when HC formed ``Z`` clusters and ``init`` has ``1 < k < Z``
         models; the message gives ``Z``.
+    mixreg.algorithms.ProblemRefused
+        A client's data are all zero; with ``small_clients="refuse"``, a client that cannot send
+        ``p`` vectors (the message names ``p`` and the smallest client size).
 
     Notes
     -----
-    Communication of an average client: it uploads its signature once (``D p`` floats, ``D = d +
-    1`` for the joint matrix) and per FedAvg round its cluster id and its local model (``d + 1``),
-    and downloads its cluster's model (``d``) per round.
+    Communication of an average client: it uploads its signature once (``D r_i`` floats, ``D = d
+    + 1`` for the joint matrix, :math:`r_i = p` unless it has fewer directions) and per FedAvg
+    round its cluster id and its local model (``d + 1``), and downloads its cluster's model
+    (``d``) per round.
 
     A replica whose models or objective stop being finite is frozen at its last finite models
     and flagged (``diverged``), as in every driver of :mod:`mixreg.algorithms`.
@@ -671,6 +772,7 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     check_choice("matrix", matrix, MATRICES)
     check_choice("measure", measure, MEASURES)
     check_choice("linkage", linkage, LINKAGES)
+    check_choice("small_clients", small_clients, SMALL_CLIENTS)
     if n_clusters is not None and threshold is not None:
         raise ValueError("give at most one of n_clusters and threshold")
     if threshold is not None:
@@ -679,7 +781,7 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
         n_clusters = check_int("n_clusters", k if n_clusters is None else n_clusters, low=1, high=problem.m)
 
     # lines 8-11, once for all replicas: signatures, proximity matrix, HC
-    signatures = client_signatures(problem, p, matrix=matrix)
+    signatures = client_signatures(problem, p, matrix=matrix, small_clients=small_clients)
     A = proximity_matrix(signatures, measure)
     clustering = pacfl_clusters(A, n_clusters=n_clusters, threshold=threshold, linkage=linkage)
     labels, Z = clustering.labels, clustering.n_groups
@@ -711,6 +813,8 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
         matrix=matrix,
         measure=measure,
         p=int(signatures.shape[2]),
+        small_clients=small_clients,
+        ranks=signatures.any(axis=1).sum(axis=1),
     )
 
 
@@ -719,30 +823,32 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
 # --------------------------------------------------------------------------------------------
 
 
-def _communication(matrix, p):
-    """Upload ``D p`` once (the signature) plus ``d`` per round (the server assigned the cluster,
-    so a client sends only its model); download ``d`` per round."""
+def _communication(matrix):
+    """Upload ``D r_i`` once (the signature, averaged over the clients: ``r_i = p`` unless client
+    ``i`` sent fewer vectors) plus ``d`` per round (the server assigned the cluster, so a client
+    sends only its model); download ``d`` per round."""
 
     def communication(problem, result, replica):
         D = problem.d + 1 if matrix == "joint" else problem.d
-        return float(D * p + problem.d * result.n_rounds), float(problem.d * result.n_rounds)
+        return float(D * result.ranks.mean() + problem.d * result.n_rounds), float(problem.d * result.n_rounds)
 
     return communication
 
 
 def registrations():
     """The registry entries: PACFL on the joint (x, y) matrix and on the features alone."""
-    common = dict(measure="smallest", linkage="average", p=3)
+    common = dict(measure="smallest", linkage="average", p=3, small_clients="reduce")
     return [
         Algorithm(
             name="pacfl",
             run=_bind(pacfl, uses_rng=False, matrix="joint", **common),
             uses_rng=False,
             options={"matrix": "joint", **common},
-            communication=_communication("joint", 3),
+            communication=_communication("joint"),
             source=("Vahidian et al. 2023 (AAAI), Algorithm 1 with Eq. 2 and HC cut into k clusters; "
-                    "signatures of the joint (x, y) data matrix"),
-            sends=("once: its p leading left singular vectors of the (d+1) x n_i matrix of its (x, y) samples; "
+                    "signatures of the joint (x, y) data matrix; clients of n_i < p send n_i vectors (ours)"),
+            sends=("once: its p leading left singular vectors of the (d+1) x n_i matrix of its (x, y) samples "
+                   "(min(p, rank) <= n_i of them if fewer); "
                    "then per round one d-vector local model, receiving its cluster's model (the server formed the "
                    "clusters)"),
         ),
@@ -751,10 +857,12 @@ def registrations():
             run=_bind(pacfl, uses_rng=False, matrix="x", **common),
             uses_rng=False,
             options={"matrix": "x", **common},
-            communication=_communication("x", 3),
+            communication=_communication("x"),
             source=("Vahidian et al. 2023 (AAAI), Algorithm 1 with Eq. 2 and HC cut into k clusters; "
-                    "signatures of the features alone (the paper's data matrix)"),
-            sends=("once: its p leading left singular vectors of its d x n_i feature matrix X_i^T; "
+                    "signatures of the features alone (the paper's data matrix); clients of n_i < p send n_i "
+                    "vectors (ours)"),
+            sends=("once: its p leading left singular vectors of its d x n_i feature matrix X_i^T (min(p, rank) "
+                   "<= n_i of them if fewer); "
                    "then per round one d-vector local model, receiving its cluster's model (the server formed the "
                    "clusters)"),
         ),
