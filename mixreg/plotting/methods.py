@@ -123,6 +123,8 @@ COMPARE = _registry(
     MethodStyle("oneshot", "one-shot: local LS, k-means, FedAvg per cluster (IFCA Alg. 1)", "#e08214", "D", "-",
                 short="one-shot"),
     MethodStyle("fesem", "FeSEM (multi-center FL, Alg. 1)", "#b35806", "h", "-", short="FeSEM"),
+    MethodStyle("fesem_paper", "FeSEM from its paper's start (best of 20 k-means of the local models)", "#b35806",
+                "H", "--", short="FeSEM (k-means start)"),
     MethodStyle("pacfl", "PACFL, joint (x, y) signatures (Alg. 1)", "#fdb863", "p", "-", short="PACFL (x, y)"),
     MethodStyle("pacfl_x", "PACFL, x-only signatures (Alg. 1)", "#8c510a", "P", "--", short="PACFL (x)"),
     MethodStyle("ifca_points", "point-level IFCA (UIFCA scheme, thesis Alg. 3)", "#2166ac", "*", "-",
