@@ -173,7 +173,8 @@ def draw(config, tables, outdir):
         spec = _spec(config, regime)
         title = (f"{regime}: {REGIMES[regime][0]}  (m = {spec.m}, k = {spec.k}, d = {spec.d}, σ = {spec.sigma:g}, "
                  f"Δ = {config.separation:g}; {rows[0]['trials']} trials)")
-        footnote = (f"Every method: {config.n_inits} random starts x steps {list(STEPS)}, the replica with the lowest "
+        footnote = (f"Every method: {config.n_inits} random starts (FeSEM (k-means start): {config.n_inits} of its paper's "
+                    f"best-of-20 k-means starts) x steps {list(STEPS)}, the replica with the lowest "
                     f"final training objective (never the distance to θ*); at most {config.n_rounds} rounds, stop when no "
                     f"coordinate moves more than {TOL:g} x the data's parameter scale. Bars: 95% intervals of the mean. "
                     f"Floats: per client, counted from each protocol. Misclustering at 0.5 (dotted) is chance for k = 2. "
