@@ -265,14 +265,17 @@ def config_from_args(config_cls, presets, args):
 
 
 def _config_from_record(config_cls, record):
-    """A ``Config`` from its ``dataclasses.asdict`` after a JSON round trip (lists -> tuples)."""
+    """A ``Config`` from its ``dataclasses.asdict`` after a JSON round trip (lists -> tuples).
+    A field the record lacks takes its default if it has one (an option added later, whose
+    default is what the record's run did); a lacking field without a default is an error."""
     if not isinstance(record, dict):
         raise ValueError("missing")
-    names = [f.name for f in dataclasses.fields(config_cls)]
-    missing = [name for name in names if name not in record]
+    fields = dataclasses.fields(config_cls)
+    missing = [f.name for f in fields if f.name not in record and f.default is dataclasses.MISSING]
     if missing:
         raise ValueError(f"{', '.join(missing)} missing (written by another version?)")
-    values = {name: tuple(record[name]) if isinstance(record[name], list) else record[name] for name in names}
+    values = {f.name: tuple(record[f.name]) if isinstance(record[f.name], list) else record[f.name]
+              for f in fields if f.name in record}
     return config_cls(**values).validate()
 
 
@@ -761,7 +764,9 @@ def entry_points(module_name, *, description, paper_presets=()):
     """
     module = sys.modules[module_name]
     spec = getattr(module, "__spec__", None)
-    prog = f"python -m {spec.name if spec is not None else module_name}"
+    # run by its file path (python experiments/x.py) a script has no spec: name it as a module
+    name = spec.name if spec is not None else f"experiments.{pathlib.Path(module.__file__).stem}"
+    prog = f"python -m {name}"
     paper_presets = tuple(paper_presets)
 
     def build_parser():

@@ -220,9 +220,11 @@ TRIAL_OVERHEAD = 1.5e8
 
 
 #: Flop/s of one single-threaded worker running IFCA trials, per dtype, for the time estimate:
-#: the benchmark's replica-round at the official sizes (``python -m experiments.bench_ifca``:
-#: 55 to 80 GFLOP/s in float32, 34 to 39 in float64), rounded down; paper-a ran at 7.5e10 per
-#: worker counting every replica's rounds (compaction drops the diverged ones).
+#: the benchmark's replica-round at the official sizes in the paper presets' batches
+#: (``python -m experiments.bench_ifca``: 65 to 81 GFLOP/s in float32 at B = 60 and 120, 45 to 61
+#: at B = 30; 34 to 37 in float64 at B = 30); paper-a ran at 7.5e10 per worker counting every
+#: replica's rounds (compaction drops the diverged ones).  Small problems run slower (the quick
+#: presets at d = 50 to 200 take about 3 times their estimate): an order of magnitude.
 FLOP_RATE = {"float32": 6e10, "float64": 3e10}
 
 

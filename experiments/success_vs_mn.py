@@ -217,12 +217,22 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         cells=cells_of(config),
         n_trials=config.trials,
         root_seed=root_seed,
-        config=dict(dataclasses.asdict(config), success_rules=SUCCESS_RULES,
+        config=dict(_recorded(config), success_rules=SUCCESS_RULES,
                     predictions=dict(rule=PREDICTION_TEXT, cells=registered)),
         cost_fn=trial_flops,
         memory_fn=trial_memory,
         flop_rate=FLOP_RATE[config.dtype],
     )
+
+
+def _recorded(config):
+    """The config as the manifest records it: without ``shared_draws`` when it is off, so that a
+    sweep run before the option existed keeps its identity (its results directory resumes and
+    redraws; a missing field takes its default when read back)."""
+    values = dataclasses.asdict(config)
+    if not config.shared_draws:
+        del values["shared_draws"]
+    return values
 
 
 def summarise(config, records):

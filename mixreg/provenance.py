@@ -138,7 +138,7 @@ def _excluding(cwd, exclude):
             rel = pathlib.Path(path).resolve().relative_to(top)
         except ValueError:  # outside the checkout
             continue
-        specs.append(f":(top,exclude){rel.as_posix()}")
+        specs.append(f":(top,exclude,literal){rel.as_posix()}")  # literal: no glob in a directory name
     return ("--", ":(top)", *specs) if specs else ()
 
 

@@ -216,6 +216,13 @@ def test_a_runs_own_results_directory_does_not_make_the_checkout_dirty(tmp_path)
     assert provenance.git_commit(tmp_path, exclude=["/somewhere/else"])["dirty"] is True
     (tmp_path / "code.py").write_text("x = 2\n")
     assert provenance.git_commit(tmp_path, exclude=[tmp_path / "results"])["dirty"] is True
+    git("checkout", "-q", "--", "code.py")
+    (tmp_path / "res*x").mkdir()  # a directory name is not a pattern: it hides no other path
+    (tmp_path / "resAx").write_text("tracked\n")
+    git("add", "resAx")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "more")
+    (tmp_path / "resAx").write_text("changed\n")
+    assert provenance.git_commit(tmp_path, exclude=[tmp_path / "res*x"])["dirty"] is True
 
 
 # --------------------------------------------------------------------------- planning and fitting

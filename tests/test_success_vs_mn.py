@@ -181,3 +181,20 @@ def test_figure_says_the_region_is_a_prediction(tmp_path):
         texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
         assert any("prediction, before the runs" in t for t in texts)
         plt.close(fig)
+
+
+def test_sweeps_run_before_shared_draws_keep_their_identity():
+    """Off, the option is not recorded: the quick sweep's key is the one its results directories
+    were written under before the option existed (they resume), and a manifest without the field
+    reads back with its default (they redraw)."""
+    from experiments._cli import _config_from_record
+
+    quick = exp.config_from_args(exp.build_parser().parse_args([]))
+    sweep = exp.build_sweep(quick)
+    assert sweep.key == "691ca527b8e1a218" and "shared_draws" not in sweep.config
+    record = json.loads(json.dumps(sweep.config))
+    assert _config_from_record(exp.Config, record) == quick
+    paired = exp.build_sweep(dataclasses.replace(quick, shared_draws=True))
+    assert paired.config["shared_draws"] is True and paired.key != sweep.key
+    with pytest.raises(ValueError, match="k missing"):
+        _config_from_record(exp.Config, {key: value for key, value in record.items() if key != "k"})

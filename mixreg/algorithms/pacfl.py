@@ -64,9 +64,11 @@ Choices where the paper is silent or does not fit mixed regression (each is a pa
   distance of Ye and Lim [3]_ between subspaces of different dimensions also uses these angles
   only).  Padding the missing angles with :math:`\\pi/2` instead would put every small client
   far from every other under Eq. 3; sending ``p`` vectors with zero singular values would send
-  arbitrary directions orthogonal to the data.  ``"refuse"`` (before this option, the only
-  behaviour) raises :class:`mixreg.algorithms.ProblemRefused` unless every client sends ``p``
-  vectors.  A client whose data are all zero (rank 0) has nothing to send: refused either way.
+  arbitrary directions orthogonal to the data.  ``"refuse"`` raises
+  :class:`mixreg.algorithms.ProblemRefused` unless every client sends ``p`` vectors (before this
+  option only :math:`n_i < p` was refused, and a client of :math:`n_i \\ge p` degenerate samples
+  sent arbitrary directions orthogonal to its data; every result where all clients' data span
+  ``p`` directions is unchanged, bit for bit).  A client whose data are all zero (rank 0) has nothing to send: refused either way.
   Accepted is not well clustered: one or two points say little of the leading direction Eq. 2
   compares, and in ``experiments.compare``'s quick preset (``n_i = 2``, ``d = 10``, 8 trials)
   PACFL misclusters 0.42 of the clients (``pacfl_x``: 0.47; chance 0.5).  With

@@ -388,8 +388,8 @@ class _Estimate:
 
     def lines(self):
         mem = _physical_memory()
-        text = [f"Estimated memory: {_size(self.memory_bytes)} in the process that runs the "
-                f"command (about {_size(_BYTES_PER_TRIAL)} per trial)"
+        text = [f"Estimated memory: {_size(self.memory_bytes)} in all: the records, about "
+                f"{_size(_BYTES_PER_TRIAL)} per trial, in the process that runs the command"
                 + ("" if self.trial_bytes is None else
                    f", and up to {_size(self.trial_bytes)} per worker for the heaviest trial")
                 + ("" if mem is None else f"; this machine has {_size(mem)}")]
