@@ -221,8 +221,10 @@ def test_a_runs_own_results_directory_does_not_make_the_checkout_dirty(tmp_path)
     (tmp_path / "resAx").write_text("tracked\n")
     git("add", "resAx")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "more")
+    excluded = [tmp_path / "results", tmp_path / "res*x"]
+    assert provenance.git_commit(tmp_path, exclude=excluded)["dirty"] is False
     (tmp_path / "resAx").write_text("changed\n")
-    assert provenance.git_commit(tmp_path, exclude=[tmp_path / "res*x"])["dirty"] is True
+    assert provenance.git_commit(tmp_path, exclude=excluded)["dirty"] is True
 
 
 # --------------------------------------------------------------------------- planning and fitting
