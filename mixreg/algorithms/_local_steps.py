@@ -1,11 +1,12 @@
 """The local gradient steps of the drivers that train one local model per client and column.
 
-FeSEM's Local_update (Xie et al. 2020, Algorithm 2) and point-level IFCA's ModelUpdate (the IFCA
-thesis, Algorithm 5) both run ``s`` full-batch gradient steps of many local models at once: a
-model per client and *column*, a column being a replica (FeSEM) or a (replica, model) pair
-(point-level IFCA).  The loop is the same; what differs is which rows a step uses and how they
-are weighted, and that is the caller's ``residuals``: all of client ``i``'s rows with weight
-:math:`1/n_i` (FeSEM), or only the rows of the sub-client :math:`S_{i,l}` with weight
+FeSEM's Local_update (Xie et al. 2020, Algorithm 2), point-level IFCA's ModelUpdate (the IFCA
+thesis, Algorithm 5) and IFCA's option II (its ``tau`` local steps, Algorithm 2 of the arXiv
+text) all run ``s`` full-batch gradient steps of many local models at once: a model per client
+and *column*, a column being a replica (FeSEM, IFCA) or a (replica, model) pair (point-level
+IFCA).  The loop is the same; what differs is which rows a step uses and how they are weighted,
+and that is the caller's ``residuals``: all of client ``i``'s rows with weight :math:`1/n_i`
+(FeSEM, IFCA), or only the rows of the sub-client :math:`S_{i,l}` with weight
 :math:`1/|S_{i,l}|` (point-level IFCA).  :func:`mixreg.local_solvers.gradient_steps` is the same
 update for one model per client, with validation.
 """

@@ -48,6 +48,7 @@ from ._driver import (
     data_scales,
     elapsed,
 )
+from ._local_steps import local_gradient_steps
 
 __all__ = [
     "IFCAResult",
@@ -458,11 +459,9 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 new = th - step * grad
             else:  # theta_j = mean of the tau-step local models of the clients that chose j
                 kernels.gather_selected(th, assign, local)
-                for _ in range(tau):
-                    kernels.client_predictions(local, gX, ws.layout, ws.R)
-                    kernels.selected_residuals(ws.R, gY[0], ws.offsets, assign, ws.weights, ws.R)
-                    kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
-                    local -= loc_step * ws.C
+                local_gradient_steps(local, gX, ws.layout, loc_step, tau,  # tau steps on F_i from theta_{j_hat_i}
+                                     lambda R: kernels.selected_residuals(R, gY[0], ws.offsets, assign, ws.weights, R),
+                                     ws.R, ws.C)
                 new = th.copy()
                 kernels.cluster_average(local, assign, new)
 
