@@ -421,9 +421,11 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(engine, tmp_path):
     """Ctrl-C signals the terminal's whole process group: one line, whatever the backend's workers do."""
     out = tmp_path / "out"
     argv = SLOW + engine + ["--out", str(out)]
+    # its own group with Ctrl-C's default action, as a terminal's foreground job (a test run that
+    # was itself started in the background inherits SIGINT ignored, which exec keeps)
     proc = subprocess.Popen([sys.executable, "-m", "experiments.success_vs_R", *argv], cwd=REPO_DIR,
                             env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # its own group, as a terminal's foreground job
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and proc.poll() is None and not list(out.glob("chunks/cell*.json")):
