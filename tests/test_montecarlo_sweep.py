@@ -382,3 +382,17 @@ def test_a_sweeps_own_flop_rate_sets_its_time_estimate(tmp_path):
     assert "at an assumed 1e+11 flop/s per worker" in dry_run(fast)
     with pytest.raises(ValueError, match="flop_rate"):
         dataclasses.replace(slow, flop_rate=0.0)
+
+
+def test_automatic_chunks_hold_at_most_five_minutes_of_estimated_work():
+    """An interrupted run loses at most the chunks in flight: with a cost_fn, the automatic
+    chunk size keeps a task's estimated work under five minutes (one trial at the least)."""
+    from mixreg.montecarlo import dry_run
+
+    cheap = toy_sweep(n_trials=400, cost_fn=lambda cell: 1e9)  # 0.1 s per trial at 1e10 flop/s
+    slow = dataclasses.replace(cheap, cost_fn=lambda cell: 1e12)  # 100 s per trial
+    assert "50 trials per task" in dry_run(cheap, jobs=1)
+    assert "3 trials per task" in dry_run(slow, jobs=1)
+    assert "1 trials per task" in dry_run(dataclasses.replace(slow, cost_fn=lambda cell: 1e13), jobs=1)
+    # 10 s per trial: at most 30, balanced over the cell's 400 trials (14 tasks of 29 or fewer)
+    assert "29 trials per task" in dry_run(dataclasses.replace(slow, flop_rate=1e11), jobs=1)

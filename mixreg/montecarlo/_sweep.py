@@ -55,6 +55,9 @@ logger = logging.getLogger("mixreg.montecarlo")
 
 _MAX_AUTO_CHUNK = 50  # trials per task at most when chosen automatically (checkpoint grain)
 _TASKS_PER_WORKER = 8  # automatic chunking aims for at least this many tasks per worker
+#: Estimated seconds of a task at most when the chunk size is chosen automatically and the sweep
+#: has a cost_fn: an interrupted run loses at most about this much of each worker's work.
+_MAX_CHUNK_SECONDS = 300.0
 _SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 
 
@@ -245,11 +248,23 @@ class SweepResult:
 # --------------------------------------------------------------------------- planning
 
 
-def _auto_chunk_size(n_cells, n_trials, workers):
+def _auto_chunk_size(n_cells, n_trials, workers, trial_seconds=None):
+    """Trials per task: enough tasks per worker to balance the load, at most
+    :data:`_MAX_AUTO_CHUNK`, and, given the estimated seconds of the heaviest trial, at most
+    :data:`_MAX_CHUNK_SECONDS` of work (the work an interruption can lose)."""
     per_task = math.ceil(n_cells * n_trials / (_TASKS_PER_WORKER * workers))
     size = max(1, min(per_task, n_trials, _MAX_AUTO_CHUNK))
+    if trial_seconds:
+        size = max(1, min(size, int(_MAX_CHUNK_SECONDS // trial_seconds)))
     pieces = math.ceil(n_trials / size)
     return math.ceil(n_trials / pieces)  # balance the chunks of a cell
+
+
+def _heaviest_trial_seconds(sweep, costs):
+    """Estimated seconds of the sweep's heaviest trial (its cost at its flop rate), or None."""
+    if not costs:
+        return None
+    return max(costs) / (sweep.flop_rate or _FLOPS_PER_WORKER)
 
 
 class _Plan:
@@ -619,7 +634,7 @@ def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwri
         backend.prepare(sweep)
         chunk_dir.mkdir(exist_ok=True)
         chunk_size = sweep.chunk_size or _auto_chunk_size(
-            len(sweep.cells), sweep.n_trials, backend.workers)
+            len(sweep.cells), sweep.n_trials, backend.workers, _heaviest_trial_seconds(sweep, costs))
         plan = _Plan(sweep, done, chunk_size, costs)
         run_info = {
             "started": environment["time"],
@@ -843,7 +858,8 @@ def dry_run(sweep, *, jobs=1):
     workers = _dry_run_workers(jobs)
     n_cells, n_trials = len(sweep.cells), sweep.n_trials
     per_worker = workers or 1
-    chunk_size = sweep.chunk_size or _auto_chunk_size(n_cells, n_trials, per_worker)
+    chunk_size = sweep.chunk_size or _auto_chunk_size(n_cells, n_trials, per_worker,
+                                                      _heaviest_trial_seconds(sweep, _cell_costs(sweep)))
     chunk_source = ("set by the sweep" if sweep.chunk_size
                     else f"automatic for {per_worker} worker(s)")
     tasks_per_cell = math.ceil(n_trials / chunk_size)
