@@ -264,7 +264,12 @@ def _heaviest_trial_seconds(sweep, costs):
     """Estimated seconds of the sweep's heaviest trial (its cost at its flop rate), or None."""
     if not costs:
         return None
-    return max(costs) / (sweep.flop_rate or _FLOPS_PER_WORKER)
+    return max(costs) / _flop_rate(sweep)
+
+
+def _flop_rate(sweep):
+    """Flop/s per worker of the sweep's time estimates: its own, or :data:`_FLOPS_PER_WORKER`."""
+    return sweep.flop_rate or _FLOPS_PER_WORKER
 
 
 class _Plan:
@@ -450,7 +455,7 @@ def _estimate(sweep, workers, costs=None, *, time=True, other=True):
         costs = _cell_costs(sweep)
     flops = None if costs is None else float(sum(costs)) * n_trials
     seconds = None
-    rate = sweep.flop_rate or _FLOPS_PER_WORKER
+    rate = _flop_rate(sweep)
     if flops is not None and workers:
         seconds = flops / (rate * workers)
     notes, refusal = [], None
@@ -858,8 +863,9 @@ def dry_run(sweep, *, jobs=1):
     workers = _dry_run_workers(jobs)
     n_cells, n_trials = len(sweep.cells), sweep.n_trials
     per_worker = workers or 1
+    costs = _cell_costs(sweep)
     chunk_size = sweep.chunk_size or _auto_chunk_size(n_cells, n_trials, per_worker,
-                                                      _heaviest_trial_seconds(sweep, _cell_costs(sweep)))
+                                                      _heaviest_trial_seconds(sweep, costs))
     chunk_source = ("set by the sweep" if sweep.chunk_size
                     else f"automatic for {per_worker} worker(s)")
     tasks_per_cell = math.ceil(n_trials / chunk_size)
@@ -876,7 +882,6 @@ def dry_run(sweep, *, jobs=1):
         lines.append(f"  {key}: {len(values)} value(s): {shown}")
     lines.append(f"Chunks: {chunk_size} trials per task ({chunk_source}) -> "
                  f"{tasks_per_cell * n_cells} tasks")
-    costs = _cell_costs(sweep)
     if costs is None:
         lines.append("Estimated work: unknown (the sweep has no cost_fn)")
     else:
