@@ -59,6 +59,7 @@ from mixreg.theory import (
 )
 from mixreg.trials import (
     IFCA_LEVELS_CELLS,
+    IFCA_SCALE_LEVELS_CELLS,
     IFCA_SUCCESS_CELLS,
     SUCCESS_RULES,
     ifca_success_levels_trial,
@@ -168,27 +169,34 @@ COLUMNS = ("k", "m", "n", "d", "protocol", "n_rounds", "n_inits", "step_sizes", 
 def cells_of(config):
     """Grid cells: the problem of every (sigma, r) (a :class:`ProblemSpec`) and IFCA's settings;
     with ``shared_draws``, one cell per r holding every sigma (``sigma_levels``)."""
-    method = dict(n_rounds=config.n_rounds, n_inits=config.n_inits,
-                  step_sizes=tuple(float(g) for g in config.step_sizes), init=config.init,
-                  init_scale=float(config.init_scale), threshold_offset=float(config.threshold_offset))
+    def spec(sigma, r):
+        return ProblemSpec(m=config.m, k=config.k, n=config.n, d=config.d, sigma=float(sigma), scale=float(r),
+                           protocol=config.protocol, dtype=config.dtype)
+
     if config.shared_draws:
-        levels = tuple(float(s) for s in config.sigmas)
-        columns = tuple(key for key in COLUMNS if key != "sigma") + ("sigma_levels",)
-        cells = []
-        for r in config.rs:
-            spec = ProblemSpec(m=config.m, k=config.k, n=config.n, d=config.d, sigma=0.0, scale=float(r),
-                               protocol=config.protocol, dtype=config.dtype)
-            cell = {**spec.to_cell(IFCA_LEVELS_CELLS), **method, "sigma_levels": levels}
-            cells.append({key: cell[key] for key in columns})
-        return tuple(cells)
-    cells = []
-    for sigma in config.sigmas:
-        for r in config.rs:
-            spec = ProblemSpec(m=config.m, k=config.k, n=config.n, d=config.d, sigma=float(sigma), scale=float(r),
-                               protocol=config.protocol, dtype=config.dtype)
-            cell = {**spec.to_cell(IFCA_SUCCESS_CELLS), **method}
-            cells.append({key: cell[key] for key in COLUMNS})
-    return tuple(cells)
+        return tuple(ifca_cell(config, spec(0.0, r), levels=("sigma", config.sigmas)) for r in config.rs)
+    return tuple(ifca_cell(config, spec(sigma, r)) for sigma in config.sigmas for r in config.rs)
+
+
+#: The problem schema of a cell whose levels of this parameter share one draw.
+_LEVEL_SCHEMAS = {"sigma": IFCA_LEVELS_CELLS, "r": IFCA_SCALE_LEVELS_CELLS}
+
+
+def ifca_cell(config, spec, levels=None):
+    """One cell of an IFCA success sweep (also :mod:`experiments.success_vs_mn`'s): the problem
+    ``spec`` and IFCA's settings from ``config``, keyed in ``trials.csv``'s column order
+    (:data:`COLUMNS`).  ``levels=(key, values)``, ``key`` ``"sigma"`` or ``"r"``: a cell whose
+    levels of that parameter share one draw, holding ``<key>_levels`` in place of ``key``."""
+    cell = {**spec.to_cell(IFCA_SUCCESS_CELLS if levels is None else _LEVEL_SCHEMAS[levels[0]]),
+            "n_rounds": config.n_rounds, "n_inits": config.n_inits,
+            "step_sizes": tuple(float(g) for g in config.step_sizes), "init": config.init,
+            "init_scale": float(config.init_scale), "threshold_offset": float(config.threshold_offset)}
+    columns = COLUMNS
+    if levels is not None:
+        key, values = levels
+        cell[f"{key}_levels"] = tuple(float(v) for v in values)
+        columns = tuple(column for column in COLUMNS if column != key) + (f"{key}_levels",)
+    return {column: cell[column] for column in columns}
 
 
 def _batch(cell):

@@ -40,7 +40,7 @@ import numpy as np
 
 from experiments import _cli
 from experiments._cli import param
-from experiments.success_vs_R import FLOP_RATE, COLUMNS, check_ifca_protocol, trial_flops, trial_memory
+from experiments.success_vs_R import FLOP_RATE, check_ifca_protocol, ifca_cell, trial_flops, trial_memory
 from mixreg.algorithms.ifca import INIT_METHODS
 from mixreg.metrics import oracle_ls_floor
 from mixreg.montecarlo import Sweep
@@ -55,8 +55,6 @@ from mixreg.theory import (
     ls_points_needed,
 )
 from mixreg.trials import (
-    IFCA_SCALE_LEVELS_CELLS,
-    IFCA_SUCCESS_CELLS,
     SUCCESS_RULES,
     ifca_success_levels_trial,
     ifca_success_trial,
@@ -149,29 +147,13 @@ PRESETS = {
 def cells_of(config):
     """Grid cells: the problem of every (r, n, m) (a :class:`ProblemSpec`) and IFCA's settings;
     with ``shared_draws``, one cell per (n, m) holding every r (``r_levels``)."""
-    method = dict(n_rounds=config.n_rounds, n_inits=config.n_inits,
-                  step_sizes=tuple(float(g) for g in config.step_sizes), init=config.init,
-                  init_scale=float(config.init_scale), threshold_offset=float(config.threshold_offset))
+    def spec(m, n, r):
+        return ProblemSpec(m=m, k=config.k, n=n, d=config.d, sigma=float(config.sigma), scale=float(r),
+                           protocol=config.protocol, dtype=config.dtype)
+
     if config.shared_draws:
-        levels = tuple(float(r) for r in config.rs)
-        columns = tuple(key for key in COLUMNS if key != "r") + ("r_levels",)
-        cells = []
-        for n in config.ns:
-            for m in config.ms:
-                spec = ProblemSpec(m=m, k=config.k, n=n, d=config.d, sigma=float(config.sigma), scale=1.0,
-                                   protocol=config.protocol, dtype=config.dtype)
-                cell = {**spec.to_cell(IFCA_SCALE_LEVELS_CELLS), **method, "r_levels": levels}
-                cells.append({key: cell[key] for key in columns})
-        return tuple(cells)
-    cells = []
-    for r in config.rs:
-        for n in config.ns:
-            for m in config.ms:
-                spec = ProblemSpec(m=m, k=config.k, n=n, d=config.d, sigma=float(config.sigma), scale=float(r),
-                                   protocol=config.protocol, dtype=config.dtype)
-                cell = {**spec.to_cell(IFCA_SUCCESS_CELLS), **method}
-                cells.append({key: cell[key] for key in COLUMNS})
-    return tuple(cells)
+        return tuple(ifca_cell(config, spec(m, n, 1.0), levels=("r", config.rs)) for n in config.ns for m in config.ms)
+    return tuple(ifca_cell(config, spec(m, n, r)) for r in config.rs for n in config.ns for m in config.ms)
 
 
 def _threshold(config):
