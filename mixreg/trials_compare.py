@@ -186,20 +186,20 @@ def _fesem_paper(problem, n_inits, steps, eta, T, tol, seed):
     step size, chosen and rerun as every method is."""
     starts = initial_centres(problem, n_inits, rng=np.random.default_rng(seed))
     init = np.repeat(starts, steps.size, axis=0)  # replica = (start, step), step fastest
-    record = _run_method("fesem", problem, init, eta, T, tol, seed)
-    return {key.replace("fesem_", "fesem_paper_", 1): value for key, value in record.items()}
+    return _run_method("fesem", problem, init, eta, T, tol, seed, label="fesem_paper")
 
 
-def _run_method(name, problem, init, eta, T, tol, seed, *, errors=None):
+def _run_method(name, problem, init, eta, T, tol, seed, *, errors=None, label=None):
     """Run method ``name`` on every replica for ``T`` rounds, choose by training loss, and rerun
     the chosen replica alone with the tolerance to count its rounds to convergence (the batched
-    call runs as long as its slowest replica)."""
+    call runs as long as its slowest replica).  The record's columns are ``<label>_<metric>``,
+    ``label`` defaulting to ``name`` (a variant or reference point run by a registered driver)."""
     alg = get_algorithm(name)
     rng = (lambda: np.random.default_rng(seed)) if alg.uses_rng else (lambda: None)
     res = alg.run(problem, init, eta, n_rounds=T, rng=rng())
     b = res.best_replica()
     alone = None if b is None else alg.run(problem, init[b : b + 1], eta[b], n_rounds=T, rng=rng(), tol=tol)
-    return _record(name, problem, res, alone, alg.communication, errors=errors)
+    return _record(label or name, problem, res, alone, alg.communication, errors=errors)
 
 
 def _prefixed(name, values):
@@ -252,8 +252,7 @@ def _references(problem, starts, steps, T, tol, seed):
         return float(gaps.mean()), float(gaps.max())
 
     out.update(_run_method("fedavg", problem, np.repeat(starts[:, :1], steps.size, axis=0), eta, T, tol, seed,
-                           errors=one_model))
-    out = {key.replace("fedavg_", "global_fedavg_", 1): value for key, value in out.items()}
+                           errors=one_model, label="global_fedavg"))
 
     # local-only: every client's minimum-norm least squares, nothing communicated
     start = time.perf_counter()
@@ -276,6 +275,6 @@ def _references(problem, starts, steps, T, tol, seed):
     out.update(_prefixed("known_label_ls", values))
 
     # IFCA started at the truth, the same step grid
-    truth = _run_method("ifca", problem, np.repeat(star[None], steps.size, axis=0), steps, T, tol, seed)
-    out.update({key.replace("ifca_", "ifca_truth_", 1): value for key, value in truth.items()})
+    out.update(_run_method("ifca", problem, np.repeat(star[None], steps.size, axis=0), steps, T, tol, seed,
+                           label="ifca_truth"))
     return out
