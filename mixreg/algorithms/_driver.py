@@ -177,7 +177,7 @@ class Replicas:
         """Mask of the replicas that have not diverged."""
         return ~self.diverged
 
-    def accept(self, theta, new, objective, t):
+    def accept(self, theta, new, objective, t, *, moved=None):
         """End round ``t``: in place, ``theta[b] = new[b]`` for every replica that did not diverge.
 
         Parameters
@@ -191,6 +191,10 @@ class Replicas:
             parameters do).
         t : int
             The round.
+        moved : ndarray of shape (B,), optional
+            IN: how far the rest of a replica's state moved this round (largest coordinate
+            change), for a driver whose state is more than ``theta`` (FeSEM's local models): the
+            tolerance stop then needs both to rest.
         """
         objective = np.asarray(objective, dtype=np.float64)
         ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective)
@@ -207,6 +211,8 @@ class Replicas:
         keep = ~self.diverged
         if self.tol is not None:
             self.change[keep] = np.abs(new[keep] - theta[keep]).max(axis=(1, 2))
+            if moved is not None:
+                self.change[keep] = np.maximum(self.change[keep], moved[keep])
         theta[keep] = new[keep]
         self.rounds_run = t + 1
 

@@ -477,13 +477,12 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec):
             kernels.gather_selected(new, assign, new_local)  # Algorithm 2: start from the centre,
             _local_update(problem, ws, new_local, s)  # take s local steps
             loss[_blown_up(new_local, replicas)] = np.nan  # so that the replica is frozen
-            replicas.accept(centres, new, loss / N, t)  # per-sample mean loss
+            # the state is the centres AND the local models: a round that leaves the centres in
+            # place (e.g. the first from the k-means start, whose M-step repeats the k-means
+            # centres) has not converged if the local models moved
+            moved = np.abs(new_local - local).max(axis=(0, 2)) if replicas.tol is not None else None
+            replicas.accept(centres, new, loss / N, t, moved=moved)  # per-sample mean loss
             live = replicas.live
-            if replicas.tol is not None:  # the state is the centres AND the local models: a round
-                # that leaves the centres in place (e.g. the first from the k-means start, whose
-                # M-step repeats the k-means centres) has not converged if the local models moved
-                moved = np.abs(new_local[:, live] - local[:, live]).max(axis=(0, 2), initial=0.0)
-                replicas.change[live] = np.maximum(replicas.change[live], moved)
             local[:, live] = new_local[:, live]
             if rec is not None:
                 rec.record_point(t + 1, centres, replicas.diverged)
