@@ -163,3 +163,10 @@ def subprocess_env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_DIR), str(TESTS_DIR), env.get("PYTHONPATH", "")])
     return env
+
+
+def sigint_probe_trial(cell, seed):
+    """Whether the trial runs with SIGINT ignored (loky workers leave Ctrl-C to the parent)."""
+    import signal
+
+    return {"sigint_ignored": signal.getsignal(signal.SIGINT) is signal.SIG_IGN}

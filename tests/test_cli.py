@@ -416,6 +416,18 @@ SLOW = ["--m", "40", "--n", "20", "--d", "200", "--sigmas", "0.5", "--rs", "0.3"
         "--n-inits", "4", "--n-rounds", "200", "--chunk-size", "1", "--no-progress"]  # 6 trials of ~0.3 s
 
 
+def _group_empties(pgid, timeout):
+    """Whether every process of group ``pgid`` has exited within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.parametrize("engine", [["--jobs", "2"], pytest.param(["--dask-local", "2"], marks=pytest.mark.dask)])
 def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(engine, tmp_path):
     """Ctrl-C signals the terminal's whole process group: one line, whatever the backend's workers do."""
@@ -433,6 +445,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(engine, tmp_path):
         assert proc.poll() is None, proc.communicate()
         os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
+        assert _group_empties(proc.pid, timeout=10), "a worker outlived the interrupted run"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -46,6 +46,17 @@ def test_thread_limits_per_backend(tmp_path):
     assert _blas_threads() == before
 
 
+def test_loky_workers_leave_ctrl_c_to_the_parent(tmp_path):
+    """Workers ignore SIGINT (the parent stops them); the in-process backend leaves it as it is."""
+    import signal
+
+    sweep = toy_sweep(trial_fn=toys.sigint_probe_trial, cells=[{"k": 0}, {"k": 1}], n_trials=2)
+    parallel = run_sweep(sweep, tmp_path / "jobs2", jobs=2, progress=False)
+    assert set(parallel.column("sigint_ignored")) == {True}
+    serial = run_sweep(sweep, tmp_path / "jobs1", progress=False)
+    assert set(serial.column("sigint_ignored")) == {signal.getsignal(signal.SIGINT) is signal.SIG_IGN}
+
+
 def test_default_jobs_1_matches_parallel_for_long_reductions(tmp_path):
     """Long BLAS reductions may round differently with 2 threads; the default is one thread."""
     sweep = toy_sweep(trial_fn=toys.long_reduction_trial, cells=[{"length": 200_000}], n_trials=4)

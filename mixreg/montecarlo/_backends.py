@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import signal
 import time
 import traceback
 import warnings
@@ -138,6 +139,18 @@ class _Backend:
                              stop, self.kernel_threads, True)
 
 
+def _leave_ctrl_c_to_the_parent():
+    """A loky worker's initializer: ignore SIGINT, which the parent turns into stopping the run.
+
+    Ctrl-C in a terminal signals the whole foreground process group, workers included.  A worker
+    caught between tasks would die printing its own traceback ("Process LokyProcess-1: ..."),
+    and one inside a trial would race the parent's shutdown.  Ignoring it leaves one reaction:
+    the parent's KeyboardInterrupt, on which joblib aborts the pool and kills the workers; the
+    chunks already written are kept and the trials in flight are run again on resume.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class _JoblibBackend(_Backend):
     def __init__(self, name, workers, kernel_threads, config, info=None):
         self.name, self.workers, self.kernel_threads = name, workers, kernel_threads
@@ -180,7 +193,8 @@ def _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout=3
             backend.name = "serial (in-process)"
             yield backend
             return
-        config = {"backend": "loky", "n_jobs": jobs, "inner_max_num_threads": threads}
+        config = {"backend": "loky", "n_jobs": jobs, "inner_max_num_threads": threads,
+                  "initializer": _leave_ctrl_c_to_the_parent}
         yield _JoblibBackend(f"loky ({jobs} processes)", jobs, threads, config)
         return
 
