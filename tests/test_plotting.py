@@ -81,6 +81,28 @@ def test_collapse_figure_draws_every_sigma_on_every_scale_and_the_held_out_predi
     assert png.stat().st_size > 10000
 
 
+def test_a_curve_dozens_of_decades_from_the_others_is_named_not_drawn():
+    """The separation condition's root at sigma = 0 is exp(-n'): that curve sits ~44 decades
+    from the others; drawing it on one log axis would leave every other curve a vertical stroke."""
+    from mixreg.plotting import plot_success_collapse
+
+    summary = [dict(row, sigma=s) for s in (0.0, 0.25, 0.5) for row in _summary() if row["sigma"] == 0.5]
+    scale = dict(divisor={0.0: 1e-44, 0.25: 1.0, 0.5: 2.0}, xlabel="Δ / Δ_sep(σ)", title="degenerate at σ = 0")
+    fig = plot_success_collapse(summary, [scale])
+    ax = fig.axes[0]
+    drawn = [x for line in ax.get_lines() for x in line.get_xdata()]
+    assert drawn and max(drawn) <= 2.0  # sigma = 0's points (5e43 to 2e44) are not on the axis
+    assert ax.get_xlim()[1] < 100
+    notes = [t.get_text() for t in ax.texts]
+    assert notes == ["σ = 0 off this axis: x from 5e+43 to 2e+44 →"]
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert sum("σ = 0" in label and "σ = 0." not in label for label in labels) == 1  # still in the legend
+
+    near = dict(scale, divisor={0.0: 0.01, 0.25: 1.0, 0.5: 2.0})  # two decades away: drawn as usual
+    ax = plot_success_collapse(summary, [near]).axes[0]
+    assert not ax.texts and max(x for line in ax.get_lines() for x in line.get_xdata()) == 200.0
+
+
 def test_m_n_figures_have_one_panel_per_rule_and_r_and_say_what_is_predicted(tmp_path):
     from mixreg.plotting import plot_success_heatmap, plot_success_vs_m
 

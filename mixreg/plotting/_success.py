@@ -18,6 +18,24 @@ def _log_tick(value, _pos=None):
     return _plain(value) if 0.01 <= value <= 1000 else f"{value:.0e}"
 
 
+_FAR_DECADES = 6.0  # a curve this many decades from the others' is named, not drawn
+
+
+def _far_curves(xs):
+    """``{sigma: +1 or -1}`` for the curves lying over :data:`_FAR_DECADES` decades above (+1) or
+    below (-1) the median curve, whose x-values are ``xs[sigma]`` on a log axis.
+
+    A scale that degenerates for one noise level (the separation condition's root at sigma = 0 is
+    ``C exp(-c n')``, 1e-44 at n' = 100) puts that curve dozens of decades from the rest, and one
+    axis spanning them all leaves every other curve a vertical stroke.
+    """
+    centres = {sigma: float(np.median(np.log10(x))) for sigma, x in xs.items()}
+    if len(centres) < 3:
+        return {}
+    middle = float(np.median(list(centres.values())))
+    return {sigma: int(np.sign(c - middle)) for sigma, c in centres.items() if abs(c - middle) > _FAR_DECADES}
+
+
 def plot_success_vs_separation(
     summary,
     *,
@@ -158,18 +176,31 @@ def plot_success_collapse(summary, scales, *, rule="official", crossings=None, h
     style = RULES.get(rule, RULES["official"])
     ifca = method_label("ifca", short=True)
     for ax, scale in zip(axes, scales):
+        curves = {}
         for sigma in sigmas:
             divisor = scale["divisor"].get(sigma, np.nan)
             rows = sorted((r for r in summary if r["sigma"] == sigma), key=lambda r: r["separation_mean"])
             x = np.array([r["separation_mean"] for r in rows], dtype=float) / divisor
             keep = np.isfinite(x) & (x > 0)
-            if not keep.any():
+            if keep.any():
+                curves[sigma] = (x[keep], *(np.array([r[f"{rule}_success_{part}"] for r in rows], dtype=float)[keep]
+                                            for part in ("rate", "low", "high")))
+        far = _far_curves({sigma: curve[0] for sigma, curve in curves.items()})
+        for sigma, (x, y, lo, hi) in curves.items():
+            line = dict(marker=style.marker, ls=style.linestyle, color=colours[sigma], lw=1.8, ms=4,
+                        label=f"{ifca}, σ = {sigma:g}")
+            if sigma in far:  # keep its legend entry; say where it is instead of crushing the others
+                ax.plot([], [], **line)
                 continue
-            y, lo, hi = (np.array([r[f"{rule}_success_{part}"] for r in rows], dtype=float)[keep]
-                         for part in ("rate", "low", "high"))
-            ax.plot(x[keep], y, marker=style.marker, ls=style.linestyle, color=colours[sigma], lw=1.8, ms=4,
-                    label=f"{ifca}, σ = {sigma:g}")
-            ax.fill_between(x[keep], lo, hi, color=colours[sigma], alpha=0.15, lw=0)
+            ax.plot(x, y, **line)
+            ax.fill_between(x, lo, hi, color=colours[sigma], alpha=0.15, lw=0)
+        for j, sigma in enumerate(sorted(far)):
+            x = curves[sigma][0]
+            side = far[sigma]
+            ax.text(0.98 if side > 0 else 0.02, 0.06 + 0.07 * j,
+                    f"{'' if side > 0 else '← '}σ = {sigma:g} off this axis: x from {x.min():.2g} to {x.max():.2g}"
+                    f"{' →' if side > 0 else ''}", transform=ax.transAxes, ha="right" if side > 0 else "left",
+                    va="bottom", fontsize=8, color=colours[sigma])
         ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
         ax.set_xscale("log")
         drawn = [v for line in ax.get_lines() for v in np.asarray(line.get_xdata(), dtype=float) if v > 0]
