@@ -61,6 +61,30 @@ def test_records_hold_the_tuples_the_trial_function_received(tmp_path):
     assert "steps: 3 value(s): (1.0, 0.1), (1, 2, 3), (0.5,)" in dry_run(sweep)
 
 
+def test_a_replay_runs_with_the_engines_thread_limits_and_equals_the_record(tmp_path):
+    """Multi-threaded BLAS rounds a long reduction differently; the replay limits it as the run did."""
+    from threadpoolctl import threadpool_limits
+
+    cell = {"length": 2_000_000}
+    seed = trial_seed(2024, cell, 0)
+    with threadpool_limits(limits=1):
+        one = toys.long_reduction_trial(dict(cell), seed)
+    with threadpool_limits(limits=2):
+        two = toys.long_reduction_trial(dict(cell), seed)
+    if one == two:
+        pytest.skip("this machine's BLAS rounds the reduction alike with 1 and 2 threads")
+    sweep = toy_sweep(trial_fn=toys.long_reduction_trial, cells=[cell], n_trials=1)
+    recorded = run_sweep(sweep, tmp_path / "out", progress=False).records[0]
+    with threadpool_limits(limits=2):  # the caller's setting does not leak into the replay...
+        replayed = replay_trial(sweep, 0, 0)
+        assert toys.long_reduction_trial(dict(cell), seed) == two  # ...and is restored after it
+    assert replayed == one and replayed["sq_norm"] == recorded["sq_norm"]
+    with threadpool_limits(limits=2):
+        assert replay_trial(sweep, 0, 0, kernel_threads=None) == two  # None: the caller's limits
+    with pytest.raises(ValueError, match="kernel_threads"):
+        replay_trial(sweep, 0, 0, kernel_threads=0)
+
+
 # --------------------------------------------------------------------------- failures
 
 

@@ -171,9 +171,9 @@ def _resampled_rounds(problem, n_rounds, rng):
 
 
 #: Drop diverged replicas from the round's products (see :func:`_run`).  A compacted batch's
-#: products have other shapes, so its live replicas differ from an uncompacted run's in the last
-#: bits (as a batch already differs from separate runs); results stay a deterministic function
-#: of the inputs.
+#: products have other shapes, so its live replicas may differ from an uncompacted run's in the
+#: last bits (on a paper-a trial, single-threaded, they were identical); results stay a
+#: deterministic function of the inputs.
 COMPACT = True
 
 

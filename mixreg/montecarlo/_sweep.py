@@ -20,7 +20,7 @@ import numpy as np
 
 from mixreg import provenance
 from mixreg._validation import check_int, check_real
-from mixreg.montecarlo._backends import _open_backend
+from mixreg.montecarlo._backends import _kernel_threads, _open_backend
 from mixreg.montecarlo._cells import (
     _check_cells,
     _normalise_json,
@@ -782,10 +782,13 @@ def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):
 # --------------------------------------------------------------------------- utilities
 
 
-def replay_trial(sweep, cell, trial):
+def replay_trial(sweep, cell, trial, *, kernel_threads=1):
     """Run one trial of ``sweep`` in this process and return ``trial_fn``'s output.
 
     Exceptions propagate, so a failed trial can be debugged (``python -m pdb``, breakpoints).
+    The kernels run with the engine's thread limits (one BLAS/OpenMP and one numba thread by
+    default, restored afterwards), so the output equals the trial's record field for field:
+    multi-threaded BLAS rounds long products differently.
 
     Parameters
     ----------
@@ -794,11 +797,17 @@ def replay_trial(sweep, cell, trial):
         Cell index (the ``cell`` column of a record or failure).
     trial : int
         Trial index.
+    kernel_threads : int or None, default=1
+        The run's ``kernel_threads`` (its manifest records it per run); ``None`` leaves the
+        thread limits as they are.
     """
     cell = check_int("cell", cell, low=0, high=len(sweep.cells) - 1)
     trial = check_int("trial", trial, low=0)
+    if kernel_threads is not None:
+        kernel_threads = check_int("kernel_threads", kernel_threads, low=1)
     params = sweep.cells[cell]
-    return sweep.trial_fn(dict(params), trial_seed(sweep.root_seed, params, trial))
+    with _kernel_threads(kernel_threads, True):
+        return sweep.trial_fn(dict(params), trial_seed(sweep.root_seed, params, trial))
 
 
 def _dry_run_workers(jobs, warn=True):
