@@ -184,11 +184,24 @@ def test_bad_options_name_the_parameter(kwargs, pattern):
         ifca_points(pb, np.zeros((3, 3)), 0.1, n_rounds=2, **kwargs)
 
 
-def test_registry_entry_counts_the_protocol():
+@pytest.mark.parametrize("tau", [1, 2])
+def test_registry_entry_counts_the_protocol_round_by_round(tau):
+    """Uploads follow each round's point labels (at theta_t), not the final ones."""
     pb = _mixed_problem(np.array([8] * 6))
     alg = ALGORITHMS["ifca_points"]
     assert not alg.uses_rng and alg.options == {"local_steps": 1, "inner_rounds": 1}
-    res = alg.run(pb, np.zeros((1, 3, 3)), 0.1, n_rounds=10)
+    init = np.zeros((1, 3, 3))
+    init[0, 1, 0], init[0, 2, 1] = 1.0, -1.0
+    res = ifca_points(pb, init, 0.1, n_rounds=10, inner_rounds=tau)
     client = np.repeat(np.arange(pb.m), pb.sizes)
-    held = np.mean([np.unique(res.point_assignments[0, client == i]).size for i in range(pb.m)])
-    assert alg.communication(pb, res, 0) == pytest.approx((10 * held * (3 + 1), 10 * 3 * 3))
+
+    def held(theta):  # clusters held by an average client under the labels at theta
+        labels = point_labels(pb, theta[None])[0][0]
+        return np.mean([np.unique(labels[client == i]).size for i in range(pb.m)])
+
+    thetas = [init[0]] + [ifca_points(pb, init, 0.1, n_rounds=t, inner_rounds=tau).theta[0] for t in range(1, 10)]
+    per_round = [held(theta) for theta in thetas]
+    assert len(set(per_round)) > 1  # the labels change along the run: the final ones would miscount
+    upload, download = alg.communication(pb, res, 0)
+    assert upload == pytest.approx(tau * (3 + 1) * sum(per_round))
+    assert download == tau * 10 * 3 * 3

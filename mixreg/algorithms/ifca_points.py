@@ -76,7 +76,7 @@ from ._driver import (
     data_scales,
     elapsed,
 )
-from ._fixed_labels import clusters_held, majority_labels
+from ._fixed_labels import majority_labels
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
 
@@ -106,6 +106,10 @@ class IFCAPointsResult(DriverResult):
     point_misclustering_history : ndarray of shape (T, B) or None
         With ``history=True``: the same for the labels of round ``t`` (computed at
         :math:`\\theta_t`, before the update); ``nan`` from a replica's divergence on.
+    upload_floats : ndarray of shape (B,)
+        Floats all clients sent the server over the run, counted round by round from that
+        round's point labels: ``tau (d + 1)`` per (client, cluster) pair with points, for the
+        rounds the replica was live.
     local_steps : int
         ``s``, the local gradient steps of ModelUpdate.
     inner_rounds : int
@@ -115,6 +119,7 @@ class IFCAPointsResult(DriverResult):
     point_assignments: np.ndarray
     point_misclustering: np.ndarray
     point_misclustering_history: np.ndarray | None = None
+    upload_floats: np.ndarray
     local_steps: int
     inner_rounds: int
 
@@ -278,9 +283,10 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
 
     Notes
     -----
-    Communication of a client per round: it downloads the ``k`` models (``k d`` floats) and
-    uploads, for every cluster it holds points of, one local model and the count
-    :math:`|S_{i,l}|`, at most ``k (d + 1)`` floats, ``tau`` times.
+    Communication of a client per round, ``tau`` times: it downloads the ``k`` models (``k d``
+    floats) and uploads, for every cluster it holds points of under the round's labels, one
+    local model and the count :math:`|S_{i,l}|`, at most ``k (d + 1)`` floats.  The uploads
+    are counted round by round (``upload_floats``).
 
     A replica whose models or objective stop being finite, or blow up, is frozen at its last
     finite models and flagged (``diverged``), as in every driver of :mod:`mixreg.algorithms`.
@@ -304,7 +310,8 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     point_history = np.full((T, B), np.nan) if history else None
-    _run(problem, theta, eta, replicas, rec, point_history, s=s, tau=tau)
+    uploads = np.zeros(B)
+    _run(problem, theta, eta, replicas, rec, point_history, uploads, s=s, tau=tau)
 
     with np.errstate(over="ignore", invalid="ignore"):
         labels, train_loss = point_labels(problem, theta)
@@ -325,6 +332,7 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         point_assignments=labels,
         point_misclustering=point_mis,
         point_misclustering_history=None if point_history is None else point_history[: replicas.rounds_run],
+        upload_floats=uploads,
         local_steps=s,
         inner_rounds=tau,
     )
@@ -344,8 +352,9 @@ def _point_misclustering(problem, labels, k):
     return np.asarray(misclustering_rate(labels, problem.row_labels, max(k, problem.k)), dtype=np.float64)
 
 
-def _run(problem, theta, eta, replicas, rec, point_history, *, s, tau):
-    """Point-level IFCA's loop, in place on ``theta`` (B, k, d), ``replicas`` and the records."""
+def _run(problem, theta, eta, replicas, rec, point_history, uploads, *, s, tau):
+    """Point-level IFCA's loop, in place on ``theta`` (B, k, d), ``replicas``, the records and
+    ``uploads`` (B,), the floats sent to the server."""
     B, k, d = theta.shape
     N, m, dtype = problem.N, problem.m, problem.dtype
     X, y, offsets = problem.X, problem.y, problem.offsets
@@ -383,6 +392,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, *, s, tau):
                                  minlength=B * m * k).reshape(B, m, k)
             N_l = counts.sum(axis=1)
             present = N_l > 0
+            uploads += np.where(replicas.live, (counts > 0).sum(axis=(1, 2)), 0) * (tau * (d + 1))
 
             # (3) tau FedAvg rounds within each cluster of points, warm-started
             new = theta.copy()
@@ -415,11 +425,12 @@ def _run(problem, theta, eta, replicas, rec, point_history, *, s, tau):
 
 
 def _communication(problem, result, replica):
-    """Per round, ``d + 1`` up for every cluster a client holds points of under the replica's
-    final point labels (a model and a count), and the ``k`` models down."""
-    k, n_rounds = result.theta.shape[1], result.n_rounds
-    held = clusters_held(problem, result.point_assignments[replica])
-    return float(held * (problem.d + 1) * n_rounds), float(k * problem.d * n_rounds)
+    """Up: :attr:`IFCAPointsResult.upload_floats` per client (a model and a count for every
+    cluster it holds points of under each round's labels, ``tau`` times a round); down: the
+    ``k`` models before each of the ``tau`` inner rounds."""
+    k, tau = result.theta.shape[1], result.inner_rounds
+    return (float(result.upload_floats[replica] / problem.m),
+            float(tau * k * problem.d * result.n_rounds))
 
 
 def registrations():
