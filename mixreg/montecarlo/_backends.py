@@ -146,7 +146,10 @@ def _leave_ctrl_c_to_the_parent():
     caught between tasks would die printing its own traceback ("Process LokyProcess-1: ..."),
     and one inside a trial would race the parent's shutdown.  Ignoring it leaves one reaction:
     the parent's KeyboardInterrupt, on which joblib aborts the pool and kills the workers; the
-    chunks already written are kept and the trials in flight are run again on resume.
+    chunks already written are kept and the trials in flight are run again on resume.  A worker
+    runs it once started (about half a second after it is spawned, at a run's start or when
+    loky replaces a worker), so a Ctrl-C inside that window can still make it print a traceback.
+    Needs joblib >= 1.5, whose ``parallel_config`` passes ``initializer`` to the loky executor.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
