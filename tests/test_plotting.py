@@ -3,6 +3,7 @@
 The registry of method names, labels and colours is tested in ``tests/test_plotting_methods.py``."""
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 
@@ -101,6 +102,18 @@ def test_a_curve_dozens_of_decades_from_the_others_is_named_not_drawn():
     near = dict(scale, divisor={0.0: 0.01, 0.25: 1.0, 0.5: 2.0})  # two decades away: drawn as usual
     ax = plot_success_collapse(summary, [near]).axes[0]
     assert not ax.texts and max(x for line in ax.get_lines() for x in line.get_xdata()) == 200.0
+
+
+def test_only_a_minority_of_curves_is_ever_named_off_the_axis():
+    from mixreg.plotting._success import _far_curves
+
+    x = np.array([0.5, 1.0, 2.0])
+    assert _far_curves({0: x * 1e44, 1: x, 2: x * 2, 3: x * 4}) == {0: 1}
+    assert _far_curves({0: x * 1e-44, 1: x, 2: x * 2}) == {0: -1}
+    assert _far_curves({0: x * 1e44, 1: x * 1e44, 2: x, 3: x * 2}) == {}  # two against two: no main group
+    assert _far_curves({0: x, 1: x * 1e7, 2: x * 1e14}) == {}  # three groups of one
+    assert _far_curves({0: x, 1: x * 1e44}) == {}  # two curves are always drawn
+    assert _far_curves({}) == {}
 
 
 def test_m_n_figures_have_one_panel_per_rule_and_r_and_say_what_is_predicted(tmp_path):

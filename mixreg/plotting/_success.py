@@ -23,17 +23,25 @@ _FAR_DECADES = 6.0  # a curve this many decades from the others' is named, not d
 
 def _far_curves(xs):
     """``{sigma: +1 or -1}`` for the curves lying over :data:`_FAR_DECADES` decades above (+1) or
-    below (-1) the median curve, whose x-values are ``xs[sigma]`` on a log axis.
+    below (-1) the main group, whose x-values are ``xs[sigma]`` (finite, > 0) on a log axis.
 
-    A scale that degenerates for one noise level (the separation condition's root at sigma = 0 is
-    ``C exp(-c n')``, 1e-44 at n' = 100) puts that curve dozens of decades from the rest, and one
-    axis spanning them all leaves every other curve a vertical stroke.
+    A curve's centre is the median of its log10 x.  The main group is the curves within
+    :data:`_FAR_DECADES` decades of a reference curve, the one with the most such neighbours
+    (the first on ties); only when it holds a strict majority of the curves are the others named
+    (never half or more of them, so two curves are always drawn).  A scale that degenerates for
+    one noise level (the separation condition's root at sigma = 0 is ``C exp(-c n')``, 1e-44 at
+    n' = 100) puts that curve dozens of decades from the rest, and one axis spanning them all
+    leaves every other curve a vertical stroke.
     """
     centres = {sigma: float(np.median(np.log10(x))) for sigma, x in xs.items()}
-    if len(centres) < 3:
+    if not centres:
         return {}
-    middle = float(np.median(list(centres.values())))
-    return {sigma: int(np.sign(c - middle)) for sigma, c in centres.items() if abs(c - middle) > _FAR_DECADES}
+    near = {a: [b for b in centres if abs(centres[a] - centres[b]) <= _FAR_DECADES] for a in centres}
+    reference = max(centres, key=lambda a: len(near[a]))  # max keeps the first of equals
+    if 2 * len(near[reference]) <= len(centres):
+        return {}
+    return {sigma: int(np.sign(c - centres[reference])) for sigma, c in centres.items()
+            if sigma not in near[reference]}
 
 
 def plot_success_vs_separation(
