@@ -205,3 +205,19 @@ def test_registry_entry_counts_the_protocol_round_by_round(tau):
     upload, download = alg.communication(pb, res, 0)
     assert upload == pytest.approx(tau * (3 + 1) * sum(per_round))
     assert download == tau * 10 * 3 * 3
+    if tau == 1:  # the registry's entry runs the same driver
+        assert alg.communication(pb, alg.run(pb, init, 0.1, n_rounds=10), 0) == (upload, download)
+
+
+def test_a_diverged_replica_communicates_up_to_its_divergence_only():
+    pb = _mixed_problem(np.array([8] * 6))
+    init = np.zeros((2, 3, 3))
+    init[:, 1, 0], init[:, 2, 1] = 1.0, -1.0
+    res = ifca_points(pb, init, [0.1, 50.0], n_rounds=10)
+    assert res.diverged.tolist() == [False, True] and 0 <= res.diverged_round[1] < 9
+    live_rounds = res.diverged_round[1] + 1  # it communicated in the round it diverged in
+    alone = ifca_points(pb, init[1:], 50.0, n_rounds=int(live_rounds))  # the same rounds, then stop
+    up, down = ALGORITHMS["ifca_points"].communication(pb, res, 1)
+    assert down == live_rounds * 3 * 3
+    assert up == pytest.approx(ALGORITHMS["ifca_points"].communication(pb, alone, 0)[0])
+    assert up < ALGORITHMS["ifca_points"].communication(pb, res, 0)[0]

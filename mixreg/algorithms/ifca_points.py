@@ -106,10 +106,11 @@ class IFCAPointsResult(DriverResult):
     point_misclustering_history : ndarray of shape (T, B) or None
         With ``history=True``: the same for the labels of round ``t`` (computed at
         :math:`\\theta_t`, before the update); ``nan`` from a replica's divergence on.
-    upload_floats : ndarray of shape (B,)
-        Floats all clients sent the server over the run, counted round by round from that
-        round's point labels: ``tau (d + 1)`` per (client, cluster) pair with points, for the
-        rounds the replica was live.
+    upload_floats, download_floats : ndarray of shape (B,)
+        Floats all clients sent the server, and each client received, over the rounds the
+        replica was live (up to and including the round it diverged in), counted round by
+        round: up, ``tau (d + 1)`` per (client, cluster) pair holding points under that round's
+        labels; down, the ``k`` models before each of the ``tau`` inner rounds, ``tau k d``.
     local_steps : int
         ``s``, the local gradient steps of ModelUpdate.
     inner_rounds : int
@@ -120,6 +121,7 @@ class IFCAPointsResult(DriverResult):
     point_misclustering: np.ndarray
     point_misclustering_history: np.ndarray | None = None
     upload_floats: np.ndarray
+    download_floats: np.ndarray
     local_steps: int
     inner_rounds: int
 
@@ -310,8 +312,8 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     point_history = np.full((T, B), np.nan) if history else None
-    uploads = np.zeros(B)
-    _run(problem, theta, eta, replicas, rec, point_history, uploads, s=s, tau=tau)
+    uploads, downloads = np.zeros(B), np.zeros(B)
+    _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, s=s, tau=tau)
 
     with np.errstate(over="ignore", invalid="ignore"):
         labels, train_loss = point_labels(problem, theta)
@@ -333,6 +335,7 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         point_misclustering=point_mis,
         point_misclustering_history=None if point_history is None else point_history[: replicas.rounds_run],
         upload_floats=uploads,
+        download_floats=downloads,
         local_steps=s,
         inner_rounds=tau,
     )
@@ -352,9 +355,9 @@ def _point_misclustering(problem, labels, k):
     return np.asarray(misclustering_rate(labels, problem.row_labels, max(k, problem.k)), dtype=np.float64)
 
 
-def _run(problem, theta, eta, replicas, rec, point_history, uploads, *, s, tau):
+def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau):
     """Point-level IFCA's loop, in place on ``theta`` (B, k, d), ``replicas``, the records and
-    ``uploads`` (B,), the floats sent to the server."""
+    the floats sent to the server (``uploads``) and to each client (``downloads``), (B,)."""
     B, k, d = theta.shape
     N, m, dtype = problem.N, problem.m, problem.dtype
     X, y, offsets = problem.X, problem.y, problem.offsets
@@ -393,6 +396,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, *, s, tau):
             N_l = counts.sum(axis=1)
             present = N_l > 0
             uploads += np.where(replicas.live, (counts > 0).sum(axis=(1, 2)), 0) * (tau * (d + 1))
+            downloads += np.where(replicas.live, tau * k * d, 0)
 
             # (3) tau FedAvg rounds within each cluster of points, warm-started
             new = theta.copy()
@@ -425,12 +429,10 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, *, s, tau):
 
 
 def _communication(problem, result, replica):
-    """Up: :attr:`IFCAPointsResult.upload_floats` per client (a model and a count for every
-    cluster it holds points of under each round's labels, ``tau`` times a round); down: the
-    ``k`` models before each of the ``tau`` inner rounds."""
-    k, tau = result.theta.shape[1], result.inner_rounds
-    return (float(result.upload_floats[replica] / problem.m),
-            float(tau * k * problem.d * result.n_rounds))
+    """Per client, over the replica's live rounds (:attr:`IFCAPointsResult.upload_floats`):
+    up, a model and a count for every cluster it holds points of under each round's labels,
+    ``tau`` times a round; down, the ``k`` models before each of the ``tau`` inner rounds."""
+    return float(result.upload_floats[replica] / problem.m), float(result.download_floats[replica])
 
 
 def registrations():
