@@ -788,7 +788,10 @@ def replay_trial(sweep, cell, trial, *, kernel_threads=1):
     Exceptions propagate, so a failed trial can be debugged (``python -m pdb``, breakpoints).
     The kernels run with the engine's thread limits (one BLAS/OpenMP and one numba thread by
     default, restored afterwards), so the output equals the trial's record field for field:
-    multi-threaded BLAS rounds long products differently.
+    multi-threaded BLAS rounds long products differently.  As for the engine's in-process runs,
+    the limit reaches the BLAS libraries loaded when the replay starts; a trial that loads one
+    for the first time (scipy's own OpenBLAS, say) runs it with its default threads, so import
+    the trial's modules first (the experiments' modules import theirs).
 
     Parameters
     ----------
