@@ -14,9 +14,10 @@ directory (default ``results/success_vs_mn/<preset>``):
 * ``theory.csv``: per (m, n), the PREDICTION made from the sizes alone before any run: the
   known-label least-squares RMS error ``sigma sqrt(d / (N - d - 1))`` (``N`` pooled points of the
   smallest cluster, ``m n / k`` when balanced) over the threshold, whether it exceeds it (success
-  unlikely for any method; impossible as ``d`` grows, where the error concentrates at its RMS),
-  the oracle's predicted success probability, and for each n the m where the RMS error meets the
-  threshold (the same prediction is in the manifest's config, ``predictions``);
+  improbable even with the true labels, except at the edge; impossible as ``d`` grows, where the
+  error concentrates at its RMS), the oracle's predicted success probability (the edge cells'
+  figure), and for each n the m where the RMS error meets the threshold (the same prediction is
+  in the manifest's config, ``predictions``);
 * ``crossings.csv``: per (rule, r, n), the m where the success rate rises through 1/2, with the
   interval where its Wilson band's edges reach 1/2, against the predicted ``m_needed``;
 * ``manifest.json``: config (with the predictions), root seed, package versions, git commit, times;
@@ -70,8 +71,10 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 PREDICTION_TEXT = (
     "known-label least squares on the N pooled points of the smallest cluster (N = m n / k when balanced) "
     "has RMS error sigma sqrt(d / (N - d - 1)) (mixreg.metrics.oracle_ls_floor); where it exceeds the "
-    "threshold 0.6 sigma + offset, success is unlikely for every method (impossible as d grows); "
-    "fixed by (k, m, n, d, sigma, offset) before any run"
+    "threshold 0.6 sigma + offset (ls_unlikely), success is improbable even with the true labels, except at "
+    "the edge: its probability there is oracle_success_probability (mixreg.theory.ls_oracle_success_probability; "
+    "IFCA converges to least squares on its clusters, so it should not do better); as d grows the error "
+    "concentrates at its RMS and the edge closes; fixed by (k, m, n, d, sigma, offset) before any run"
 )
 
 
@@ -143,6 +146,14 @@ PRESETS = {
                     shared_draws=True),
 }
 
+#: The r each paper preset's figure plots (the paper's Fig. 3(c) at R = 0.1, 3(d) at R = 0.5; the
+#: official scripts also run 0.25 and 0.75): its panels are titled as the paper's.
+PAPER_R = {"paper-c": 0.1, "paper-d": 0.5}
+
+#: Inside the predicted region, a cell whose predicted oracle success probability is at least this
+#: is an edge cell, reported apart from the cells deep inside (where success should be ~0).
+EDGE_PROBABILITY = 0.05
+
 
 def cells_of(config):
     """Grid cells: the problem of every (r, n, m) (a :class:`ProblemSpec`) and IFCA's settings;
@@ -192,7 +203,9 @@ def predictions(config):
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     registered = [dict(m=row["m"], n=row["n"], ls_rms_over_threshold=round(row["ls_rms_over_threshold"], 4),
-                       ls_unlikely=row["ls_unlikely"]) for row in predictions(config)]
+                       ls_unlikely=row["ls_unlikely"],
+                       oracle_success_probability=round(row["oracle_success_probability"], 4))
+                  for row in predictions(config)]
     return Sweep(
         name=NAME,
         trial_fn=ifca_success_levels_trial if config.shared_draws else ifca_success_trial,
@@ -256,16 +269,43 @@ def summarise(config, records):
     return {"rates": rates, "theory": theory, "crossings": crossings}
 
 
-def _prediction_check(rates, theory):
-    """Text: the largest success rate seen inside the predicted region, per rule."""
-    unlikely = {(row["m"], row["n"]) for row in theory if row["ls_unlikely"]}
-    if not unlikely:
+def _prediction_check(rates, theory, paper_r=None):
+    """Text: the success rates seen inside the predicted region, per r (the paper's first): the
+    highest over the cells deep inside (predicted oracle success probability below
+    :data:`EDGE_PROBABILITY`), and each edge cell's rates beside its predicted probability."""
+    region = {(row["m"], row["n"]): row["oracle_success_probability"] for row in theory if row["ls_unlikely"]}
+    if not region:
         return "The predicted region is empty on this grid."
-    inside = [row for row in rates if (row["m"], row["n"]) in unlikely]
-    worst = max(row["oracle_success_probability"] for row in theory if row["ls_unlikely"])
-    seen = ", ".join(f"{rule} {max(row[f'{rule}_success_rate'] for row in inside):.2g}" for rule in RULES_DRAWN)
-    return (f"Inside it ({len(unlikely)} (m, n) cells) the highest success rates are: {seen}; the predicted oracle "
-            f"success probability there is at most {worst:.2g}.")
+    deep = {key for key, p in region.items() if p < EDGE_PROBABILITY}
+    edge = sorted((key for key in region if key not in deep), key=lambda key: (key[1], key[0]))
+    rs = sorted({row["r"] for row in rates}, key=lambda r: (paper_r is None or not np.isclose(r, paper_r), r))
+    parts = []
+    def seen(row):
+        return ", ".join(f"{rule} {row[f'{rule}_success_rate']:.2g}" for rule in RULES_DRAWN)
+
+    for r in rs:
+        at = {(row["m"], row["n"]): row for row in rates if row["r"] == r}
+        pieces = []
+        inside = [at[key] for key in deep if key in at]
+        if inside:
+            highest = {f"{rule}_success_rate": max(row[f"{rule}_success_rate"] for row in inside) for rule in RULES_DRAWN}
+            pieces.append(f"{len(inside)} cells deep inside (predicted oracle success < {EDGE_PROBABILITY:g}), "
+                          f"highest {seen(highest)}")
+        pieces += [f"edge cell (m, n) = ({m}, {n}), predicted oracle {region[m, n]:.2g}: {seen(at[m, n])}"
+                   for m, n in edge if (m, n) in at]
+        mark = " (the paper's)" if paper_r is not None and np.isclose(r, paper_r) else ""
+        parts.append(f"r = {r:g}{mark}: " + "; ".join(pieces))
+    return "Seen inside it: " + ". ".join(parts) + "."
+
+
+def _crossing_text(row, rates):
+    """The official rule's 1/2-crossing in m, or where it lies when the grid does not hold it."""
+    if row["m_half"] is not None and np.isfinite(row["m_half"]):
+        return _fmt(row["m_half"])
+    curve = sorted((r_ for r_ in rates if r_["r"] == row["r"] and r_["n"] == row["n"]), key=lambda r_: r_["m"])
+    if curve and curve[0]["official_success_rate"] >= 0.5:
+        return f"below the grid (rate {curve[0]['official_success_rate']:.2g} at m = {curve[0]['m']})"
+    return f"beyond the grid (rate {curve[-1]['official_success_rate']:.2g} at m = {curve[-1]['m']})" if curve else "–"
 
 
 def _fmt(value):
@@ -282,19 +322,21 @@ def draw(config, tables, outdir):
              + (f" + {config.threshold_offset:g}." if config.threshold_offset else " (strict, no offset: the official "
                                                                                "m-n sweeps)."))
     offset = f" + {config.threshold_offset:g}" if config.threshold_offset else ""
+    paper_r = PAPER_R.get(config.preset)
     shading = (f"Shaded / hatched: PREDICTION made from the sizes before the runs: known-label LS RMS error "
                f"σ√(d/(N−d−1)) > 0.6σ{offset} with N = "
                f"m n / k, i.e. m below m_needed(n) = k (d + 1 + d σ²/t²) / n (dotted). "
-               + _prediction_check(rates, theory))
+               + _prediction_check(rates, theory, paper_r))
     official = [row for row in crossings if row["rule"] == "official"]
-    half = "; ".join(f"r={row['r']:g}, n={row['n']}: {_fmt(row['m_half'])} (needed {row['m_needed']:.3g})"
+    half = "; ".join(f"r={row['r']:g}, n={row['n']}: {_crossing_text(row, rates)} (needed {row['m_needed']:.3g})"
                      for row in official)
     footnote = f"{setup} {shading} Official rule crosses 1/2 at m = {half}."
     title = (f"IFCA success probability vs clients m and points per client n (k = {config.k}, d = {config.d}, "
              f"σ = {config.sigma:g})")
-    fig = plot_success_vs_m(rates, theory, rules=RULES_DRAWN, title=title, footnote=footnote)
+    fig = plot_success_vs_m(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title, footnote=footnote)
     paths = save_figure(fig, pathlib.Path(outdir) / NAME)
-    fig = plot_success_heatmap(rates, theory, rules=RULES_DRAWN, title=title, footnote=f"{setup} {shading}")
+    fig = plot_success_heatmap(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title,
+                               footnote=f"{setup} {shading}")
     return paths + save_figure(fig, pathlib.Path(outdir) / f"{NAME}_heatmap")
 
 

@@ -183,18 +183,69 @@ def test_figure_says_the_region_is_a_prediction(tmp_path):
         plt.close(fig)
 
 
-def test_sweeps_run_before_shared_draws_keep_their_identity():
-    """Off, the option is not recorded: the quick sweep's key is the one its results directories
-    were written under before the option existed (they resume), and a manifest without the field
-    reads back with its default (they redraw)."""
+def test_shared_draws_off_is_not_part_of_the_identity():
+    """Off, the option is not recorded, so it never changes a sweep's key, and a manifest without
+    the field reads back with its default (results directories written before the option redraw).
+    The quick key is pinned: it changes only with the registered predictions (their text and
+    the oracle's success probabilities were added to them after 691ca527b8e1a218)."""
     from experiments._cli import _config_from_record
 
     quick = exp.config_from_args(exp.build_parser().parse_args([]))
     sweep = exp.build_sweep(quick)
-    assert sweep.key == "691ca527b8e1a218" and "shared_draws" not in sweep.config
+    assert sweep.key == "69badef56e1a8b86" and "shared_draws" not in sweep.config
     record = json.loads(json.dumps(sweep.config))
     assert _config_from_record(exp.Config, record) == quick
     paired = exp.build_sweep(dataclasses.replace(quick, shared_draws=True))
     assert paired.config["shared_draws"] is True and paired.key != sweep.key
     with pytest.raises(ValueError, match="k missing"):
         _config_from_record(exp.Config, {key: value for key, value in record.items() if key != "k"})
+
+
+def _paper_c_tables(rate_of):
+    """paper-c's predictions and made-up rates ``rate_of(r, prediction row)`` for every rule."""
+    config = exp.Config(preset="paper-c", **exp.PRESETS["paper-c"]).validate()
+    theory = exp.predictions(config)
+    rates = []
+    for r in config.rs:
+        for pred in theory:
+            rate = rate_of(r, pred)
+            row = dict(r=r, n=pred["n"], m=pred["m"], trials=40, separation_mean=22.4 * r)
+            row.update({f"{rule}_success_{part}": rate for rule in exp.RULES_DRAWN for part in ("rate", "low", "high")})
+            rates.append(row)
+    return config, theory, rates
+
+
+def test_the_region_check_reports_the_edge_cells_apart_and_the_papers_r_first():
+    """(m, n) = (150, 50) has an LS RMS error just above the threshold but a predicted oracle
+    success probability of 0.40: it is reported beside that prediction, not as 'unlikely'."""
+    config, theory, rates = _paper_c_tables(lambda r, pred: 0.5 if (pred["m"], pred["n"]) == (150, 50)
+                                            else (0.01 if r == 0.1 else 0.02) if pred["ls_unlikely"] else 1.0)
+    edge = [pred for pred in theory if pred["ls_unlikely"] and pred["oracle_success_probability"] >= exp.EDGE_PROBABILITY]
+    assert [(pred["m"], pred["n"]) for pred in edge] == [(150, 50)]
+    assert edge[0]["oracle_success_probability"] == pytest.approx(0.396, abs=0.01)
+    text = exp._prediction_check(rates, theory, paper_r=0.25)
+    assert text.index("r = 0.25 (the paper's)") < text.index("r = 0.1:")
+    assert "5 cells deep inside (predicted oracle success < 0.05), highest official 0.01, honest 0.01, oracle 0.01" in text
+    assert "5 cells deep inside (predicted oracle success < 0.05), highest official 0.02" in text
+    assert text.count("edge cell (m, n) = (150, 50), predicted oracle 0.4: official 0.5, honest 0.5, oracle 0.5") == 2
+
+
+def test_a_crossing_outside_the_grid_says_on_which_side():
+    config, theory, rates = _paper_c_tables(lambda r, pred: 1.0 if pred["n"] == 200 else 0.0 if pred["n"] == 50 else
+                                            float(pred["m"] >= 100))
+    row = dict(r=0.1, m_half=None)
+    assert exp._crossing_text(dict(row, n=200), rates) == "below the grid (rate 1 at m = 50)"
+    assert exp._crossing_text(dict(row, n=50), rates) == "beyond the grid (rate 0 at m = 400)"
+    assert exp._crossing_text(dict(row, n=100, m_half=83.7), rates) == "83.7"
+
+
+def test_the_papers_r_is_named_in_its_panels_titles():
+    import matplotlib.pyplot as plt
+
+    config, theory, rates = _paper_c_tables(lambda r, pred: float(not pred["ls_unlikely"]))
+    for plot in (exp.plot_success_vs_m, exp.plot_success_heatmap):
+        fig = plot(rates, theory, paper_r=exp.PAPER_R["paper-c"])
+        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        assert len(titles) == 6
+        assert all(("the paper's panel" in t) == ("r = 0.1 " in t) for t in titles)
+        plt.close(fig)

@@ -14,7 +14,8 @@ from .methods import RULES, method_label, rule_title
 
 __all__ = ["plot_success_vs_m", "plot_success_heatmap"]
 
-_REGION = "known-label LS RMS error > threshold: success unlikely for any method (prediction, before the runs)"
+_REGION = ("known-label LS RMS error > threshold (prediction, before the runs): success improbable "
+           "even with the true labels (the edge cells' predicted probability: footnote)")
 
 
 def _grid(summary):
@@ -31,9 +32,10 @@ def _separation(summary, r):
     return float(np.mean(values)) if values else float("nan")
 
 
-def _panel_title(rule, r, summary):
+def _panel_title(rule, r, summary, paper_r=None):
     delta = _separation(summary, r)
-    return f"{rule_title(rule)}\nr = {r:g}" + (f"  (Δ ≈ {delta:.3g})" if np.isfinite(delta) else "")
+    return (f"{rule_title(rule)}\nr = {r:g}" + (f"  (Δ ≈ {delta:.3g})" if np.isfinite(delta) else "")
+            + ("  — the paper's panel" if paper_r is not None and np.isclose(r, paper_r) else ""))
 
 
 def _layout_bottom(fig, footnote, legend_lines):
@@ -43,7 +45,8 @@ def _layout_bottom(fig, footnote, legend_lines):
     return note, note + (0.16 * legend_lines + 0.15) / height
 
 
-def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "oracle"), title=None, footnote=None):
+def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, title=None,
+                      footnote=None):
     """Success probability against ``m``, one curve per ``n``, one panel per (rule, r).
 
     Parameters
@@ -60,6 +63,8 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
         predicted oracle success probability is drawn (hollow markers) in the oracle's panels.
     rules : sequence of str
         One row of panels per rule, titled by :func:`mixreg.plotting.rule_title`.
+    paper_r : float, optional
+        The r the paper's figure plots; its panels' titles say so.
     title, footnote : str, optional
 
     Returns
@@ -99,17 +104,17 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_ylim(-0.03, 1.03)
             ax.grid(True, alpha=0.25)
-            ax.set_title(_panel_title(rule, r, summary), fontsize=9)
+            ax.set_title(_panel_title(rule, r, summary, paper_r), fontsize=9)
             if i == len(rules) - 1:
                 ax.set_xlabel("number of clients m")
             if j == 0:
                 who = method_label("ls", short=True) if rule == "oracle" else method_label("ifca", short=True)
                 ax.set_ylabel(f"{who} success probability\n(95% Wilson band)")
     handles = [matplotlib.lines.Line2D([], [], color=colours[n], marker="o", lw=1.8, ms=4,
-                                       label=f"{method_label('ifca', short=True)}, n = {n}") for n in ns]
+                                       label=f"n = {n} points per client") for n in ns]
     handles.append(matplotlib.patches.Patch(color="0.5", alpha=0.2,
-                                            label=_REGION.replace(": ", ":\n", 1) + ";\nshaded in the colour of n, "
-                                                  "left of its m_needed(n)"))
+                                            label=_REGION.replace(": ", ":\n", 1)
+                                            + ";\nshaded in the colour of n, left of its m_needed(n)"))
     handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls=":", lw=1.4,
                                            label="m_needed(n): LS RMS error = threshold"))
     if "oracle" in rules:
@@ -128,7 +133,7 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
     return fig
 
 
-def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "oracle"), title=None,
+def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, title=None,
                          footnote=None):
     """Success rate over the (m, n) grid, one panel per (rule, r), the predicted region hatched.
 
@@ -141,6 +146,8 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
         RMS error exceeds the threshold: a prediction fixed before the runs); those cells are
         hatched.
     rules : sequence of str
+    paper_r : float, optional
+        As :func:`plot_success_vs_m`.
     title, footnote : str, optional
 
     Returns
@@ -171,7 +178,7 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
                                                                   edgecolor=(1, 1, 1, 0.45), lw=0))
             ax.set_xticks(range(len(ms)), [str(m) for m in ms], fontsize=8)
             ax.set_yticks(range(len(ns)), [str(n) for n in ns], fontsize=8)
-            ax.set_title(_panel_title(rule, r, summary), fontsize=9)
+            ax.set_title(_panel_title(rule, r, summary, paper_r), fontsize=9)
             if i == len(rules) - 1:
                 ax.set_xlabel("number of clients m")
             if j == 0:
