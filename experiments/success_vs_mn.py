@@ -279,10 +279,11 @@ def _prediction_check(rates, theory, paper_r=None):
     deep = {key for key, p in region.items() if p < EDGE_PROBABILITY}
     edge = sorted((key for key in region if key not in deep), key=lambda key: (key[1], key[0]))
     rs = sorted({row["r"] for row in rates}, key=lambda r: (paper_r is None or not np.isclose(r, paper_r), r))
-    parts = []
+
     def seen(row):
         return ", ".join(f"{rule} {row[f'{rule}_success_rate']:.2g}" for rule in RULES_DRAWN)
 
+    parts = []
     for r in rs:
         at = {(row["m"], row["n"]): row for row in rates if row["r"] == r}
         pieces = []

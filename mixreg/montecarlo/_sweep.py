@@ -791,7 +791,7 @@ def replay_trial(sweep, cell, trial, *, kernel_threads=1):
     multi-threaded BLAS rounds long products differently.  As for the engine's in-process runs,
     the limit reaches the BLAS libraries loaded when the replay starts; a trial that loads one
     for the first time (scipy's own OpenBLAS, say) runs it with its default threads, so import
-    the trial's modules first (the experiments' modules import theirs).
+    the modules the trial uses before replaying it.
 
     Parameters
     ----------
