@@ -12,8 +12,8 @@ What it catches, checked: the server step computed as ``(gamma grad) / m`` inste
 did a replay that ran with the caller's two BLAS threads instead of the run's one (fixed in
 ``replay_trial``, which now takes the run's ``kernel_threads``).  What it does not: running
 without compaction (``ifca.COMPACT = False``) gives the same bits on this trial, since a single
-thread rounds each column of a product alike whatever the batch's width.  About 30 s for a
-committed run of paper-a's size, about 4 minutes for paper-b's.
+thread rounds each column of a product alike whatever the batch's width.  Measured beside a run
+at nice 19: 25 s for paper-a's run, 141 s for paper-b's.
 """
 
 from __future__ import annotations
