@@ -5,14 +5,23 @@
 figure) and calls that experiment's ``--redraw``, which draws the figures from the tables and,
 for a complete unchanged paper preset, writes them into ``figures/`` as
 ``<figure>_<preset>.{png,pdf}``.  Takes seconds per figure.
+
+A paper preset too long for one sitting is committed unfinished: its manifest and its chunk files
+(the trials done so far), so that it can be resumed on another machine with the command this
+script prints for it (only an unchanged preset resumes so: the command carries no other flag).
+Such a directory has no figure; it is listed and skipped, and does not change the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import pathlib
+import shlex
 import sys
+
+from mixreg.montecarlo.reader import read_results
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DATA = REPO / "figures" / "data"
@@ -27,6 +36,42 @@ def results_directories(root=DATA):
             for run in sorted(exp.iterdir()) if (run / "manifest.json").is_file()]
 
 
+def _manifest(run):
+    return json.loads((pathlib.Path(run) / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _status(run):
+    """The ``status`` of the manifest of ``run``; None when it cannot be read (``--redraw`` says why)."""
+    try:
+        return _manifest(run).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def is_finished(run):
+    """Whether the results directory ``run`` holds a complete run (and so its figures' tables)."""
+    return _status(run) == "complete"
+
+
+def progress(run):
+    """``(trials done, trials in the grid)`` of the unfinished run kept in ``run``: the trials of its
+    chunk files, which a resume loads (not a ``trials.csv`` an earlier, complete run left)."""
+    manifest = _manifest(run)
+    total = manifest["n_cells"] * manifest["n_trials_per_cell"]
+    if not (pathlib.Path(run) / "chunks").is_dir():  # no trial kept yet
+        return 0, total
+    return len(read_results(run, from_chunks=True).records), total
+
+
+def resume_command(name, run):
+    """The command that finishes the unfinished paper-preset run kept in ``run``, writing into it;
+    from the repository's root (``run`` is shown relative to it when inside it)."""
+    run = pathlib.Path(run).resolve()
+    shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
+    preset = (_manifest(run).get("sweep") or {}).get("config", {}).get("preset", run.name)  # named after it
+    return f"python -m experiments.{name} --preset {shlex.quote(str(preset))} --out {shlex.quote(str(shown))}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.redraw_figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=pathlib.Path, default=DATA, help="where the results directories are kept")
@@ -37,6 +82,14 @@ def main(argv=None):
         return 1
     status = 0
     for name, run in runs:
+        if _status(run) not in ("complete", None):  # unreadable: --redraw reports it in one line
+            try:
+                done, total = progress(run)
+                kept = f"{done} of {total} trials"
+            except (ValueError, KeyError, TypeError) as exc:  # a damaged chunk (a resume recomputes it)
+                kept = f"trials kept unknown: {str(exc).splitlines()[0]}"
+            print(f"{run}: unfinished ({kept}), no figure; resume it with {resume_command(name, run)}")
+            continue
         module = importlib.import_module(f"experiments.{name}")
         status = max(status, module.main(["--redraw", str(run)]))
     return status

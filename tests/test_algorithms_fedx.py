@@ -14,7 +14,6 @@ def reference_fedx(problem, theta0, eta, T, solver="fedavg", s=1):
     steps, FedProx solves the normal equations of the proximal problem; the server averages the
     whole k-tuples with w_i = n_i / N.
     """
-    X, y = problem.X.astype(np.float64), problem.y.astype(np.float64)
     theta = np.array(theta0, dtype=np.float64)
     k, d = theta.shape
     N = problem.N

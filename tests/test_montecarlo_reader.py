@@ -78,6 +78,19 @@ def test_records_come_from_the_chunks_without_trials_csv(awkward, tmp_path):
     assert partial.failures == []
 
 
+def test_from_chunks_reads_what_a_resume_would_load_even_beside_trials_csv(awkward, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(awkward.outdir, copy)
+    _assert_same_records(read_results(copy, from_chunks=True).records, awkward.records)
+    (copy / "chunks" / "cell00001_t000000-000002.json").unlink()  # a later run cut short
+    assert len(read_results(copy).records) == 6  # trials.csv, as the completed run wrote it
+    assert [(r["cell"], r["trial"]) for r in read_results(copy, from_chunks=True).records] == [
+        (0, 0), (0, 1), (0, 2), (1, 2)]
+    shutil.rmtree(copy / "chunks")
+    with pytest.raises(FileNotFoundError, match="holds no chunks/$"):
+        read_results(copy, from_chunks=True)
+
+
 def test_a_manifest_without_column_types_is_read_by_inference(tmp_path):
     """Directories written before the manifest recorded column types read back too."""
     result = run_sweep(toy_sweep(n_trials=2), tmp_path / "out", progress=False)

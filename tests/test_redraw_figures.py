@@ -1,13 +1,16 @@
 """Every committed paper-scale figure is redrawn from its committed tables, and looks the same."""
 
 import importlib
+import json
 import shutil
 
 import numpy as np
 import pytest
 from matplotlib.image import imread
 
+from _toy_trials import toy_sweep
 from experiments import redraw_figures
+from mixreg.montecarlo import run_sweep
 
 COMMITTED = redraw_figures.DATA
 
@@ -31,3 +34,28 @@ def test_committed_figures_are_redrawn_from_their_committed_tables(tmp_path, mon
 def test_no_results_directory_is_one_line_and_exit_1(tmp_path, capsys):
     assert redraw_figures.main(["--data", str(tmp_path)]) == 1
     assert "no results directory" in capsys.readouterr().err
+
+
+def test_an_unfinished_run_is_listed_with_its_resume_command_and_not_drawn(tmp_path, capsys, monkeypatch):
+    """A preset committed part-way (manifest and chunks, to be resumed elsewhere) has no figure."""
+    monkeypatch.setattr(redraw_figures, "REPO", tmp_path)  # the command is given from the repository's root
+    run = tmp_path / "data" / "toy" / "paper-z"
+    run_sweep(toy_sweep(n_trials=4, chunk_size=2, config={"experiment": "toy", "preset": "paper-z"}),
+              run, progress=False)
+    (run / "chunks" / "cell00001_t000002-000004.json").unlink()  # a later run into it, cut short
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    line = ("{}: unfinished (22 of 24 trials), no figure; resume it with "
+            "python -m experiments.toy --preset paper-z --out data/toy/paper-z").format(run)
+    for status in ("interrupted", "running"):
+        (run / "manifest.json").write_text(json.dumps({**manifest, "status": status}), encoding="utf-8")
+        assert not redraw_figures.is_finished(run)
+        assert redraw_figures.progress(run) == (22, 24)  # what a resume loads, not the old trials.csv
+        # no experiments.toy exists: drawing it would fail on the import, so it is not drawn
+        assert redraw_figures.main(["--data", str(tmp_path / "data")]) == 0
+        assert capsys.readouterr().out.strip() == line
+
+    (run / "chunks" / "cell00000_t000000-000002.json").write_text("{", encoding="utf-8")
+    assert redraw_figures.main(["--data", str(tmp_path / "data")]) == 0
+    assert "(trials kept unknown: results directory" in capsys.readouterr().out
+    shutil.rmtree(run / "chunks")  # cut short before its first chunk
+    assert redraw_figures.progress(run) == (0, 24)

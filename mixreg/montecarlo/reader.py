@@ -113,12 +113,16 @@ class Results:
         return [{c: parsed[c][i] for c in header} for i in range(len(rows))]
 
 
-def read_results(outdir):
+def read_results(outdir, *, from_chunks=False):
     """Read a results directory written by :func:`mixreg.montecarlo.run_sweep`.
 
     Parameters
     ----------
     outdir : str or path-like
+    from_chunks : bool
+        Read the chunk files even when ``trials.csv`` exists: the trials a resumed run would
+        load (``trials.csv`` is written by a run that completed, and a directory can keep it
+        after a later run into it was cut short; its chunk files may also have been removed).
 
     Returns
     -------
@@ -128,7 +132,7 @@ def read_results(outdir):
     ------
     FileNotFoundError
         ``outdir`` does not exist, or holds no ``manifest.json``, or neither ``trials.csv``
-        nor ``chunks/``.
+        nor ``chunks/`` (no ``chunks/``, with ``from_chunks``).
     ValueError
         A file is malformed (not JSON, another format, a row that does not parse, a damaged
         chunk file); the message names the directory and the file.
@@ -140,13 +144,14 @@ def read_results(outdir):
     sweep = manifest["sweep"]
     cells = _manifest_cells(outdir, sweep["cells"], manifest.get("tuple_keys") or [])
     trials_csv, chunk_dir = outdir / TRIALS_CSV_NAME, outdir / CHUNK_DIR_NAME
-    if trials_csv.is_file():
+    if trials_csv.is_file() and not from_chunks:
         records = _records_from_csv(trials_csv, outdir, cells, manifest.get("column_types"))
         failures = [_with_params(f, cells) for f in manifest.get("failures") or []]
     elif chunk_dir.is_dir():
         records, failures = _records_from_chunks(chunk_dir, outdir, manifest, cells)
     else:
-        raise FileNotFoundError(f"results directory '{outdir}' holds neither "
+        raise FileNotFoundError(f"results directory '{outdir}' holds no {CHUNK_DIR_NAME}/" if from_chunks else
+                                f"results directory '{outdir}' holds neither "
                                 f"{TRIALS_CSV_NAME} nor {CHUNK_DIR_NAME}/")
     return Results(outdir=outdir, manifest=manifest, config=sweep["config"], cells=cells,
                    records=records, failures=failures)
