@@ -8,7 +8,8 @@ for a complete unchanged paper preset, writes them into ``figures/`` as
 
 A paper preset too long for one sitting is committed unfinished: its manifest and its chunk files
 (the trials done so far), so that it can be resumed on another machine with the command this
-script prints for it (only an unchanged preset resumes so: the command carries no other flag).
+script prints for it (only an unchanged preset resumes so: the command carries no other flag; it
+names the BLAS kernels the run computed with, which round differently from others).
 Such a directory has no figure; it is listed and skipped, and does not change the exit status.
 """
 
@@ -22,6 +23,7 @@ import shlex
 import sys
 
 from mixreg.montecarlo.reader import read_results
+from mixreg.provenance import blas_kernels
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DATA = REPO / "figures" / "data"
@@ -63,13 +65,23 @@ def progress(run):
     return len(read_results(run, from_chunks=True).records), total
 
 
+def run_kernels(manifest):
+    """The BLAS kernels the last run into a results directory computed with (its manifest)."""
+    runs = manifest.get("runs") or [{}]
+    return blas_kernels((runs[-1].get("environment") or {}).get("blas"))
+
+
 def resume_command(name, run):
     """The command that finishes the unfinished paper-preset run kept in ``run``, writing into it;
-    from the repository's root (``run`` is shown relative to it when inside it)."""
+    from the repository's root (``run`` is shown relative to it when inside it).  It names the
+    BLAS kernels the run computed with (``OPENBLAS_CORETYPE``): other kernels round differently."""
     run = pathlib.Path(run).resolve()
     shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
-    preset = (_manifest(run).get("sweep") or {}).get("config", {}).get("preset", run.name)  # named after it
-    return f"python -m experiments.{name} --preset {shlex.quote(str(preset))} --out {shlex.quote(str(shown))}"
+    manifest = _manifest(run)
+    preset = (manifest.get("sweep") or {}).get("config", {}).get("preset", run.name)  # named after it
+    kernels = run_kernels(manifest)
+    prefix = f"OPENBLAS_CORETYPE={shlex.quote(kernels[0])} " if len(kernels) == 1 else ""
+    return f"{prefix}python -m experiments.{name} --preset {shlex.quote(str(preset))} --out {shlex.quote(str(shown))}"
 
 
 def main(argv=None):

@@ -25,7 +25,7 @@ import platform
 import subprocess
 import sys
 
-__all__ = ["package_versions", "git_commit", "environment_record"]
+__all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels"]
 
 # (distribution name, import name); the import name is the fallback when the distribution
 # metadata is missing (e.g. a source checkout on sys.path that was never pip-installed).
@@ -196,6 +196,35 @@ def environment_record(*, exclude=()):
 def utc_now():
     """Current time in UTC as an ISO 8601 string with seconds precision."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def blas_kernels(blas=None):
+    """The kernels of the BLAS libraries loaded, as a sorted tuple of names (``("SkylakeX",)``).
+
+    OpenBLAS picks its kernels for the CPU when it loads, unless ``OPENBLAS_CORETYPE`` in the
+    environment names them, and kernels for different CPUs sum in different orders: the same code
+    and packages give other last bits under other kernels (on one AVX-512 CPU, the SkylakeX
+    kernels it is detected as and the Haswell ones an environment forced differ in the 7th digit
+    of a float32 distance, the 15th of a float64 one).  Results are bit-identical for one set of
+    kernels; ``OPENBLAS_CORETYPE=<name>`` set before a process starts chooses them (on a CPU that
+    has the instructions they use).
+
+    Parameters
+    ----------
+    blas : list of dict, optional
+        An ``environment_record()["blas"]`` entry, as a manifest keeps it; default: this process.
+
+    Returns
+    -------
+    tuple of str
+        Empty when unknown (threadpoolctl missing, or a library that does not say).
+    """
+    if blas is None:
+        blas = _thread_libraries()
+    if not isinstance(blas, list):
+        return ()
+    return tuple(sorted({lib["architecture"] for lib in blas
+                         if isinstance(lib, dict) and lib.get("user_api") == "blas" and lib.get("architecture")}))
 
 
 def _thread_libraries():

@@ -5,7 +5,9 @@ change that alters what a trial computes (another summation order in float32, a 
 draw) would leave those figures describing code that no longer exists.  Each check rebuilds the
 run's sweep from its manifest (the key must match, so the grid and the seeds are the same),
 replays trial 0 of its cheapest cell in this process, and requires every field the trial returns
-to equal the committed one exactly.  Of an unfinished run, kept to be resumed, it replays the first
+to equal the committed one exactly, under the BLAS kernels the run used (in a child process with
+``OPENBLAS_CORETYPE`` set to them when this one runs others: other kernels round differently, see
+``mixreg.provenance.blas_kernels``).  Of an unfinished run, kept to be resumed, it replays the first
 trial kept of the cheapest cell begun; a run visits its cells from the most costly down, so that
 trial is one of the grid's costlier ones (paper-c's cell (m, n) = (400, 200): 2 to 3 minutes).
 
@@ -22,6 +24,9 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -30,6 +35,7 @@ from experiments._cli import _config_from_record
 from mixreg.montecarlo import replay_trial
 from mixreg.montecarlo._cells import _scalar
 from mixreg.montecarlo.reader import read_results
+from mixreg.provenance import blas_kernels
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +53,21 @@ def _same(committed, replayed):
 @pytest.mark.parametrize("name, run", RUNS, ids=[f"{name}/{run.name}" for name, run in RUNS])
 def test_a_committed_trial_replays_bit_identically(name, run):
     results = read_results(run)
+    kernels = {blas_kernels((run_.get("environment") or {}).get("blas")) for run_ in results.manifest["runs"]}
+    assert len(kernels) == 1, f"the runs used different BLAS kernels {kernels}"
+    kernels = kernels.pop()
+    if kernels and kernels != blas_kernels():
+        if os.environ.get("_MIXREG_REPLAY_CHILD") or len(kernels) != 1:
+            pytest.skip(f"{name}/{run.name} was computed with the {kernels} kernels, which OPENBLAS_CORETYPE "
+                        f"does not give this machine (it runs {blas_kernels()})")
+        child = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-m", "slow", "-p", "no:cacheprovider", "-rs",
+             f"{__file__}::test_a_committed_trial_replays_bit_identically[{name}/{run.name}]"],
+            env={**os.environ, "OPENBLAS_CORETYPE": kernels[0], "_MIXREG_REPLAY_CHILD": "1"},
+            capture_output=True, text=True, check=False)
+        assert child.returncode == 0, f"replayed under OPENBLAS_CORETYPE={kernels[0]}:\n{child.stdout[-3000:]}"
+        assert "1 passed" in child.stdout, child.stdout[-3000:]  # not skipped
+        return
     module = importlib.import_module(f"experiments.{name}")
     config = _config_from_record(module.Config, results.config)
     sweep = module.build_sweep(config, root_seed=results.manifest["sweep"]["root_seed"])

@@ -7,11 +7,13 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import pytest
 
 import _toy_trials as toys
 from _toy_trials import CELLS, csv_rows, records_json, subprocess_env, toy_sweep
+from mixreg import provenance
 from mixreg.montecarlo import (
     ConfigMismatchError,
     DirectoryBusyError,
@@ -114,6 +116,26 @@ def test_resume_with_another_thread_setting_warns(tmp_path):
     with pytest.warns(SweepWarning, match="different kernel thread settings"):
         second = run_sweep(sweep, tmp_path / "out", kernel_threads=2, progress=False)
     assert second.manifest["kernel_thread_settings"] == [1, 2]
+
+
+def test_resume_with_other_blas_kernels_warns_and_says_how_to_keep_them(tmp_path):
+    """Kernels for another CPU round differently: a resume on them must not pass unnoticed."""
+    if not provenance.blas_kernels():
+        pytest.skip("this process's BLAS does not name its kernels")
+    sweep = toy_sweep(n_trials=4, chunk_size=2)
+    first = run_sweep(sweep, tmp_path / "out", progress=False)
+    manifest = json.loads((first.outdir / "manifest.json").read_text(encoding="utf-8"))
+    for lib in manifest["runs"][-1]["environment"]["blas"]:
+        lib["architecture"] = "Zen" if lib.get("user_api") == "blas" else lib.get("architecture")
+    (first.outdir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (first.outdir / "chunks" / "cell00000_t000000-000002.json").unlink()
+    now = "+".join(provenance.blas_kernels())
+    with pytest.warns(SweepWarning, match=rf"BLAS kernels Zen -> {now} \(set OPENBLAS_CORETYPE=Zen to keep them\)"):
+        run_sweep(sweep, tmp_path / "out", progress=False)
+    with warnings.catch_warnings():  # the same kernels again: nothing to say
+        warnings.simplefilter("error", SweepWarning)
+        (first.outdir / "chunks" / "cell00000_t000000-000002.json").unlink()
+        run_sweep(sweep, tmp_path / "out", progress=False)
 
 
 def test_resume_with_another_chunk_size_reuses_every_finished_trial(reference, tmp_path):

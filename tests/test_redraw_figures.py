@@ -11,6 +11,7 @@ from matplotlib.image import imread
 from _toy_trials import toy_sweep
 from experiments import redraw_figures
 from mixreg.montecarlo import run_sweep
+from mixreg.provenance import blas_kernels
 
 COMMITTED = redraw_figures.DATA
 
@@ -44,8 +45,10 @@ def test_an_unfinished_run_is_listed_with_its_resume_command_and_not_drawn(tmp_p
               run, progress=False)
     (run / "chunks" / "cell00001_t000002-000004.json").unlink()  # a later run into it, cut short
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    kernels = blas_kernels()  # the run's, named in the command (other kernels round differently)
+    prefix = f"OPENBLAS_CORETYPE={kernels[0]} " if len(kernels) == 1 else ""
     line = ("{}: unfinished (22 of 24 trials), no figure; resume it with "
-            "python -m experiments.toy --preset paper-z --out data/toy/paper-z").format(run)
+            "{}python -m experiments.toy --preset paper-z --out data/toy/paper-z").format(run, prefix)
     for status in ("interrupted", "running"):
         (run / "manifest.json").write_text(json.dumps({**manifest, "status": status}), encoding="utf-8")
         assert not redraw_figures.is_finished(run)

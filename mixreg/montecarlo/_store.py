@@ -393,7 +393,7 @@ def _write_manifest(outdir, manifest):
 
 
 def _warn_version_change(previous, environment):
-    """Warn when a resumed run's code or packages differ from the previous run's."""
+    """Warn when a resumed run's code, packages or BLAS kernels differ from the previous run's."""
     old = previous.get("packages") or {}
     new = environment["packages"]
     changes = [f"{k} {old[k]} -> {new[k]}" for k in new if k in old and old[k] != new[k]]
@@ -401,6 +401,12 @@ def _warn_version_change(previous, environment):
     if old_git.get("commit") != new_git["commit"] and "unknown" not in (
             old_git.get("commit", "unknown"), new_git["commit"]):
         changes.append(f"git commit {old_git['commit'][:12]} -> {new_git['commit'][:12]}")
+    old_runs = previous.get("runs") or [{}]
+    old_kernels = provenance.blas_kernels((old_runs[-1].get("environment") or {}).get("blas"))
+    new_kernels = provenance.blas_kernels(environment["blas"])
+    if old_kernels and new_kernels and old_kernels != new_kernels:  # same code, other last bits
+        changes.append(f"BLAS kernels {'+'.join(old_kernels)} -> {'+'.join(new_kernels)} (set "
+                       f"OPENBLAS_CORETYPE={old_kernels[0]} to keep them)")
     if changes:
-        warnings.warn(f"resuming with different code or package versions ({', '.join(changes)});"
+        warnings.warn(f"resuming with different code, package versions or BLAS kernels ({', '.join(changes)});"
                       " new trials may differ from the earlier ones", SweepWarning, stacklevel=4)
