@@ -57,6 +57,22 @@ def test_loky_workers_leave_ctrl_c_to_the_parent(tmp_path):
     assert set(serial.column("sigint_ignored")) == {signal.getsignal(signal.SIGINT) is signal.SIG_IGN}
 
 
+def test_a_run_stopped_early_passes_on_no_joblib_warning():
+    """Ctrl-C while the engine writes a chunk closes the backend's results with tasks in flight:
+    joblib's warning about them would be a second line after the run's one line."""
+    import warnings
+
+    from mixreg.montecarlo._backends import _open_backend
+
+    sweep = toys.slow_sweep(sleep=0.5, n_trials=6)
+    with _open_backend(2, None, None, None) as backend, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outputs = backend.run(sweep, [(0, t, t + 1) for t in range(6)])
+        next(outputs)  # one chunk back, others running or waiting
+        outputs.close()
+    assert [str(w.message) for w in caught] == []
+
+
 def test_default_jobs_1_matches_parallel_for_long_reductions(tmp_path):
     """Long BLAS reductions may round differently with 2 threads; the default is one thread."""
     sweep = toy_sweep(trial_fn=toys.long_reduction_trial, cells=[{"length": 200_000}], n_trials=4)

@@ -154,6 +154,11 @@ def _leave_ctrl_c_to_the_parent():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+#: joblib's warning when its generator of results is closed before the last (joblib >= 1.3).
+_JOBLIB_EXIT_EARLY = (r"(\d+ tasks have been successfully executed +but not used|"
+                      r"\d+ tasks which were still being processed by the workers have been cancelled)")
+
+
 class _JoblibBackend(_Backend):
     def __init__(self, name, workers, kernel_threads, config, info=None):
         self.name, self.workers, self.kernel_threads = name, workers, kernel_threads
@@ -182,7 +187,17 @@ class _JoblibBackend(_Backend):
         )
         with parallel_config(**self._config):
             parallel = Parallel(return_as="generator_unordered", batch_size=1)
-            yield from parallel(calls)
+            outputs = parallel(calls)
+            try:
+                for output in outputs:  # not ``yield from``: it would close ``outputs`` itself
+                    yield output
+            finally:
+                # Stopped early (Ctrl-C while the engine writes a chunk closes this generator):
+                # joblib warns of the tasks it cancels or computed in vain.  The engine says how
+                # many trials are kept, and a resume runs the others; so nothing more is said.
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=_JOBLIB_EXIT_EARLY, category=UserWarning)
+                    outputs.close()
 
 
 @contextlib.contextmanager
