@@ -18,6 +18,12 @@ shared machine are noisy:
 * ``engine``: a sweep of realistic IFCA cells run with 1 and with 2 worker processes (one
   thread each): parallel efficiency ``t1 / (2 t2)`` and the engine's overhead per task
   (elapsed time not spent inside trials);
+* ``kernels``: the OpenBLAS kernel sets this CPU can run (Haswell: AVX2; SkylakeX: AVX-512),
+  each in a child process with ``OPENBLAS_CORETYPE`` set (OpenBLAS picks its kernels when it
+  loads): the GEMM peaks and IFCA's float32 replica-round at the first size, as ratios to the
+  Haswell kernels.  An environment that sets ``OPENBLAS_CORETYPE`` to older kernels than the CPU
+  has costs that much; the kernels also fix the last bits of every result (see
+  ``mixreg.provenance.blas_kernels``);
 * ``placement``: where to put the threads on 2 cores.  The same few IFCA trials of the paper-a
   size (``(m, n, d, k) = (100, 100, 1000, 2)``, float32, 30 runs, fewer rounds) run with
   (a) 2 workers x 1 BLAS thread (the engine's default), (b) 1 worker x 2 threads, (c) 2 workers
@@ -33,6 +39,8 @@ import argparse
 import json
 import os
 import pathlib
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -41,7 +49,7 @@ from threadpoolctl import threadpool_limits
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, run_sweep
 from mixreg.problems import ProblemSpec
-from mixreg.provenance import environment_record
+from mixreg.provenance import blas_kernels, environment_record
 from mixreg.trials import ifca_success_trial
 
 SIZES = ((100, 100, 1000, 2), (400, 100, 1000, 4))
@@ -98,6 +106,58 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1):
     return {"m": m, "n": n, "d": d, "k": k, "B": levels * B, "levels": levels, "dtype": np.dtype(dtype).name,
             "seconds_per_replica_round": per, "gflops": flops / per / 1e9,
             "naive_seconds_per_replica_round": naive, "speedup_vs_naive": naive / per}
+
+
+#: OpenBLAS kernel sets the ``kernels`` section compares, with the CPU flag each needs.
+KERNELS = (("Haswell", "avx2"), ("SkylakeX", "avx512f"))
+
+_KERNEL_CHILD = """
+import json, sys
+import numpy as np
+from threadpoolctl import threadpool_limits
+from experiments.bench_ifca import SIZES, bench_ifca, gemm_peak
+from mixreg.provenance import blas_kernels
+with threadpool_limits(limits=1):
+    row = bench_ifca(np.float32, SIZES[0], rounds=int(sys.argv[1]), naive_rounds=1)
+    print(json.dumps({"kernels": list(blas_kernels()), "peak_float32": gemm_peak(np.float32),
+                      "peak_float64": gemm_peak(np.float64),
+                      "ifca_seconds_per_replica_round": row["seconds_per_replica_round"]}))
+"""
+
+
+def _cpu_flags():
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")),
+                set())
+
+
+def bench_kernels(rounds=20):
+    """The ``kernels`` section: each OpenBLAS kernel set of :data:`KERNELS` this CPU can run, in a
+    child process with ``OPENBLAS_CORETYPE`` set; ``[]`` when the BLAS is not OpenBLAS or the CPU
+    has none of them (the kernels each child reports are kept, to show the setting took)."""
+    from threadpoolctl import threadpool_info
+
+    if not any(lib.get("internal_api") == "openblas" for lib in threadpool_info()):
+        return []
+    flags, rows = _cpu_flags(), []
+    for name, flag in KERNELS:
+        if flag not in flags:
+            continue
+        child = subprocess.run([sys.executable, "-c", _KERNEL_CHILD, str(rounds)],
+                               env={**os.environ, "OPENBLAS_CORETYPE": name},
+                               cwd=pathlib.Path(__file__).resolve().parent.parent,
+                               capture_output=True, text=True, check=False)
+        if child.returncode != 0:
+            raise RuntimeError(f"the {name} kernels' benchmark failed: {child.stderr.strip().splitlines()[-1:]}")
+        rows.append({"requested": name, **json.loads(child.stdout.strip().splitlines()[-1])})
+    for row in rows:
+        row["vs_first"] = {key: (row[key] / rows[0][key] if key.startswith("peak") else
+                                 rows[0][key] / row[key])  # speed ratios: > 1 is faster
+                           for key in ("peak_float32", "peak_float64", "ifca_seconds_per_replica_round")}
+    return rows
 
 
 def bench_engine(tmp, trials=8):
@@ -283,6 +343,18 @@ def main(argv=None):
               f"{1e3 * row['seconds_per_replica_round']:>17.3f} "
               f"{row['gflops']:>8.1f} {row['fraction_of_peak']:>8.0%} "
               f"{1e3 * row['naive_seconds_per_replica_round']:>9.2f} {row['speedup_vs_naive']:>8.1f}x")
+    kernels = bench_kernels(rounds=rounds)
+    report["kernels"] = {"this_process": list(blas_kernels()), "rows": kernels}
+    if kernels:
+        print(f"BLAS kernels (each in a child process with OPENBLAS_CORETYPE set; this process runs "
+              f"{'+'.join(blas_kernels()) or 'unknown'}; ratios are speeds against {kernels[0]['requested']}):")
+        print(f"{'kernels':>10} {'peak GFLOP/s f32':>17} {'f64':>5} {'IFCA ms/replica-round':>22} "
+              f"{'speed: f32 peak':>16} {'f64 peak':>9} {'IFCA':>6}")
+        for row in kernels:
+            ratio = row["vs_first"]
+            print(f"{'+'.join(row['kernels']):>10} {row['peak_float32']:>17.0f} {row['peak_float64']:>5.0f} "
+                  f"{1e3 * row['ifca_seconds_per_replica_round']:>22.3f} {ratio['peak_float32']:>15.2f}x "
+                  f"{ratio['peak_float64']:>8.2f}x {ratio['ifca_seconds_per_replica_round']:>5.2f}x")
     args.out.mkdir(parents=True, exist_ok=True)
     eng = bench_engine(args.out / "engine", trials=2 if args.quick else 12)
     report["engine"] = eng

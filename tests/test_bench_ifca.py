@@ -28,6 +28,14 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
     assert rows["d"]["records_identical_to_d"] is True
     assert "thread placement on 2 cores" in capsys.readouterr().out
 
+    kernels = report["kernels"]["rows"]  # none without OpenBLAS or an AVX2 CPU
+    for row in kernels:  # each child ran the kernels it was asked for: OPENBLAS_CORETYPE took
+        assert row["kernels"] == [row["requested"]]
+        assert row["peak_float32"] > 0 and row["ifca_seconds_per_replica_round"] > 0
+    if kernels:
+        assert kernels[0]["vs_first"] == {"peak_float32": 1.0, "peak_float64": 1.0,
+                                          "ifca_seconds_per_replica_round": 1.0}
+
 
 def test_record_key_ignores_the_timing_and_sees_every_bit():
     record = {"cell": 0, "trial": 1, "dist": float("nan"), "wall_time": 1.0}
