@@ -49,7 +49,7 @@ from threadpoolctl import threadpool_limits
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, run_sweep
 from mixreg.problems import ProblemSpec
-from mixreg.provenance import blas_kernels, environment_record
+from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, environment_record
 from mixreg.trials import ifca_success_trial
 
 SIZES = ((100, 100, 1000, 2), (400, 100, 1000, 4))
@@ -109,7 +109,7 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1):
 
 
 #: OpenBLAS kernel sets the ``kernels`` section compares, with the CPU flag each needs.
-KERNELS = (("Haswell", "avx2"), ("SkylakeX", "avx512f"))
+KERNELS = tuple(OPENBLAS_KERNEL_FLAGS.items())
 
 _KERNEL_CHILD = """
 import json, sys
@@ -125,15 +125,6 @@ with threadpool_limits(limits=1):
 """
 
 
-def _cpu_flags():
-    try:
-        text = pathlib.Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    return next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")),
-                set())
-
-
 def bench_kernels(rounds=20):
     """The ``kernels`` section: each OpenBLAS kernel set of :data:`KERNELS` this CPU can run, in a
     child process with ``OPENBLAS_CORETYPE`` set; ``[]`` when the BLAS is not OpenBLAS or the CPU
@@ -142,7 +133,7 @@ def bench_kernels(rounds=20):
 
     if not any(lib.get("internal_api") == "openblas" for lib in threadpool_info()):
         return []
-    flags, rows = _cpu_flags(), []
+    flags, rows = cpu_flags(), []
     for name, flag in KERNELS:
         if flag not in flags:
             continue

@@ -25,7 +25,12 @@ import platform
 import subprocess
 import sys
 
-__all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels"]
+__all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "cpu_flags",
+           "OPENBLAS_KERNEL_FLAGS"]
+
+#: OpenBLAS kernel sets (``OPENBLAS_CORETYPE`` names) and the CPU flag each needs: forced on a
+#: CPU without it, a process would die of an illegal instruction.
+OPENBLAS_KERNEL_FLAGS = {"Haswell": "avx2", "SkylakeX": "avx512f"}
 
 # (distribution name, import name); the import name is the fallback when the distribution
 # metadata is missing (e.g. a source checkout on sys.path that was never pip-installed).
@@ -225,6 +230,16 @@ def blas_kernels(blas=None):
         return ()
     return tuple(sorted({lib["architecture"] for lib in blas
                          if isinstance(lib, dict) and lib.get("user_api") == "blas" and lib.get("architecture")}))
+
+
+def cpu_flags():
+    """The CPU's feature flags (``/proc/cpuinfo``), as a set; empty where that cannot be read."""
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")),
+                set())
 
 
 def _thread_libraries():

@@ -70,7 +70,7 @@ def test_a_run_stopped_early_passes_on_no_joblib_warning():
         outputs = backend.run(sweep, [(0, t, t + 1) for t in range(6)])
         next(outputs)  # one chunk back, others running or waiting
         outputs.close()
-    assert [str(w.message) for w in caught] == []
+    assert [str(w.message) for w in caught if "tasks" in str(w.message)] == []  # joblib's begin "<n> tasks"
 
 
 def test_default_jobs_1_matches_parallel_for_long_reductions(tmp_path):

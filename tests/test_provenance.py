@@ -17,3 +17,11 @@ def test_this_process_names_its_kernels_as_its_record_does():
     record = provenance.environment_record()
     assert provenance.blas_kernels() == provenance.blas_kernels(record["blas"])
     assert all(isinstance(name, str) and name for name in provenance.blas_kernels())
+
+
+def test_cpu_flags_hold_what_the_kernels_this_process_runs_need():
+    flags = provenance.cpu_flags()
+    for name in provenance.blas_kernels():
+        needs = provenance.OPENBLAS_KERNEL_FLAGS.get(name)
+        if flags and needs:  # a kernel set running here needs a flag this CPU has
+            assert needs in flags

@@ -405,8 +405,8 @@ def _warn_version_change(previous, environment):
     old_kernels = provenance.blas_kernels((old_runs[-1].get("environment") or {}).get("blas"))
     new_kernels = provenance.blas_kernels(environment["blas"])
     if old_kernels and new_kernels and old_kernels != new_kernels:  # same code, other last bits
-        changes.append(f"BLAS kernels {'+'.join(old_kernels)} -> {'+'.join(new_kernels)} (set "
-                       f"OPENBLAS_CORETYPE={old_kernels[0]} to keep them)")
+        keep = f" (set OPENBLAS_CORETYPE={old_kernels[0]} to keep them)" if len(old_kernels) == 1 else ""
+        changes.append(f"BLAS kernels {'+'.join(old_kernels)} -> {'+'.join(new_kernels)}{keep}")
     if changes:
         warnings.warn(f"resuming with different code, package versions or BLAS kernels ({', '.join(changes)});"
                       " new trials may differ from the earlier ones", SweepWarning, stacklevel=4)
