@@ -9,15 +9,17 @@ to equal the committed one exactly, under the BLAS kernels the run used (in a ch
 ``OPENBLAS_CORETYPE`` set to them when this one runs others: other kernels round differently, see
 ``mixreg.provenance.blas_kernels``).  Of an unfinished run, kept to be resumed, it replays the first
 trial kept of the cheapest cell begun; a run visits its cells from the most costly down, so that
-trial is one of the grid's costlier ones (paper-c's cell (m, n) = (400, 200): 2 to 3 minutes).
+trial is one of the grid's costlier ones (paper-c committed with 264 trials: its cell
+(m, n) = (400, 50), 23 s; a trial at (400, 200) takes 70 s).
 
 What it catches, checked: the server step computed as ``(gamma grad) / m`` instead of
 ``(gamma / m) grad`` (equal in exact arithmetic) moves paper-a's distances in the 9th digit; so
 did a replay that ran with the caller's two BLAS threads instead of the run's one (fixed in
 ``replay_trial``, which now takes the run's ``kernel_threads``).  What it does not: running
 without compaction (``ifca.COMPACT = False``) gives the same bits on this trial, since a single
-thread rounds each column of a product alike whatever the batch's width.  Measured beside a run
-at nice 19: 25 s for paper-a's run, 141 s for paper-b's.
+thread rounds each column of a product alike whatever the batch's width.  Measured alone, each
+in a child process under the runs' SkylakeX kernels: 15 s for paper-a's run, 70 s for paper-b's
+(141 s beside a run at nice 19), 23 s for paper-c's.
 """
 
 from __future__ import annotations
