@@ -108,9 +108,6 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1):
             "naive_seconds_per_replica_round": naive, "speedup_vs_naive": naive / per}
 
 
-#: OpenBLAS kernel sets the ``kernels`` section compares, with the CPU flag each needs.
-KERNELS = tuple(OPENBLAS_KERNEL_FLAGS.items())
-
 _KERNEL_CHILD = """
 import json, sys
 import numpy as np
@@ -126,7 +123,8 @@ with threadpool_limits(limits=1):
 
 
 def bench_kernels(rounds=20):
-    """The ``kernels`` section: each OpenBLAS kernel set of :data:`KERNELS` this CPU can run, in a
+    """The ``kernels`` section: each OpenBLAS kernel set of
+    :data:`mixreg.provenance.OPENBLAS_KERNEL_FLAGS` this CPU can run, in a
     child process with ``OPENBLAS_CORETYPE`` set; ``[]`` when the BLAS is not OpenBLAS or the CPU
     has none of them (the kernels each child reports are kept, to show the setting took)."""
     from threadpoolctl import threadpool_info
@@ -134,7 +132,7 @@ def bench_kernels(rounds=20):
     if not any(lib.get("internal_api") == "openblas" for lib in threadpool_info()):
         return []
     flags, rows = cpu_flags(), []
-    for name, flag in KERNELS:
+    for name, flag in OPENBLAS_KERNEL_FLAGS.items():
         if flag not in flags:
             continue
         child = subprocess.run([sys.executable, "-c", _KERNEL_CHILD, str(rounds)],

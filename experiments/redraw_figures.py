@@ -23,7 +23,7 @@ import shlex
 import sys
 
 from mixreg.montecarlo.reader import read_results
-from mixreg.provenance import blas_kernels
+from mixreg.provenance import run_blas_kernels
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DATA = REPO / "figures" / "data"
@@ -65,12 +65,6 @@ def progress(run):
     return len(read_results(run, from_chunks=True).records), total
 
 
-def run_kernels(manifest):
-    """The BLAS kernels the last run into a results directory computed with (its manifest)."""
-    runs = manifest.get("runs") or [{}]
-    return blas_kernels((runs[-1].get("environment") or {}).get("blas"))
-
-
 def resume_command(name, run):
     """The command that finishes the unfinished paper-preset run kept in ``run``, writing into it;
     from the repository's root (``run`` is shown relative to it when inside it).  It names the
@@ -79,7 +73,7 @@ def resume_command(name, run):
     shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
     manifest = _manifest(run)
     preset = (manifest.get("sweep") or {}).get("config", {}).get("preset", run.name)  # named after it
-    kernels = run_kernels(manifest)
+    kernels = run_blas_kernels((manifest.get("runs") or [None])[-1])  # the last run's
     prefix = f"OPENBLAS_CORETYPE={shlex.quote(kernels[0])} " if len(kernels) == 1 else ""
     return f"{prefix}python -m experiments.{name} --preset {shlex.quote(str(preset))} --out {shlex.quote(str(shown))}"
 

@@ -25,8 +25,8 @@ import platform
 import subprocess
 import sys
 
-__all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "cpu_flags",
-           "OPENBLAS_KERNEL_FLAGS"]
+__all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "run_blas_kernels",
+           "cpu_flags", "OPENBLAS_KERNEL_FLAGS"]
 
 #: OpenBLAS kernel sets (``OPENBLAS_CORETYPE`` names) and the CPU flag each needs: forced on a
 #: CPU without it, a process would die of an illegal instruction.
@@ -230,6 +230,13 @@ def blas_kernels(blas=None):
         return ()
     return tuple(sorted({lib["architecture"] for lib in blas
                          if isinstance(lib, dict) and lib.get("user_api") == "blas" and lib.get("architecture")}))
+
+
+def run_blas_kernels(run):
+    """:func:`blas_kernels` of a run as a results directory's manifest keeps it (an entry of its
+    ``runs``, whose ``environment`` is an :func:`environment_record`); ``()`` when unrecorded."""
+    blas = ((run or {}).get("environment") or {}).get("blas")
+    return () if blas is None else blas_kernels(blas)  # None would mean this process's
 
 
 def cpu_flags():

@@ -37,7 +37,7 @@ from experiments._cli import _config_from_record
 from mixreg.montecarlo import replay_trial
 from mixreg.montecarlo._cells import _scalar
 from mixreg.montecarlo.reader import read_results
-from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags
+from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, run_blas_kernels
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +55,7 @@ def _same(committed, replayed):
 @pytest.mark.parametrize("name, run", RUNS, ids=[f"{name}/{run.name}" for name, run in RUNS])
 def test_a_committed_trial_replays_bit_identically(name, run):
     results = read_results(run)
-    kernels = {blas_kernels((run_.get("environment") or {}).get("blas")) for run_ in results.manifest["runs"]}
+    kernels = {run_blas_kernels(run_) for run_ in results.manifest["runs"]}
     assert len(kernels) == 1, f"the runs used different BLAS kernels {kernels}"
     kernels = kernels.pop()
     if kernels and kernels != blas_kernels():

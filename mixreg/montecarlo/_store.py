@@ -401,8 +401,7 @@ def _warn_version_change(previous, environment):
     if old_git.get("commit") != new_git["commit"] and "unknown" not in (
             old_git.get("commit", "unknown"), new_git["commit"]):
         changes.append(f"git commit {old_git['commit'][:12]} -> {new_git['commit'][:12]}")
-    old_runs = previous.get("runs") or [{}]
-    old_kernels = provenance.blas_kernels((old_runs[-1].get("environment") or {}).get("blas"))
+    old_kernels = provenance.run_blas_kernels((previous.get("runs") or [None])[-1])
     new_kernels = provenance.blas_kernels(environment["blas"])
     if old_kernels and new_kernels and old_kernels != new_kernels:  # same code, other last bits
         keep = f" (set OPENBLAS_CORETYPE={old_kernels[0]} to keep them)" if len(old_kernels) == 1 else ""
