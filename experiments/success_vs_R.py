@@ -214,7 +214,8 @@ def trial_memory(cell):
     """Upper estimate of one trial's peak bytes, from its sizes: the draw (``X`` in float64, a
     cluster's rows copied for the responses, ``X`` in the run's dtype: ``(16 + s) N d`` with
     ``s`` the dtype's size), IFCA's buffers (the predictions ``B k N``, the residuals ``B N``
-    and the per-client gradients ``m B d``, in the dtype) and :data:`TRIAL_OVERHEAD`.
+    and the per-client gradients ``m B d``, in the dtype; option I holds the last two for a
+    block of clients at a time, so they are bounded here) and :data:`TRIAL_OVERHEAD`.
     Measured peaks of first trials in fresh processes at d = 1000 (N from 2.5e3 to 1.6e5,
     k = 2 and 4, float32 and float64, compilation included) were 0.4 to 0.7 times this."""
     N, d, B = cell["m"] * cell["n"], cell["d"], _batch(cell)
@@ -228,11 +229,14 @@ TRIAL_OVERHEAD = 1.5e8
 
 
 #: Flop/s of one single-threaded worker running IFCA trials, per dtype, for the time estimate:
-#: the benchmark's replica-round at the official sizes in the paper presets' batches
-#: (``python -m experiments.bench_ifca``: 65 to 81 GFLOP/s in float32 at B = 60 and 120, 45 to 61
-#: at B = 30; 34 to 37 in float64 at B = 30); paper-a ran at 7.5e10 per worker counting every
-#: replica's rounds (compaction drops the diverged ones).  Small problems run slower (the quick
-#: presets at d = 50 to 200 take about 3 times their estimate): an order of magnitude.
+#: the benchmark's replica-round at the official sizes in the paper presets' batches under
+#: OpenBLAS's Haswell (AVX2) kernels (``python -m experiments.bench_ifca``: 65 to 81 GFLOP/s in
+#: float32 at B = 60 and 120, 45 to 61 at B = 30; 34 to 37 in float64 at B = 30).  Under the
+#: SkylakeX (AVX-512) kernels the same benchmark gives 118 to 160 GFLOP/s at B = 60 and 120, and
+#: paper-a's timed rerun ran at 1.5e11 per worker counting every replica's rounds (compaction
+#: drops the diverged ones), so there the estimate is about twice too long.  Small problems run
+#: slower (the quick presets at d = 50 to 200 take about 3 times their estimate): an order of
+#: magnitude.
 FLOP_RATE = {"float32": 6e10, "float64": 3e10}
 
 

@@ -76,3 +76,65 @@ def test_losses_assignment_and_scatter():
     for b in range(B):
         for j in range(k):
             np.testing.assert_allclose(out[b, j], C[assign[b] == j, b].sum(axis=0) if (assign[b] == j).any() else 0.0)
+
+
+def _three_passes(P, Y, group, offsets, assign, k, weights, X, d):
+    """IFCA's gradient sums the way the driver computed them before the blocks: all clients'
+    residuals, then all per-client products, then the sums."""
+    B, m = assign.shape
+    R = np.empty(B * offsets[-1], dtype=X.dtype)
+    C = np.empty((m, B, d), dtype=X.dtype)
+    out = np.empty((B, k, d), dtype=X.dtype)
+    kernels.weighted_residuals(P, Y, group, offsets, assign, k, weights, R)
+    kernels.client_gradients(R, X, kernels.ClientLayout(offsets, d, B), C)
+    kernels.scatter_add(C, assign, out)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", [[50] * 13, [1, 2, 300, 5, 120, 1, 40, 40, 40, 3]],
+                         ids=["equal", "unequal, small and large clients"])
+@pytest.mark.parametrize("block_bytes", [1, 5000, 10**9], ids=["one client", "a few", "all"])
+def test_cluster_gradients_in_blocks_equal_the_three_passes_bit_for_bit(monkeypatch, dtype, sizes, block_bytes):
+    """The blocked gradient sums (what IFCA's option I runs) are the same numbers, to the last bit,
+    as residuals, per-client products and sums over all clients; inactive clients (-1) add
+    nothing.  Caught mutants: a block summed out of client order, a block's clients computed in a
+    batch where the full layout computes them one by one (the Numba loop for small clients)."""
+    monkeypatch.setattr(kernels, "BLOCK_BYTES", block_bytes)
+    rng = np.random.default_rng(3)
+    d, B, k = 16, 6, 3
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    m, N = len(sizes), int(offsets[-1])
+    X = rng.standard_normal((N, d)).astype(dtype)
+    Y = rng.standard_normal((2, N)).astype(dtype)
+    group = np.array([0, 1, 0, 1, 0, 1])
+    P = rng.standard_normal((B * k, N)).astype(dtype)
+    assign = rng.integers(-1, k, size=(B, m))
+    weights = (2.0 / np.diff(offsets)).astype(dtype)
+    blocks = kernels.ClientBlocks(offsets, d, B, dtype)
+    expected_blocks = {1: m, 5000: -(-m // max(1, 5000 // (B * d * np.dtype(dtype).itemsize))), 10**9: 1}
+    assert len(blocks.blocks) == expected_blocks[block_bytes]
+    out = kernels.cluster_gradients(P, Y, group, assign, k, weights, X, blocks, np.full((B, k, d), np.nan, dtype))
+    expected = _three_passes(P, Y, group, offsets, assign, k, weights, X, d)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, expected)
+    for b in range(B):  # and they are the gradients
+        for j in range(k):
+            total = np.zeros(d)
+            for i in np.flatnonzero(assign[b] == j):
+                lo, hi = offsets[i], offsets[i + 1]
+                total += weights[i] * (P[b * k + j, lo:hi].astype(float) - Y[group[b], lo:hi]) @ X[lo:hi]
+            np.testing.assert_allclose(out[b, j], total, rtol=1e-4, atol=1e-4)
+
+
+def test_a_block_of_equal_clients_from_an_unequal_layout_is_computed_per_client(monkeypatch):
+    d, B = 40, 2
+    monkeypatch.setattr(kernels, "BLOCK_BYTES", 3 * B * d * 8)  # blocks of three clients
+    offsets = np.array([0, 1, 2, 3, 503, 1003, 1503], dtype=np.int64)  # one-point clients, then large ones
+    whole = kernels.ClientLayout(offsets, d, B)
+    (_, _, _, _, _, first), (_, _, _, _, _, second) = kernels.ClientBlocks(offsets, d, B, np.float64).blocks
+    assert whole.n_equal is None and list(whole.small) == [0, 1, 2] and list(whole.large) == [3, 4, 5]
+    assert first.n_equal is None and list(first.small) == [0, 1, 2]  # the Numba loop, as in the whole layout
+    assert second.n_equal is None and list(second.large) == [0, 1, 2]
+    equal = kernels.ClientBlocks(np.arange(0, 70, 10), d, B, np.float64).blocks
+    assert [layout.n_equal for *_, layout in equal] == [10, 10]  # equal sizes: one batched product per block

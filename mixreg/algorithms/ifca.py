@@ -26,6 +26,8 @@ so every round sees fresh data independent of the current iterate.
 The work of a round is one GEMM for the ``k`` predictions of every replica (``2 N d B k`` flops),
 a Numba pass for losses, argmin and residuals, and per-client GEMMs for the gradient
 (``2 N d B`` flops): ``(k + 1) 2 N d`` flops per replica-round, the algorithm's own count.
+Option I without resampling sums the per-client gradients a few clients at a time
+(:func:`mixreg.kernels.cluster_gradients`), bit-identically to summing them after all clients.
 """
 
 from __future__ import annotations
@@ -180,7 +182,7 @@ COMPACT = True
 class _Workspace:
     """Preallocated buffers of one data layout (one per distinct ``(N, offsets)``)."""
 
-    def __init__(self, X, Y, group, offsets, B, k, d, dtype):
+    def __init__(self, X, Y, group, offsets, B, k, d, dtype, blocked):
         self.X, self.Y, self.group, self.offsets = X, Y, group, offsets
         m = offsets.shape[0] - 1
         N = X.shape[0]
@@ -189,8 +191,11 @@ class _Workspace:
         self.pooled = np.full(m, 2.0 / N, dtype=dtype)  # (n_i / N) times that: the pooled mean
         self.P = np.empty((B * k, N), dtype=dtype)
         self.losses = np.empty((B, m, k))
-        self.R = np.empty(B * N, dtype=dtype)
-        self.C = np.empty((m, B, d), dtype=dtype)
+        if blocked:  # the gradient from this round's predictions, a block of clients at a time
+            self.blocks = kernels.ClientBlocks(offsets, d, B, dtype)
+        else:  # the client-major residuals and the per-client gradients of all clients
+            self.R = np.empty(B * N, dtype=dtype)
+            self.C = np.empty((m, B, d), dtype=dtype)
 
 
 def _responses(problem, B, responses, response_of):
@@ -410,6 +415,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     active = np.ones(m, dtype=np.bool_)
     n_active = max(1, int(round(q * m)))
     compact = COMPACT and rec is None
+    blocked = option == "gradient" and not resample
     work = np.arange(B)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
@@ -421,7 +427,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
             if t == 0 or (compact and replicas.diverged[work].any()):  # (re)size the buffers
                 work = np.flatnonzero(replicas.live) if t else work
                 Bw = work.size
-                ws = _Workspace(data[0], data[1], group[work], data[2], Bw, k, d, dtype)
+                ws = _Workspace(data[0], data[1], group[work], data[2], Bw, k, d, dtype, blocked)
                 server = ws.weights if aggregation == "clients" else ws.pooled
                 step, loc_step = step_all[work], gamma[work].astype(dtype)[None, :, None]
                 assign = np.empty((Bw, m), dtype=np.int64)
@@ -452,10 +458,10 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                     kernels.gather_selected(th, assign, local)
                     kernels.client_predictions(local, gX, ws.layout, ws.R)
                     kernels.selected_residuals(ws.R, gY[0], ws.offsets, assign, server, ws.R)
+                    kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
+                    kernels.scatter_add(ws.C, assign, grad)
                 else:  # reuse this round's predictions of the assigned model
-                    kernels.weighted_residuals(ws.P, gY, ws.group, ws.offsets, assign, k, server, ws.R)
-                kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
-                kernels.scatter_add(ws.C, assign, grad)
+                    kernels.cluster_gradients(ws.P, gY, ws.group, assign, k, server, gX, ws.blocks, grad)
                 new = th - step * grad
             else:  # theta_j = mean of the tau-step local models of the clients that chose j
                 kernels.gather_selected(th, assign, local)

@@ -112,4 +112,12 @@ __all__ = [
     "SweepInterrupted",
     "SweepWarning",
     "TrialsFailedWarning",
+    # the layout of a results directory, for readers of one
+    "ENGINE_COLUMNS",
+    "FORMAT",
+    "MANIFEST_NAME",
+    "TRIALS_CSV_NAME",
+    "SUMMARY_CSV_NAME",
+    "CHUNK_DIR_NAME",
+    "LOCK_NAME",
 ]
