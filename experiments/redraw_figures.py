@@ -23,7 +23,7 @@ import shlex
 import sys
 
 from mixreg.montecarlo.reader import read_results
-from mixreg.provenance import run_blas_kernels
+from mixreg.provenance import openblas_coretype, run_blas_kernels
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DATA = REPO / "figures" / "data"
@@ -73,8 +73,8 @@ def resume_command(name, run):
     shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
     manifest = _manifest(run)
     preset = (manifest.get("sweep") or {}).get("config", {}).get("preset", run.name)  # named after it
-    kernels = run_blas_kernels((manifest.get("runs") or [None])[-1])  # the last run's
-    prefix = f"OPENBLAS_CORETYPE={shlex.quote(kernels[0])} " if len(kernels) == 1 else ""
+    coretype = openblas_coretype(run_blas_kernels((manifest.get("runs") or [None])[-1]))  # the last run's
+    prefix = f"OPENBLAS_CORETYPE={shlex.quote(coretype)} " if coretype else ""
     return f"{prefix}python -m experiments.{name} --preset {shlex.quote(str(preset))} --out {shlex.quote(str(shown))}"
 
 

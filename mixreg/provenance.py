@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 __all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "run_blas_kernels",
-           "cpu_flags", "OPENBLAS_KERNEL_FLAGS"]
+           "openblas_coretype", "cpu_flags", "OPENBLAS_KERNEL_FLAGS"]
 
 #: OpenBLAS kernel sets (``OPENBLAS_CORETYPE`` names) and the CPU flag each needs: forced on a
 #: CPU without it, a process would die of an illegal instruction.
@@ -237,6 +237,12 @@ def run_blas_kernels(run):
     ``runs``, whose ``environment`` is an :func:`environment_record`); ``()`` when unrecorded."""
     blas = ((run or {}).get("environment") or {}).get("blas")
     return () if blas is None else blas_kernels(blas)  # None would mean this process's
+
+
+def openblas_coretype(kernels):
+    """The ``OPENBLAS_CORETYPE`` value that makes OpenBLAS run ``kernels`` (a :func:`blas_kernels`
+    tuple): its one name, or ``None`` when it names none or several, which no one setting gives."""
+    return kernels[0] if len(kernels) == 1 else None
 
 
 def cpu_flags():

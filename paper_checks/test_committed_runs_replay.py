@@ -37,7 +37,7 @@ from experiments._cli import _config_from_record
 from mixreg.montecarlo import replay_trial
 from mixreg.montecarlo._cells import _scalar
 from mixreg.montecarlo.reader import read_results
-from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, run_blas_kernels
+from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, openblas_coretype, run_blas_kernels
 
 pytestmark = pytest.mark.slow
 
@@ -59,19 +59,20 @@ def test_a_committed_trial_replays_bit_identically(name, run):
     assert len(kernels) == 1, f"the runs used different BLAS kernels {kernels}"
     kernels = kernels.pop()
     if kernels and kernels != blas_kernels():
-        needs = OPENBLAS_KERNEL_FLAGS.get(kernels[0]) if len(kernels) == 1 else None
+        coretype = openblas_coretype(kernels)
+        needs = OPENBLAS_KERNEL_FLAGS.get(coretype)
         if needs is not None and needs not in cpu_flags():  # forcing them would kill the child
-            pytest.skip(f"{name}/{run.name} was computed with the {kernels[0]} kernels, which need "
+            pytest.skip(f"{name}/{run.name} was computed with the {coretype} kernels, which need "
                         f"{needs}: this CPU cannot replay it bit for bit")
-        if os.environ.get("_MIXREG_REPLAY_CHILD") or len(kernels) != 1:
+        if os.environ.get("_MIXREG_REPLAY_CHILD") or coretype is None:
             pytest.skip(f"{name}/{run.name} was computed with the {kernels} kernels, which OPENBLAS_CORETYPE "
                         f"does not give this machine (it runs {blas_kernels()})")
         child = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-m", "slow", "-p", "no:cacheprovider", "-rs",
              f"{__file__}::test_a_committed_trial_replays_bit_identically[{name}/{run.name}]"],
-            env={**os.environ, "OPENBLAS_CORETYPE": kernels[0], "_MIXREG_REPLAY_CHILD": "1"},
+            env={**os.environ, "OPENBLAS_CORETYPE": coretype, "_MIXREG_REPLAY_CHILD": "1"},
             capture_output=True, text=True, check=False)
-        assert child.returncode == 0, (f"replayed under OPENBLAS_CORETYPE={kernels[0]}, exit {child.returncode}:\n"
+        assert child.returncode == 0, (f"replayed under OPENBLAS_CORETYPE={coretype}, exit {child.returncode}:\n"
                                        f"{child.stdout[-3000:]}\n{child.stderr[-2000:]}")
         assert "1 passed" in child.stdout, child.stdout[-3000:]  # not skipped
         return

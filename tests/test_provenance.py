@@ -13,6 +13,9 @@ def test_blas_kernels_are_read_from_a_manifest_record():
     assert provenance.blas_kernels([{"user_api": "blas", "internal_api": "mkl"}]) == ()  # says none
     assert provenance.run_blas_kernels({"environment": {"blas": blas}}) == ("Haswell", "SkylakeX")
     assert provenance.run_blas_kernels({"status": "running"}) == provenance.run_blas_kernels(None) == ()
+    assert provenance.openblas_coretype(("SkylakeX",)) == "SkylakeX"
+    assert provenance.openblas_coretype(("Haswell", "SkylakeX")) is None  # no one setting gives both
+    assert provenance.openblas_coretype(()) is None
 
 
 def test_this_process_names_its_kernels_as_its_record_does():

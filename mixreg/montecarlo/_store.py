@@ -404,7 +404,8 @@ def _warn_version_change(previous, environment):
     old_kernels = provenance.run_blas_kernels((previous.get("runs") or [None])[-1])
     new_kernels = provenance.blas_kernels(environment["blas"])
     if old_kernels and new_kernels and old_kernels != new_kernels:  # same code, other last bits
-        keep = f" (set OPENBLAS_CORETYPE={old_kernels[0]} to keep them)" if len(old_kernels) == 1 else ""
+        coretype = provenance.openblas_coretype(old_kernels)
+        keep = f" (set OPENBLAS_CORETYPE={coretype} to keep them)" if coretype else ""
         changes.append(f"BLAS kernels {'+'.join(old_kernels)} -> {'+'.join(new_kernels)}{keep}")
     if changes:
         warnings.warn(f"resuming with different code, package versions or BLAS kernels ({', '.join(changes)});"
