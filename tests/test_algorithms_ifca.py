@@ -5,6 +5,7 @@ import importlib
 import numpy as np
 import pytest
 
+from mixreg.algorithms import data_scales, level_scales
 from mixreg.algorithms.ifca import ifca, initial_parameters, training_loss
 from mixreg.problems import make_problem, make_problem_from_parameters
 
@@ -346,3 +347,15 @@ def test_bad_responses_name_the_parameter(kwargs, exc, pattern):
         kwargs = dict(kwargs, responses=y)
     with pytest.raises(exc, match=pattern):
         ifca(pb, np.zeros((2, 2, 3)), 0.1, n_rounds=2, **kwargs)
+
+
+def test_level_scales_are_each_levels_data_scales_bit_for_bit():
+    """The divergence floors of a shared-draw batch: X's mean square is computed once for all
+    levels, and each level's floors equal those of a separate run on its responses."""
+    pb = make_problem(m=6, k=2, n=5, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    Y = np.stack([pb.y, 3.0 * pb.y, np.zeros_like(pb.y)])
+    scales = level_scales(pb, Y)
+    assert scales.shape == (3, 2)
+    for y, row in zip(Y, scales):
+        assert tuple(row) == data_scales(pb, y=y)
+    assert scales[1, 1] != scales[0, 1] and scales[2, 0] > 0  # the levels' own floors; never zero

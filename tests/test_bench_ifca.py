@@ -12,6 +12,11 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
     report = json.loads((tmp_path / "bench_ifca.json").read_text())
     assert set(report["peak_gflops"]) == {"float32", "float64"}
     assert report["ifca"] and all(row["seconds_per_replica_round"] > 0 for row in report["ifca"])
+    for row in report["ifca"]:  # a whole run of the paper's length costs its rounds and its fixed part
+        assert row["fixed_seconds_per_run"] >= 0
+        per_run = row["fixed_seconds_per_run"] + bench_ifca.PAPER_ROUNDS * row["B"] * row["seconds_per_replica_round"]
+        assert math.isclose(row["seconds_per_replica_round_paper"] * bench_ifca.PAPER_ROUNDS * row["B"], per_run)
+        assert row["fraction_of_peak_paper"] <= row["fraction_of_peak"]
     assert report["engine"]["parallel_efficiency"] > 0
 
     place = report["placement"]

@@ -30,7 +30,15 @@ Every replica driver takes a :class:`mixreg.problems.Problem`, initial parameter
 stop reason, wall time, history).
 """
 
-from ._driver import DriverResult, History, HistoryRecorder, ProblemRefused, Replicas, data_scales
+from ._driver import (
+    DriverResult,
+    History,
+    HistoryRecorder,
+    ProblemRefused,
+    Replicas,
+    data_scales,
+    level_scales,
+)
 from ._registry import ALGORITHMS, Algorithm, get_algorithm, register, register_builtin
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
@@ -60,6 +68,7 @@ __all__ = [
     "Replicas",
     "cluster_anchors",
     "data_scales",
+    "level_scales",
     "fedx",
     "fedx_linear_rates",
     "fesem",

@@ -40,6 +40,7 @@ __all__ = [
     "HISTORY_FIELDS",
     "BLOWUP",
     "data_scales",
+    "level_scales",
 ]
 
 
@@ -120,8 +121,22 @@ def data_scales(problem, *, y=None):
     parameter that explains the responses' energy (about ``||theta*||`` for isotropic features).
     ``y`` replaces the problem's responses (a run on other responses of the same ``X``).
     """
-    y2 = float(np.mean(np.square(problem.y if y is None else y, dtype=np.float64)))
-    x2 = float(np.mean(np.square(problem.X, dtype=np.float64)))
+    return _floors(_mean_square(problem.y if y is None else y), _mean_square(problem.X))
+
+
+def level_scales(problem, Y):
+    """:func:`data_scales` of every response vector ``y`` of ``Y`` (shape (G, N)) on the problem's
+    ``X``, as an array of shape (G, 2); ``X``'s mean square is computed once (a tenth of a
+    second per level at (m, n, d) = (400, 100, 1000)), the values are the same."""
+    x2 = _mean_square(problem.X)
+    return np.array([_floors(_mean_square(y), x2) for y in Y])
+
+
+def _mean_square(a):
+    return float(np.mean(np.square(a, dtype=np.float64)))
+
+
+def _floors(y2, x2):
     return max(y2, np.finfo(float).tiny), (np.sqrt(y2 / x2) if x2 > 0 else 1.0)
 
 

@@ -49,6 +49,7 @@ from ._driver import (
     check_run,
     data_scales,
     elapsed,
+    level_scales,
 )
 from ._local_steps import local_gradient_steps
 
@@ -371,7 +372,7 @@ def ifca(
     if responses is None:
         floors = data_scales(problem)
     else:  # each replica's own scales, as in a separate run on its responses
-        scales = np.array([data_scales(problem, y=y) for y in Y])
+        scales = level_scales(problem, Y)
         floors = (scales[group, 0], scales[group, 1])
     replicas = Replicas(B, T, tol, theta0=theta, floors=floors)
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
