@@ -16,7 +16,7 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         assert row["fixed_seconds_per_run"] >= 0
         per_run = row["fixed_seconds_per_run"] + bench_ifca.PAPER_ROUNDS * row["B"] * row["seconds_per_replica_round"]
         assert math.isclose(row["seconds_per_replica_round_paper"] * bench_ifca.PAPER_ROUNDS * row["B"], per_run)
-        assert row["fraction_of_peak_paper"] <= row["fraction_of_peak"]
+        assert row["fraction_of_peak_paper"] <= row["fraction_of_peak"] * (1 + 1e-12)  # equal with no fixed part
     assert report["engine"]["parallel_efficiency"] > 0
 
     place = report["placement"]
