@@ -98,8 +98,8 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1, repeats=2
     training loss: one prediction product and the losses) plus ``T`` rounds.  Runs of ``rounds``
     and ``2 rounds`` are timed alternately, ``repeats`` times each; a round's cost is the
     difference of their best times over ``rounds`` (``marginal``; on a tiny run where noise
-    makes that difference vanish, the longer run's average, fixed part included, and
-    ``marginal`` is ``False``), and the fixed part what is left of the shorter run.  The paper
+    makes that difference vanish, the longer run's average, fixed part included, ``marginal``
+    is ``False`` and the fixed part is 0), and the fixed part what is left of the shorter run.  The paper
     presets run :data:`PAPER_ROUNDS` rounds, so a whole run there is the fixed part plus that
     many rounds (``seconds_per_replica_round_paper``)."""
     m, n, d, k = size
@@ -117,8 +117,11 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1, repeats=2
             times[T].append(_timed(lambda T=T: ifca(problem, theta0, gammas, n_rounds=T, **shared)))
     short, long = min(times[rounds]), min(times[2 * rounds])
     marginal = long > short
-    round_seconds = (long - short) / rounds if marginal else long / (2 * rounds)
-    fixed = max(0.0, short - rounds * round_seconds)
+    if marginal:
+        round_seconds = (long - short) / rounds
+        fixed = max(0.0, short - rounds * round_seconds)
+    else:  # the average already holds the fixed part
+        round_seconds, fixed = long / (2 * rounds), 0.0
     replicas = levels * B
     per = round_seconds / replicas
     per_paper = (fixed + PAPER_ROUNDS * round_seconds) / (PAPER_ROUNDS * replicas)

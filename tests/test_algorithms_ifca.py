@@ -351,8 +351,9 @@ def test_bad_responses_name_the_parameter(kwargs, exc, pattern):
 
 def test_level_scales_are_each_levels_data_scales_bit_for_bit():
     """The divergence floors of a shared-draw batch: X's mean square is computed once for all
-    levels, and each level's floors equal those of a separate run on its responses."""
-    pb = make_problem(m=6, k=2, n=5, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    levels, and each level's floors equal those of a separate run on its responses (N = 10,000,
+    enough for summation orders to show in the last bits)."""
+    pb = make_problem(m=200, k=2, n=50, d=20, sigma=0.1, scale=1.0, rng=np.random.default_rng(0), dtype="float32")
     Y = np.stack([pb.y, 3.0 * pb.y, np.zeros_like(pb.y)])
     scales = level_scales(pb, Y)
     assert scales.shape == (3, 2)

@@ -4,6 +4,9 @@ writes every section, the thread-placement one included."""
 import json
 import math
 
+import numpy as np
+import pytest
+
 from experiments import bench_ifca
 
 
@@ -47,3 +50,45 @@ def test_record_key_ignores_the_timing_and_sees_every_bit():
     assert bench_ifca._record_key(record) == bench_ifca._record_key(dict(record, wall_time=2.0))
     assert bench_ifca._record_key(dict(record, dist=0.1)) != \
         bench_ifca._record_key(dict(record, dist=math.nextafter(0.1, 1.0)))
+
+
+@pytest.mark.parametrize("fixed,per_round", [(0.05, 0.01), (0.0, 0.02), (0.7, 0.003)])
+def test_round_cost_and_fixed_part_are_separated(monkeypatch, fixed, per_round):
+    """With runs that take exactly ``fixed + per_round T``, the benchmark returns the round's
+    cost and the fixed part (a swapped pair of lengths, a wrong divisor or the fixed part left in
+    the round would not)."""
+    lengths = []
+    monkeypatch.setattr(bench_ifca, "ifca", lambda problem, theta0, gammas, n_rounds, **kw: lengths.append(n_rounds))
+    monkeypatch.setattr(bench_ifca, "naive_round", lambda *args: None)
+
+    def timed(fn):
+        fn()
+        return fixed + per_round * lengths[-1] if lengths else 1.0
+
+    monkeypatch.setattr(bench_ifca, "_timed", timed)
+    row = bench_ifca.bench_ifca(np.float32, (10, 10, 20, 2), B=3, rounds=20, naive_rounds=1, levels=2)
+    assert sorted(set(lengths) - {2}) == [20, 40]
+    replicas = 6
+    assert row["marginal"] and row["B"] == replicas
+    assert math.isclose(row["seconds_per_replica_round"] * replicas, per_round)
+    assert math.isclose(row["fixed_seconds_per_run"], fixed, abs_tol=1e-12)
+    paper = row["seconds_per_replica_round_paper"] * replicas * bench_ifca.PAPER_ROUNDS
+    assert math.isclose(paper, fixed + per_round * bench_ifca.PAPER_ROUNDS)
+
+
+def test_noise_that_hides_the_round_cost_falls_back_to_the_whole_run(monkeypatch):
+    """A longer run measured faster than a shorter one: the longer run's average, flagged, and no
+    fixed part added on top of it."""
+    lengths = []
+    monkeypatch.setattr(bench_ifca, "ifca", lambda problem, theta0, gammas, n_rounds, **kw: lengths.append(n_rounds))
+    monkeypatch.setattr(bench_ifca, "naive_round", lambda *args: None)
+
+    def timed(fn):
+        fn()
+        return {20: 0.10, 40: 0.09}.get(lengths[-1], 1.0) if lengths else 1.0
+
+    monkeypatch.setattr(bench_ifca, "_timed", timed)
+    row = bench_ifca.bench_ifca(np.float32, (10, 10, 20, 2), B=3, rounds=20, naive_rounds=1)
+    assert not row["marginal"] and row["fixed_seconds_per_run"] == 0.0
+    assert math.isclose(row["seconds_per_replica_round"] * 3, 0.09 / 40)
+    assert math.isclose(row["seconds_per_replica_round_paper"], row["seconds_per_replica_round"])
