@@ -52,20 +52,28 @@ def test_record_key_ignores_the_timing_and_sees_every_bit():
         bench_ifca._record_key(dict(record, dist=math.nextafter(0.1, 1.0)))
 
 
-@pytest.mark.parametrize("fixed,per_round", [(0.05, 0.01), (0.0, 0.02), (0.7, 0.003)])
-def test_round_cost_and_fixed_part_are_separated(monkeypatch, fixed, per_round):
-    """With runs that take exactly ``fixed + per_round T``, the benchmark returns the round's
-    cost and the fixed part (a swapped pair of lengths, a wrong divisor or the fixed part left in
-    the round would not)."""
+def _fake_runs(monkeypatch, seconds_of):
+    """Replace the benchmark's IFCA runs by stubs whose timed length ``T`` takes ``seconds_of(T)``
+    (the naive loop by a no-op); returns the list of run lengths called."""
     lengths = []
     monkeypatch.setattr(bench_ifca, "ifca", lambda problem, theta0, gammas, n_rounds, **kw: lengths.append(n_rounds))
     monkeypatch.setattr(bench_ifca, "naive_round", lambda *args: None)
 
     def timed(fn):
+        before = len(lengths)
         fn()
-        return fixed + per_round * lengths[-1] if lengths else 1.0
+        return seconds_of(lengths[-1]) if len(lengths) > before else 1.0
 
     monkeypatch.setattr(bench_ifca, "_timed", timed)
+    return lengths
+
+
+@pytest.mark.parametrize("fixed,per_round", [(0.05, 0.01), (0.0, 0.02), (0.7, 0.003)])
+def test_round_cost_and_fixed_part_are_separated(monkeypatch, fixed, per_round):
+    """With runs that take exactly ``fixed + per_round T``, the benchmark returns the round's
+    cost and the fixed part (a swapped pair of lengths, a wrong divisor or the fixed part left in
+    the round would not)."""
+    lengths = _fake_runs(monkeypatch, lambda T: fixed + per_round * T)
     row = bench_ifca.bench_ifca(np.float32, (10, 10, 20, 2), B=3, rounds=20, naive_rounds=1, levels=2)
     assert sorted(set(lengths) - {2}) == [20, 40]
     replicas = 6
@@ -79,15 +87,7 @@ def test_round_cost_and_fixed_part_are_separated(monkeypatch, fixed, per_round):
 def test_noise_that_hides_the_round_cost_falls_back_to_the_whole_run(monkeypatch):
     """A longer run measured faster than a shorter one: the longer run's average, flagged, and no
     fixed part added on top of it."""
-    lengths = []
-    monkeypatch.setattr(bench_ifca, "ifca", lambda problem, theta0, gammas, n_rounds, **kw: lengths.append(n_rounds))
-    monkeypatch.setattr(bench_ifca, "naive_round", lambda *args: None)
-
-    def timed(fn):
-        fn()
-        return {20: 0.10, 40: 0.09}.get(lengths[-1], 1.0) if lengths else 1.0
-
-    monkeypatch.setattr(bench_ifca, "_timed", timed)
+    _fake_runs(monkeypatch, {20: 0.10, 40: 0.09}.get)
     row = bench_ifca.bench_ifca(np.float32, (10, 10, 20, 2), B=3, rounds=20, naive_rounds=1)
     assert not row["marginal"] and row["fixed_seconds_per_run"] == 0.0
     assert math.isclose(row["seconds_per_replica_round"] * 3, 0.09 / 40)
