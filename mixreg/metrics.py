@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import linear_sum_assignment
 
+from ._fixed_order import LANES, sum_sq_diff
 from ._validation import check_choice, check_int, check_real
 
 __all__ = [
@@ -59,20 +60,6 @@ _OBJECTIVES = ("mean", "max")
 # --------------------------------------------------------------------------------------------
 # Kernels (trust their inputs)
 # --------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def _sq_dist(u, v, scale):
-    """sum_i ((u_i - v_i) * scale)^2 for 1-D float64 ``u``, ``v``; ``scale`` a power of two.
-
-    Only reassociation/contraction are allowed (so the reduction vectorises); NaN and inf
-    propagate as in IEEE arithmetic.
-    """
-    acc = 0.0
-    for i in range(u.shape[0]):
-        t = u[i] * scale - v[i] * scale
-        acc += t * t
-    return acc
 
 
 @njit(cache=True)
@@ -99,9 +86,12 @@ def _pairwise_kernel(hat, star, star_mag, out):
     directly.  Only if a squared distance is non-finite (non-finite input, or overflow), above
     1e300, or so small (< 2**-900) that it may have underflowed is the row recomputed after
     an exact power-of-two rescaling of both vectors; a non-finite input then poisons the
-    whole replica.  In the common case each entry is computed once, with no extra pass.
+    whole replica.  In the common case each entry is computed once, with no extra pass.  Each
+    squared distance is summed in :func:`~mixreg._fixed_order.sum_sq_diff`'s fixed order, so the
+    distances are the same bit for bit whatever CPU the kernel was compiled for.
     """
     n_rep, k_hat, d = hat.shape
+    lanes = np.empty(LANES)
     k = star.shape[0]
     too_big = 2.0**500 / math.sqrt(d)  # 4 d m^2 stays far below the float64 maximum
     too_small = 2.0**-400
@@ -111,7 +101,7 @@ def _pairwise_kernel(hat, star, star_mag, out):
             row = hat[b, j]
             careful = False
             for l in range(k):
-                sq = _sq_dist(row, star[l], 1.0)
+                sq = sum_sq_diff(row, star[l], 1.0, lanes)
                 if not (sq_tiny <= sq <= 1e300):  # also catches NaN
                     careful = True
                     break
@@ -128,7 +118,7 @@ def _pairwise_kernel(hat, star, star_mag, out):
                 e = max(math.frexp(m)[1], -1000)
             scale = math.ldexp(1.0, -e)
             for l in range(k):
-                out[b, j, l] = math.ldexp(math.sqrt(_sq_dist(row, star[l], scale)), e)
+                out[b, j, l] = math.ldexp(math.sqrt(sum_sq_diff(row, star[l], scale, lanes)), e)
 
 
 @njit(cache=True)

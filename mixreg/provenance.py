@@ -26,7 +26,8 @@ import subprocess
 import sys
 
 __all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "run_blas_kernels",
-           "openblas_coretype", "cpu_flags", "OPENBLAS_KERNEL_FLAGS"]
+           "openblas_coretype", "cpu_flags", "cpu_model", "numba_target", "numpy_simd", "signature",
+           "signature_differences", "OPENBLAS_KERNEL_FLAGS"]
 
 #: OpenBLAS kernel sets (``OPENBLAS_CORETYPE`` names) and the CPU flag each needs: forced on a
 #: CPU without it, a process would die of an illegal instruction.
@@ -180,10 +181,12 @@ def environment_record(*, exclude=()):
     -------
     record : dict
         Keys ``time`` (UTC, ISO 8601), ``python`` (full version string),
-        ``implementation``, ``platform``, ``machine``, ``cpu_count``, ``packages``
-        (:func:`package_versions`), ``git`` (:func:`git_commit`) and ``blas`` (the BLAS /
-        OpenMP libraries loaded in this process with their thread counts, from
-        threadpoolctl).  JSON-serialisable.
+        ``implementation``, ``platform``, ``machine``, ``cpu_count``, ``cpu_model``
+        (:func:`cpu_model`), ``numba_target`` (:func:`numba_target`), ``numpy_simd``
+        (:func:`numpy_simd`), ``packages`` (:func:`package_versions`), ``git``
+        (:func:`git_commit`) and ``blas`` (the BLAS / OpenMP libraries loaded in this process
+        with their kernels and thread counts, from threadpoolctl).  JSON-serialisable.
+        :func:`signature` reads from it what fixes a result's last bits.
     """
     return {
         "time": utc_now(),
@@ -192,6 +195,9 @@ def environment_record(*, exclude=()):
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "numba_target": numba_target(),
+        "numpy_simd": numpy_simd(),
         "packages": package_versions(),
         "git": git_commit(exclude=exclude),
         "blas": _thread_libraries(),
@@ -253,6 +259,127 @@ def cpu_flags():
         return set()
     return next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")),
                 set())
+
+
+def cpu_model():
+    """The CPU's model name (``/proc/cpuinfo``), or :func:`platform.processor`, or ``"unknown"``."""
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+                "")
+    return name or platform.processor() or "unknown"
+
+
+def numba_target():
+    """The CPU Numba compiles its kernels for: ``NUMBA_CPU_NAME`` if set, else the host's.
+
+    Recorded for provenance only: mixreg's kernels give the same bits for every target (their
+    sums have a written order and their multiply-adds are exact FMAs, see
+    :mod:`mixreg._fixed_order`), so the target is not part of :func:`signature`.
+    """
+    try:
+        from numba.core import config
+        import llvmlite.binding as llvm
+
+        return config.CPU_NAME or llvm.get_host_cpu_name()
+    except Exception:  # noqa: BLE001 - provenance never fails a run
+        return "unknown"
+
+
+#: numpy's dispatch targets (x86-64 microarchitecture levels) that change the last bits of its
+#: float64 ``exp``, ``log``, ``power``, ``expm1``, ``log1p``, ``arctan`` and ``cbrt``: numpy 2 has
+#: AVX-512 versions of them (``X86_V4``) that round differently from the ones below it.
+#: Measured on numpy 2.4 by disabling targets one at a time (``NPY_DISABLE_CPU_FEATURES``):
+#: ``AVX512_ICL`` and ``AVX512_SPR`` above ``X86_V4`` change none of these, nor do sums, dot
+#: products or norms at any level.
+_NUMPY_LEVELS = ("X86_V4", "X86_V3", "X86_V2")
+
+
+def numpy_simd():
+    """The highest x86-64 level numpy's float64 math runs at here: ``"X86_V4"`` (AVX-512),
+    ``"X86_V3"`` (AVX2 + FMA), ``"X86_V2"``; on another architecture the highest numpy dispatch
+    target this CPU enables, or ``"baseline"``; ``"unknown"`` when numpy does not say.
+
+    Part of :func:`signature`: numpy's transcendental functions (a Zipf law's ``log`` and
+    ``exp``, say) give other last bits on a CPU without AVX-512, whatever the BLAS kernels.
+    ``NPY_DISABLE_CPU_FEATURES`` set before numpy loads lowers it (``"X86_V4"`` there gives the
+    results of an AVX2 machine on an AVX-512 one).
+    """
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core import _multiarray_umath as umath
+        except ImportError:
+            return "unknown"
+    features = getattr(umath, "__cpu_features__", None)
+    if not isinstance(features, dict):
+        return "unknown"
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        return next((level for level in _NUMPY_LEVELS if features.get(level)), "baseline")
+    enabled = [target for target in getattr(umath, "__cpu_dispatch__", ()) if features.get(target)]
+    return enabled[-1] if enabled else "baseline"
+
+
+def signature(environment=None):
+    """What fixes the last bits of a result beside the code, the seeds and the packages.
+
+    Parameters
+    ----------
+    environment : dict, optional
+        An :func:`environment_record` as a manifest keeps it; default: this process.
+
+    Returns
+    -------
+    dict
+        ``{"blas_kernels": "SkylakeX", "numpy_simd": "X86_V4"}``; a field a record does not
+        hold (an older manifest) reads ``"not recorded"``.  For one signature, one set of
+        package versions and one commit, a trial's record is the same bit for bit whatever the
+        CPU model, the Numba target, the backend and the number of workers (with one kernel
+        thread per worker, the engine's default).
+    """
+    if environment is None:
+        kernels, simd = blas_kernels(), numpy_simd()
+    else:
+        blas = environment.get("blas")
+        kernels = "not recorded" if blas is None else blas_kernels(blas)
+        simd = environment.get("numpy_simd", "not recorded")
+    if isinstance(kernels, tuple):
+        kernels = "+".join(kernels) or "unknown"
+    return {"blas_kernels": kernels, "numpy_simd": simd}
+
+
+def signature_differences(environment, here=None):
+    """The fields of provenance that differ between a run's environment and this process.
+
+    Parameters
+    ----------
+    environment : dict
+        The run's :func:`environment_record` (a manifest's ``runs[i]["environment"]``).
+    here : dict, optional
+        Another environment record; default: this process's.
+
+    Returns
+    -------
+    dict of str to tuple
+        ``{field: (run's value, this value)}`` for each of the :func:`signature` fields, the
+        package versions, ``cpu_model`` and ``numba_target`` that differ; a field the run did not
+        record is listed only for the signature (as ``"not recorded"``).
+    """
+    here = environment_record() if here is None else here
+    here_signature = signature(here)
+    out = {key: (value, here_signature[key]) for key, value in signature(environment).items()
+           if value != here_signature[key]}
+    for key in ("cpu_model", "numba_target"):
+        if key in environment and environment[key] != here.get(key):
+            out[key] = (environment[key], here.get(key))
+    theirs, ours = environment.get("packages") or {}, here.get("packages") or {}
+    for name in sorted(set(theirs) & set(ours)):
+        if theirs[name] != ours[name]:
+            out[f"packages.{name}"] = (theirs[name], ours[name])
+    return out
 
 
 def _thread_libraries():

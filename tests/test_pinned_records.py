@@ -6,17 +6,27 @@ before a change stay valid after it.  Each test runs a small grid of an experime
 engine in-process with single-threaded kernels and compares its ``trials.csv``, less the
 wall-time columns, with the copy in ``tests/data`` written when the grid was pinned.
 
-The last bits depend on the BLAS kernels as well as on the code: OpenBLAS picks kernels for the
-CPU it sees, and those for another CPU sum in another order (the same records differ in the 7th
-digit in float32 and the 15th in float64 between the SkylakeX and the Haswell kernels).  So there
-is one pin per set of kernels, ``pinned_<grid>.<kernels>.csv``, and the test compares bit for bit
-with the pin of the kernels this process runs.  Under kernels that have no pin it can only check
-the discrete fields (labels, flags) exactly and the numbers to 1e-4 relative plus 1e-6, which
-catches a changed algorithm but not a changed summation order; it warns that it did so.
+The last bits depend on two things beside the code, both read by
+:func:`mixreg.provenance.signature`: the BLAS kernels (OpenBLAS picks kernels for the CPU it sees,
+and those for another CPU sum in another order: the same records differ in the 7th digit in
+float32 and the 15th in float64 between the SkylakeX and the Haswell kernels) and the level of
+numpy's own SIMD code (its float64 ``exp`` and ``log`` round differently with AVX-512 than
+without: the two-phase grid's Zipf sizes).  They do not depend on the CPU model or on the target
+Numba compiles for (``tests/test_numba_targets.py`` shows it).  So there is one pin per
+signature, ``pinned_<grid>.<kernels>.<numpy level>.csv``, and the test compares bit for bit with
+the pin of this process's signature.  Under a signature that has no pin it can only check the
+discrete fields (labels, flags) exactly and the numbers to 1e-4 relative plus 1e-6, which catches
+a changed algorithm but not a changed summation order; it warns that it did so.
 
-To re-pin after a change that is *meant* to change the numbers, run this file as a script
-(``python tests/test_pinned_records.py``) once under each pinned set of kernels
-(``OPENBLAS_CORETYPE=<kernels> python tests/test_pinned_records.py``) and say why in the commit.
+The pins: SkylakeX and Haswell kernels with numpy at ``X86_V4`` (an AVX-512 CPU, the Haswell
+kernels forced), and Haswell with ``X86_V3`` (an AVX2 CPU).  To re-pin after a change that is
+*meant* to change the numbers, run this file as a script under each of them and say why in the
+commit::
+
+    python tests/test_pinned_records.py
+    OPENBLAS_CORETYPE=Haswell python tests/test_pinned_records.py
+    OPENBLAS_CORETYPE=Haswell NPY_DISABLE_CPU_FEATURES="AVX512_SPR AVX512_ICL X86_V4" \
+        python tests/test_pinned_records.py
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ import warnings
 import pytest
 
 from mixreg.montecarlo import run_sweep
-from mixreg.provenance import blas_kernels
+from mixreg.provenance import signature
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 
@@ -85,12 +95,14 @@ def _records_text(name, outdir):
     return _without_times(result.trials_csv.read_text())
 
 
-def _kernels():
-    return "+".join(blas_kernels()) or "unknown"
+def _signature():
+    """This process's signature as a file-name part: ``SkylakeX.X86_V4``."""
+    here = signature()
+    return f"{here['blas_kernels']}.{here['numpy_simd']}"
 
 
-def _pin(name, kernels):
-    return DATA / f"pinned_{name}.{kernels}.csv"
+def _pin(name, signature_):
+    return DATA / f"pinned_{name}.{signature_}.csv"
 
 
 def _differences(text, expected, rtol=1e-4, atol=1e-6):
@@ -119,18 +131,28 @@ def _differences(text, expected, rtol=1e-4, atol=1e-6):
 
 @pytest.mark.parametrize("name", sorted(SWEEPS))
 def test_records_are_pinned(name, tmp_path):
-    text, kernels = _records_text(name, tmp_path / name), _kernels()
-    pin = _pin(name, kernels)
+    text, here = _records_text(name, tmp_path / name), _signature()
+    pin = _pin(name, here)
     if pin.is_file():
-        assert text == pin.read_text(), f"{name}: records differ from their pin under the {kernels} kernels"
+        assert text == pin.read_text(), f"{name}: records differ from their pin under the signature {here}"
         return
     pins = sorted(DATA.glob(f"pinned_{name}.*.csv"))
     assert pins, f"{name} has no pin"
-    differing = _differences(text, pins[0].read_text())
-    assert not differing, (f"{name}: no pin for the {kernels} BLAS kernels; against {pins[0].name} "
+    kernels = here.split(".")[0]
+    nearest = next((p for p in pins if p.name.startswith(f"pinned_{name}.{kernels}.")), pins[0])
+    differing = _differences(text, nearest.read_text())
+    assert not differing, (f"{name}: no pin for the signature {here}; against {nearest.name} "
                            f"beyond rounding: {differing[:5]}")
-    warnings.warn(f"{name}: no pin for the {kernels} BLAS kernels; compared with {pins[0].name} up to "
-                  "rounding only (a changed summation order would pass)", stacklevel=1)
+    warnings.warn(f"{name}: no pin for the signature {here} (BLAS kernels.numpy SIMD level); compared with "
+                  f"{nearest.name} up to rounding only (a changed summation order would pass)", stacklevel=1)
+
+
+def test_a_pin_matches_this_kind_of_machine():
+    """The signatures pinned: an AVX-512 CPU (SkylakeX kernels, numpy at X86_V4) and an AVX2 one
+    (Haswell, X86_V3), plus Haswell forced on AVX-512 (Haswell, X86_V4); every grid has all three."""
+    for name in SWEEPS:
+        for signature_ in ("SkylakeX.X86_V4", "Haswell.X86_V4", "Haswell.X86_V3"):
+            assert _pin(name, signature_).is_file(), f"{name} lacks its {signature_} pin"
 
 
 if __name__ == "__main__":  # re-pin
@@ -138,5 +160,5 @@ if __name__ == "__main__":  # re-pin
 
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(SWEEPS):
-            _pin(name, _kernels()).write_text(_records_text(name, pathlib.Path(tmp) / name))
-            print(f"pinned {name} under the {_kernels()} kernels", file=sys.stderr)
+            _pin(name, _signature()).write_text(_records_text(name, pathlib.Path(tmp) / name))
+            print(f"pinned {name} under the signature {_signature()}", file=sys.stderr)

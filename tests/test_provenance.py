@@ -30,3 +30,44 @@ def test_cpu_flags_hold_what_the_kernels_this_process_runs_need():
         needs = provenance.OPENBLAS_KERNEL_FLAGS.get(name)
         if flags and needs:  # a kernel set running here needs a flag this CPU has
             assert needs in flags
+
+
+def test_the_record_says_what_fixes_the_last_bits():
+    record = provenance.environment_record()
+    assert record["cpu_model"] == provenance.cpu_model() and record["cpu_model"]
+    assert record["numba_target"] == provenance.numba_target() != "unknown"
+    assert record["numpy_simd"] == provenance.numpy_simd() != "unknown"
+    assert provenance.signature(record) == provenance.signature()
+    assert provenance.signature_differences(record, record) == {}
+
+
+def test_the_numba_target_is_the_one_numba_compiles_for(monkeypatch):
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CPU_NAME", "haswell")
+    assert provenance.numba_target() == "haswell"
+
+
+def test_numpy_simd_level_follows_what_numpy_enables(monkeypatch):
+    from numpy._core import _multiarray_umath as umath
+
+    features = dict(umath.__cpu_features__)
+    monkeypatch.setattr(provenance.platform, "machine", lambda: "x86_64")
+    for enabled, level in ((("X86_V2", "X86_V3", "X86_V4"), "X86_V4"), (("X86_V2", "X86_V3"), "X86_V3"),
+                           (("X86_V2",), "X86_V2"), ((), "baseline")):
+        monkeypatch.setattr(umath, "__cpu_features__", {**features, **{key: key in enabled for key in
+                                                                       ("X86_V2", "X86_V3", "X86_V4")}})
+        assert provenance.numpy_simd() == level
+
+
+def test_signature_differences_name_the_fields_that_differ():
+    here = {"blas": [{"user_api": "blas", "architecture": "SkylakeX"}], "numpy_simd": "X86_V4",
+            "cpu_model": "A", "numba_target": "emeraldrapids", "packages": {"numpy": "2.4.6", "numba": "0.68.1"}}
+    run = {"blas": [{"user_api": "blas", "architecture": "Haswell"}], "numpy_simd": "X86_V3",
+           "cpu_model": "B", "numba_target": "znver3", "packages": {"numpy": "2.4.6", "numba": "0.67.0"}}
+    assert provenance.signature_differences(run, here) == {
+        "blas_kernels": ("Haswell", "SkylakeX"), "numpy_simd": ("X86_V3", "X86_V4"), "cpu_model": ("B", "A"),
+        "numba_target": ("znver3", "emeraldrapids"), "packages.numba": ("0.67.0", "0.68.1")}
+    old = {"blas": here["blas"], "packages": here["packages"]}  # a manifest written before these fields
+    assert provenance.signature_differences(old, here) == {"numpy_simd": ("not recorded", "X86_V4")}
+    assert provenance.signature(old) == {"blas_kernels": "SkylakeX", "numpy_simd": "not recorded"}
