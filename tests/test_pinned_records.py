@@ -147,7 +147,7 @@ def test_records_are_pinned(name, tmp_path):
                   f"{nearest.name} up to rounding only (a changed summation order would pass)", stacklevel=1)
 
 
-def test_a_pin_matches_this_kind_of_machine():
+def test_every_grid_has_the_three_pins():
     """The signatures pinned: an AVX-512 CPU (SkylakeX kernels, numpy at X86_V4) and an AVX2 one
     (Haswell, X86_V3), plus Haswell forced on AVX-512 (Haswell, X86_V4); every grid has all three."""
     for name in SWEEPS:
