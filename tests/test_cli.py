@@ -265,9 +265,7 @@ def test_redraw_reproduces_the_figures_without_running_a_trial(name, runs, monke
         raise AssertionError("--redraw ran the sweep")
 
     monkeypatch.setattr(_cli, "run_sweep", no_sweep)
-    start = time.perf_counter()
     assert EXPERIMENTS[name].main(["--redraw", str(out)]) == 0
-    assert time.perf_counter() - start < 10
     assert (out / "trials.csv").stat().st_mtime_ns == trials_mtime
     for png, pixels in first.items():
         assert np.array_equal(matplotlib.image.imread(out / png), pixels), png
