@@ -6,6 +6,7 @@ import dataclasses
 import importlib
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -451,6 +452,50 @@ def test_called_in_process_a_stopped_run_raises_after_writing_its_manifest(stop,
     monkeypatch.delenv(toys.STOP_ENV)
     assert toy.main(_toy_argv(out)) == 0
     assert _runs(out) == [("interrupted", 0), ("complete", 2)]
+
+
+def _loky_workers():
+    """This process's live loky workers (pids), from /proc."""
+    pids = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):  # not a process, or it ended meanwhile
+            continue
+        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"popen_loky_posix" in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="this test run does not turn SIGINT into KeyboardInterrupt")
+def test_ctrl_c_during_an_in_process_run_reaches_the_caller_and_stops_the_workers(tmp_path, monkeypatch):
+    """Ctrl-C while pytest runs an experiment's main() on loky workers: main() raises, so pytest stops,
+    and no worker is left (trial 0 returns, the later ones block until killed)."""
+    import threading
+
+    monkeypatch.setenv(toys.STOP_ENV, "block")
+    monkeypatch.setenv(toys.STOP_AT_ENV, "1")
+    out = tmp_path / "out"
+
+    def ctrl_c_after_the_first_chunk():
+        deadline = time.monotonic() + HANG
+        while not list(out.glob("chunks/cell*.json")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C, to this process
+
+    presser = threading.Thread(target=ctrl_c_after_the_first_chunk, daemon=True)
+    presser.start()
+    with pytest.raises(SweepInterrupted) as info:
+        toy.main(_toy_argv(out, "--jobs", "2"))
+    presser.join()
+    assert (info.value.kept, info.value.total) == (1, 4)
+    assert _runs(out) == [("interrupted", 0)]
+    deadline = time.monotonic() + GONE  # a deadlock guard: SIGKILLed workers go at once
+    while _loky_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _loky_workers() == []
 
 
 @pytest.mark.parametrize("stop,status,word", [("ctrl-c", 130, "interrupted"), ("sigterm", 143, "terminated")])
