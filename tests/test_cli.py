@@ -478,18 +478,23 @@ def test_ctrl_c_during_an_in_process_run_reaches_the_caller_and_stops_the_worker
     monkeypatch.setenv(toys.STOP_ENV, "block")
     monkeypatch.setenv(toys.STOP_AT_ENV, "1")
     out = tmp_path / "out"
+    returned = threading.Event()  # main() is over: no Ctrl-C may then reach the rest of the test run
 
     def ctrl_c_after_the_first_chunk():
         deadline = time.monotonic() + HANG
-        while not list(out.glob("chunks/cell*.json")) and time.monotonic() < deadline:
+        while not list(out.glob("chunks/cell*.json")) and not returned.is_set() and time.monotonic() < deadline:
             time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C, to this process
+        if not returned.is_set():
+            os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C, to this process
 
     presser = threading.Thread(target=ctrl_c_after_the_first_chunk, daemon=True)
     presser.start()
-    with pytest.raises(SweepInterrupted) as info:
-        toy.main(_toy_argv(out, "--jobs", "2"))
-    presser.join()
+    try:
+        with pytest.raises(SweepInterrupted) as info:
+            toy.main(_toy_argv(out, "--jobs", "2"))
+    finally:
+        returned.set()
+        presser.join()
     assert (info.value.kept, info.value.total) == (1, 4)
     assert _runs(out) == [("interrupted", 0)]
     deadline = time.monotonic() + GONE  # a deadlock guard: SIGKILLed workers go at once
