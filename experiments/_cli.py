@@ -60,9 +60,23 @@ Of the Monte Carlo engine (:func:`add_engine_arguments`):
 Every fault ends in one line on stderr (``prog: error: ...``), with the exit status 2 for a
 usage error (bad value, combination of flags, a directory holding another sweep, a sweep
 too large to fit) and 1 for a runtime fault (a directory that cannot be written or is held
-by another run, a scheduler that does not answer); Ctrl-C exits 130 saying how many trials
-are kept.  A finished run whose trials partly failed writes and draws what exists, lists the
-failures (one line each) and exits 1.
+by another run, a scheduler that does not answer).  A finished run whose trials partly
+failed writes and draws what exists, lists the failures (one line each) and exits 1.
+
+Stopping a run
+--------------
+On the command line (``python -m experiments.<name>``, where the script's ``main`` is the
+command), Ctrl-C exits 130 with one line ``interrupted: N of M trials kept; rerun the same
+command to resume``, and SIGTERM (``kill``, a batch scheduler's stop), whether it reaches the
+run's process alone or its whole process group, exits 143 with ``terminated: N of M trials
+kept; ...``.  Either way the worker processes are stopped, the manifest says ``interrupted``
+and the same command resumes.  Called in-process (``main(argv)`` from a test or a script,
+:func:`experiment_main` without ``command_line``), ``main`` raises instead, after the engine
+has written the manifest: Ctrl-C's ``KeyboardInterrupt`` (a
+:class:`mixreg.montecarlo.SweepInterrupted` once the run has started), so that it stops the
+caller (pytest) too, and SIGTERM, when the run turns it into an exception, a
+:class:`mixreg.montecarlo.SweepTerminated` (a ``KeyboardInterrupt`` as well; see
+:func:`mixreg.montecarlo.raise_on_sigterm`).
 
 Flags are matched exactly (no abbreviations), so a flag is either a field's or an error.
 """
@@ -86,9 +100,11 @@ from mixreg.montecarlo import (
     SweepInterrupted,
     SweepTooLargeError,
     SweepWarning,
+    Terminated,
     TrialsFailedWarning,
     check_fits,
     dry_run,
+    raise_on_sigterm,
     run_sweep,
     write_table,
 )
@@ -110,6 +126,8 @@ _SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 _SCALAR_TYPES = (bool, int, float, str)
 _METAVARS = {int: "N", float: "X", str: "S"}
 _MANIFEST = "manifest.json"
+_EXIT_INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+_EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 # --------------------------------------------------------------------------- a Config's flags
@@ -400,7 +418,8 @@ def run_engine_from_args(sweep, args, default_out):
         :class:`mixreg.montecarlo.SweepTooLargeError` (a ``ValueError``) when the sweep
         cannot fit (``--dry-run`` prints the description first).
     OSError, RuntimeError, KeyboardInterrupt
-        The faults of :func:`mixreg.montecarlo.run_sweep` (directory, lock, scheduler, Ctrl-C).
+        The faults of :func:`mixreg.montecarlo.run_sweep` (directory, lock, scheduler, Ctrl-C,
+        SIGTERM).
     """
     jobs = getattr(args, "jobs", None)
     scheduler = getattr(args, "scheduler", None)
@@ -585,16 +604,17 @@ def _failure_lines(failures, cells, limit=_MAX_FAILURE_LINES):
 
 
 def _interrupted(exc, state):
-    """The one line of a Ctrl-C: how many trials are kept on disk."""
+    """The one line of a Ctrl-C or a SIGTERM (``exc``): how many trials are kept on disk."""
+    what = "terminated" if isinstance(exc, Terminated) else "interrupted"
     if isinstance(exc, SweepInterrupted):
         kept, total = exc.kept, exc.total
     elif state.get("result") is not None:
         kept = total = len(state["result"].records)
     elif state.get("sweep") is not None:
-        return "interrupted before the run started; rerun the same command to run or resume it"
+        return f"{what} before the run started; rerun the same command to run or resume it"
     else:
-        return "interrupted"
-    return f"interrupted: {kept} of {total} trials kept; rerun the same command to resume"
+        return what
+    return f"{what}: {kept} of {total} trials kept; rerun the same command to resume"
 
 
 def _summarise_and_draw(config, result, *, prog, summarise, tables, debug, drawing):
@@ -617,7 +637,7 @@ def _summarise_and_draw(config, result, *, prog, summarise, tables, debug, drawi
 
 
 def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, summarise, draw, tables,
-                    paper_presets=(), figures_dir=None):
+                    paper_presets=(), figures_dir=None, command_line=False):
     """The body of an experiment script's ``main``: parse, configure, run, summarise, draw, report.
 
     Parameters
@@ -647,6 +667,11 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
         when the run is the complete, failure-free, unchanged preset (its sweep is the preset's,
         with the default seed).
     figures_dir : path-like, optional
+    command_line : bool, default=False
+        Whether this is the command (``python -m experiments.<name>``, see
+        :func:`entry_points`): SIGTERM is then handled as Ctrl-C for the whole command
+        (:func:`mixreg.montecarlo.raise_on_sigterm`), and either ends in one line and an exit
+        status instead of an exception.
 
     Returns
     -------
@@ -658,17 +683,28 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
         runtime fault: a results directory that cannot be created or written, one held by
         another run, a scheduler that does not answer (one line ``prog: error: ...``).
         2: a usage error (bad flag or value, a combination of flags, a directory holding
-        another sweep, a sweep too large to fit), one line.  130: Ctrl-C, with
-        ``interrupted: N of M trials kept; rerun the same command to resume``.  Warnings are
-        one line each (``prog: warning: ...``).  ``--debug`` shows the full traceback of a
-        fault instead of its line.
+        another sweep, a sweep too large to fit), one line.  With ``command_line``, 130:
+        Ctrl-C, with ``interrupted: N of M trials kept; rerun the same command to resume``,
+        and 143: SIGTERM, with ``terminated: N of M trials kept; ...``.  Warnings are one
+        line each (``prog: warning: ...``).  ``--debug`` shows the full traceback of a fault
+        instead of its line.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Without ``command_line`` (in-process), Ctrl-C: once the run has started a
+        :class:`mixreg.montecarlo.SweepInterrupted`, raised after the manifest is written as
+        ``interrupted``; SIGTERM during the run (which the engine turns into an exception when
+        SIGTERM has its default action) a :class:`mixreg.montecarlo.SweepTerminated`.  So
+        Ctrl-C stops a test run that calls ``main``.  With ``--debug``, on the command line too.
     """
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     drawing = dict(draw=draw, tables=tuple(tables), presets=presets, build_sweep=build_sweep,
                    paper_presets=tuple(paper_presets), figures_dir=figures_dir)
     state = {}  # what exists when a fault ends the command: the sweep, the result
-    with _one_line_warnings(parser.prog, debug):
+    sigterm = raise_on_sigterm() if command_line else contextlib.nullcontext()
+    with _one_line_warnings(parser.prog, debug), sigterm:
         if not debug:  # a Ctrl-C tears Dask's comms down mid-flight: tornado logs it before we can say a word
             _quiet_shutdown(args, names=("asyncio", "tornado"))
         try:
@@ -676,12 +712,12 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
                 return _redraw(parser, args, name=name, config_cls=config_cls, debug=debug, **drawing)
             return _run_experiment(parser, args, state, name=name, config_cls=config_cls, presets=presets,
                                    build_sweep=build_sweep, summarise=summarise, debug=debug, drawing=drawing)
-        except KeyboardInterrupt as exc:
-            if debug:
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a Terminated)
+            if debug or not command_line:  # in-process: stop the caller too (pytest)
                 raise
             _say(parser.prog, _interrupted(exc, state))
             _quiet_shutdown(args)
-            return 130
+            return _EXIT_TERMINATED if isinstance(exc, Terminated) else _EXIT_INTERRUPTED
         except Exception as exc:  # noqa: BLE001 - every fault ends in one line (--debug: the traceback)
             if debug:
                 raise
@@ -760,7 +796,10 @@ def entry_points(module_name, *, description, paper_presets=()):
         ``build_parser()``, ``config_from_args(args)`` and ``main(argv=None)``.  Each reads the
         module's ``NAME``, ``Config``, ``PRESETS``, ``build_sweep``, ``summarise``, ``draw``,
         ``TABLES``, ``REPO`` and ``build_parser`` when called, not when made, so a test may
-        replace any of them (``monkeypatch.setattr(exp, "REPO", tmp_path)``).
+        replace any of them (``monkeypatch.setattr(exp, "REPO", tmp_path)``).  ``main`` of a
+        script run as ``__main__`` (``python -m``) is the command line: Ctrl-C and SIGTERM end
+        in one line and the exit status 130 or 143; ``main`` of an imported script raises
+        them (see :func:`experiment_main`'s ``command_line``).
     """
     module = sys.modules[module_name]
     spec = getattr(module, "__spec__", None)
@@ -768,6 +807,7 @@ def entry_points(module_name, *, description, paper_presets=()):
     name = spec.name if spec is not None else f"experiments.{pathlib.Path(module.__file__).stem}"
     prog = f"python -m {name}"
     paper_presets = tuple(paper_presets)
+    command_line = module_name == "__main__"
 
     def build_parser():
         return parser_from_config(module.Config, module.PRESETS, prog=prog, description=description)
@@ -780,7 +820,8 @@ def entry_points(module_name, *, description, paper_presets=()):
                                presets=module.PRESETS, build_sweep=module.build_sweep,
                                summarise=module.summarise, draw=module.draw, tables=module.TABLES,
                                paper_presets=paper_presets,
-                               figures_dir=module.REPO / "figures" if paper_presets else None)
+                               figures_dir=module.REPO / "figures" if paper_presets else None,
+                               command_line=command_line)
 
     functions = (build_parser, config_from_args_, main)
     for function, name in zip(functions, ("build_parser", "config_from_args", "main")):

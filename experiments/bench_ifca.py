@@ -32,24 +32,31 @@ shared machine are noisy:
   x 2 threads (oversubscribed) and (d) 1 worker x 1 thread: each placement's throughput relative
   to (a), and whether its records are bit-identical to (d)'s (they must be for (a)).
 
-Results are printed and written to ``results/bench/bench_ifca.json`` with the provenance record.
+Results are printed and written to ``results/bench/bench_ifca.json`` with the provenance record
+(``--out DIR``: ``DIR/bench_ifca.json``).  The arguments and the results directory are checked
+before anything is measured; every fault ends in one line, exit status 2 for bad input (a flag,
+an ``--out`` that is not a directory) and 1 for a runtime fault (a directory that cannot be
+created or written, a measurement that fails); ``--debug`` shows the traceback instead.  Run as a
+command, Ctrl-C exits 130 and SIGTERM 143 with one line, and no report is written.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from experiments import _cli
 from mixreg.algorithms.ifca import ifca, initial_parameters
-from mixreg.montecarlo import Sweep, run_sweep
+from mixreg.montecarlo import Sweep, Terminated, raise_on_sigterm, run_sweep
 from mixreg.problems import ProblemSpec
 from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, environment_record
 from mixreg.trials import ifca_success_trial
@@ -57,6 +64,9 @@ from mixreg.trials import ifca_success_trial
 SIZES = ((100, 100, 1000, 2), (400, 100, 1000, 4))
 #: Rounds of an IFCA run in the paper presets (the official code's 300).
 PAPER_ROUNDS = 300
+PROG = "python -m experiments.bench_ifca"
+#: The report's file name in the results directory (``--out``).
+REPORT_NAME = "bench_ifca.json"
 
 
 def gemm_peak(dtype, n=2000, repeats=5):
@@ -322,13 +332,99 @@ def bench_placement(tmp, quick=False, repeats=2):
     return out
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_ifca", description=__doc__.split("\n\n")[0])
+def build_parser():
+    """The benchmark's command line; a usage error is one line (exit 2)."""
+    parser = _cli._OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="smaller rounds, first size only (smoke test)")
-    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results") / "bench")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results") / "bench", metavar="DIR",
+                        help=f"results directory; the report is DIR/{REPORT_NAME} (default: results/bench)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of a fault instead of its one-line message")
+    return parser
+
+
+def prepare_out(out):
+    """Create the results directory ``out`` and check that the report can be written there.
+
+    Done before anything is measured, so that a bad ``--out`` costs nothing.
+
+    Returns
+    -------
+    pathlib.Path
+        The report's path, ``out / REPORT_NAME`` (not written yet).
+
+    Raises
+    ------
+    ValueError
+        ``out`` exists and is not a directory, or the report's path is a directory.
+    OSError
+        ``out`` cannot be created or written (one line naming it).
+    """
+    out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out '{out}' exists and is not a directory")
+    report = out / REPORT_NAME
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create the results directory '{out}': {exc.strerror or exc}") from None
+    if report.is_dir():
+        raise ValueError(f"--out '{out}': '{report}' is a directory; the report would be written there")
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write into the results directory '{out}': {exc.strerror or exc}") from None
+    return report
+
+
+def main(argv=None):
+    """Check the arguments and ``--out``, measure, print the tables, write the report; the exit status.
+
+    0: the report is written.  2: bad input (a flag, an ``--out`` that is not a directory), one
+    line, before anything is measured.  1: a runtime fault (a directory that cannot be created or
+    written, a measurement that fails), one line.  ``--debug``: the traceback instead of the line.
+    Ctrl-C and SIGTERM: run as a command (``python -m``), one line and the exit status 130 or 143;
+    called in-process, ``main`` raises them (``KeyboardInterrupt``, a
+    :class:`mixreg.montecarlo.Terminated` from a sweep), so they stop the caller too.
+    """
+    parser = build_parser()
     args = parser.parse_args(argv)
-    sizes = SIZES[:1] if args.quick else SIZES
-    rounds = 3 if args.quick else 20
+    try:
+        report_path = prepare_out(args.out)
+    except (ValueError, OSError) as exc:
+        if args.debug:
+            raise
+        if isinstance(exc, ValueError):
+            parser.exit(2, f"{PROG}: error: {_cli._first_line(exc)}\n")
+        _cli._say(PROG, f"error: {_cli._describe(exc)}")
+        return 1
+    command_line = __name__ == "__main__"
+    with raise_on_sigterm() if command_line else contextlib.nullcontext():
+        try:
+            report = measure(args.quick, args.out)
+            report_path.write_text(json.dumps(report, indent=2, default=str))
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a Terminated)
+            if args.debug or not command_line:
+                raise
+            terminated = isinstance(exc, Terminated)
+            _cli._say(PROG, f"{'terminated' if terminated else 'interrupted'}; no report written")
+            return 143 if terminated else 130
+        except Exception as exc:  # noqa: BLE001 - every fault ends in one line (--debug: the traceback)
+            if args.debug:
+                raise
+            _cli._say(PROG, f"error: {_cli._describe(exc)}")
+            return 1
+    print(f"wrote {report_path}")
+    return 0
+
+
+def measure(quick, out):
+    """Every section of the benchmark (``quick``: the smoke run), printed as it is measured; the
+    report (a dict).  The engine's and the placement's sweeps write under ``out``."""
+    out = pathlib.Path(out)
+    sizes = SIZES[:1] if quick else SIZES
+    rounds = 3 if quick else 20
     dtypes = (np.float32, np.float64)
     report = {"environment": environment_record(), "peak_gflops": {}, "ifca": []}
     # One BLAS thread throughout, peak included: the engine runs one single-threaded worker per
@@ -340,7 +436,7 @@ def main(argv=None):
         # (B = 60) and the four sigma of the r-sigma presets (B = 120), one draw each
         plan = ([(t, size, 1) for size in sizes for t in dtypes]
                 + [(np.float32, size, levels) for levels in (2, 4) for size in sizes])
-        rows = [bench_ifca(t, size, rounds=rounds, naive_rounds=1 if args.quick else 3, levels=levels)
+        rows = [bench_ifca(t, size, rounds=rounds, naive_rounds=1 if quick else 3, levels=levels)
                 for t, size, levels in plan]
         # The peak is measured before and after the runs and the best is kept, so that a busy
         # moment of a shared machine cannot make the fractions of peak look better than they are.
@@ -377,8 +473,7 @@ def main(argv=None):
             print(f"{'+'.join(row['kernels']):>10} {row['peak_float32']:>17.0f} {row['peak_float64']:>5.0f} "
                   f"{1e3 * row['ifca_seconds_per_replica_round']:>22.3f} {ratio['peak_float32']:>15.2f}x "
                   f"{ratio['peak_float64']:>8.2f}x {ratio['ifca_seconds_per_replica_round']:>5.2f}x")
-    args.out.mkdir(parents=True, exist_ok=True)
-    eng = bench_engine(args.out / "engine", trials=2 if args.quick else 12)
+    eng = bench_engine(out / "engine", trials=2 if quick else 12)
     report["engine"] = eng
     print(f"engine: {eng['tasks']} tasks, 1 worker {eng['seconds_1_worker']:.1f} s, 2 workers "
           f"{eng['seconds_2_workers']:.1f} s -> parallel efficiency {eng['parallel_efficiency']:.0%}; "
@@ -387,7 +482,7 @@ def main(argv=None):
           + " and ".join("?" if v is None else f"{v:.2f}" for v in
                          (eng["other_load_cores_1_worker"], eng["other_load_cores_2_workers"]))
           + " cores meanwhile")
-    place = bench_placement(args.out / "placement", quick=args.quick, repeats=1 if args.quick else 2)
+    place = bench_placement(out / "placement", quick=quick, repeats=1 if quick else 2)
     report["placement"] = place
     c = place["cell"]
     print(f"thread placement on 2 cores: {place['tasks']} IFCA trials at (m, n, d, k) = "
@@ -400,9 +495,7 @@ def main(argv=None):
         print(f"{'(' + label + ')':>10} {row['jobs']:>8} {row['kernel_threads']:>8} {row['seconds']:>8.2f} "
               f"{row['tasks_per_second']:>8.3f} {row['throughput_vs_a']:>6.2f}x "
               f"{'yes' if row['records_identical_to_d'] else 'no':>14} {other:>11}")
-    (args.out / "bench_ifca.json").write_text(json.dumps(report, indent=2, default=str))
-    print(f"wrote {args.out / 'bench_ifca.json'}")
-    return 0
+    return report
 
 
 if __name__ == "__main__":

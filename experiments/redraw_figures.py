@@ -102,4 +102,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except KeyboardInterrupt:  # an experiment's main, called in-process, raises Ctrl-C (see experiments._cli)
+        print("python -m experiments.redraw_figures: interrupted", file=sys.stderr)
+        status = 130
+    sys.exit(status)

@@ -17,6 +17,10 @@ REPO_DIR = TESTS_DIR.parent
 
 CELLS = [{"R": r, "noise": s} for r in (0.5, 1.0, 2.0) for s in (0.1, 1.0)]
 
+#: Seconds after which a test's wait is a hang (a deadlock guard, never a speed limit): only a
+#: process that never starts or never ends takes this long, however busy the machine.
+HANG = 600.0
+
 
 def least_squares_trial(cell, seed):
     """Exercise BLAS/LAPACK: a (200, 50) least-squares fit and a Gram matrix."""
@@ -46,7 +50,7 @@ def failing_trial(cell, seed):
 
 
 def sleepy_trial(cell, seed):
-    """Sleep ``cell['sleep']`` seconds, then return a draw (for the kill-and-resume test)."""
+    """Sleep ``cell['sleep']`` seconds, then return a draw."""
     time.sleep(cell["sleep"])
     rng = np.random.default_rng(seed)
     return {"draw": float(rng.standard_normal()), "label": f"s{cell['sleep']}"}
@@ -87,21 +91,20 @@ def thread_probe_trial(cell, seed):
     return {"blas_threads": max(blas), "numba_threads": int(numba.get_num_threads())}
 
 
-def sleepy_sweep(root_seed=7):
-    """The sweep the kill-and-resume test runs in a subprocess and again in-process."""
-    from mixreg.montecarlo import Sweep
-
-    cells = [{"sleep": 0.1, "group": g} for g in ("a", "b")]
-    return Sweep(name="sleepy", trial_fn=sleepy_trial, cells=cells, n_trials=4,
-                 root_seed=root_seed, config={"purpose": "kill test"}, chunk_size=1)
-
-
 def slow_sweep(sleep=0.5, n_trials=6):
-    """A sweep of a few sleepy trials, one per chunk, for the simultaneous-starts test."""
+    """A sweep of a few sleepy trials, one per chunk (tasks still running when a test stops the backend)."""
     from mixreg.montecarlo import Sweep
 
     return Sweep(name="slow", trial_fn=sleepy_trial, cells=[{"sleep": sleep, "group": "a"}],
                  n_trials=n_trials, root_seed=3, config={"purpose": "lock test"}, chunk_size=1)
+
+
+def stoppable_sweep(groups=("a", "b"), n_trials=4):
+    """A sweep of :func:`stoppable_trial`, one trial per chunk, for the tests that stop or kill a run."""
+    from mixreg.montecarlo import Sweep
+
+    return Sweep(name="stoppable", trial_fn=stoppable_trial, cells=[{"group": g} for g in groups],
+                 n_trials=n_trials, root_seed=5, config={"purpose": "stop test"}, chunk_size=1)
 
 
 def step_sizes_trial(cell, seed):
@@ -166,7 +169,45 @@ def subprocess_env():
 
 
 def sigint_probe_trial(cell, seed):
-    """Whether the trial runs with SIGINT ignored (loky workers leave Ctrl-C to the parent)."""
+    """Whether the trial runs with SIGINT and SIGTERM ignored (loky workers leave stops to the parent)."""
     import signal
 
-    return {"sigint_ignored": signal.getsignal(signal.SIGINT) is signal.SIG_IGN}
+    return {"sigint_ignored": signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+            "sigterm_ignored": signal.getsignal(signal.SIGTERM) is signal.SIG_IGN}
+
+
+#: Environment variables of :func:`stoppable_trial` (read when it runs, so worker processes,
+#: which inherit the environment, see them too).
+STOP_ENV, STOP_AT_ENV, RELEASE_ENV = "MIXREG_TOY_STOP", "MIXREG_TOY_STOP_AT", "MIXREG_TOY_RELEASE"
+
+
+def stoppable_trial(cell, seed):
+    """A draw; or, at trial ``$MIXREG_TOY_STOP_AT`` (an int), what ``$MIXREG_TOY_STOP`` says.
+
+    ``block``: this trial and every later one block until the file ``$MIXREG_TOY_RELEASE``
+    exists, or without it until their process is killed.  A run then ends only when the test
+    says so, whatever the machine's speed and load, and keeps exactly the trials before.
+    ``ctrl-c``: raise ``KeyboardInterrupt`` as Python's SIGINT handler does.  ``sigterm``: send
+    SIGTERM to this process, which must have a handler for it (a run turns SIGTERM into an
+    exception in its main process; the handler runs before ``raise_signal`` returns); else
+    raise ``RuntimeError`` rather than kill the process (the test run itself).  Unset: a draw,
+    every trial.
+    """
+    import signal
+
+    stop, trial = os.environ.get(STOP_ENV), seed.spawn_key[-1]
+    at = int(os.environ.get(STOP_AT_ENV, "0"))
+    if stop == "block" and trial >= at:
+        release = os.environ.get(RELEASE_ENV)
+        while release is None:
+            signal.pause()  # until killed: a worker ignores SIGINT and SIGTERM
+        while not os.path.exists(release):
+            time.sleep(0.01)  # polls for the test's signal: how long it takes does not matter
+    if stop == "ctrl-c" and trial == at:
+        raise KeyboardInterrupt
+    if stop == "sigterm" and trial == at:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            raise RuntimeError("SIGTERM has its default action here: sending it would kill the process")
+        signal.raise_signal(signal.SIGTERM)
+    rng = np.random.default_rng(seed)
+    return {"draw": float(rng.standard_normal())}

@@ -1,8 +1,11 @@
 """Smoke test of the benchmark (``python -m experiments.bench_ifca --quick``): it runs end to end and
-writes every section, the thread-placement one included."""
+writes every section, the thread-placement one included; its arithmetic on fake timings; its command
+line, which refuses bad input before measuring anything and ends every fault in one line."""
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -92,3 +95,102 @@ def test_noise_that_hides_the_round_cost_falls_back_to_the_whole_run(monkeypatch
     assert not row["marginal"] and row["fixed_seconds_per_run"] == 0.0
     assert math.isclose(row["seconds_per_replica_round"] * 3, 0.09 / 40)
     assert math.isclose(row["seconds_per_replica_round_paper"], row["seconds_per_replica_round"])
+
+
+# --------------------------------------------------------------------------- the command line: faults before measuring
+
+PROG = "python -m experiments.bench_ifca"
+
+
+def _measured(monkeypatch):
+    """Stop at the benchmark's first measurement (the GEMM peak); the list of measurements begun."""
+    calls = []
+
+    def first_measurement(*args, **kwargs):
+        calls.append(args)
+        raise AssertionError("the benchmark started measuring")
+
+    monkeypatch.setattr(bench_ifca, "gemm_peak", first_measurement)
+    return calls
+
+
+def test_an_out_that_is_a_file_is_refused_before_anything_is_measured(tmp_path, monkeypatch, capsys):
+    calls = _measured(monkeypatch)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit) as exc:
+        bench_ifca.main(["--quick", "--out", str(blocker)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == f"{PROG}: error: --out '{blocker}' exists and is not a directory\n"
+    assert calls == [] and blocker.read_text() == "x"
+
+    (tmp_path / "out" / bench_ifca.REPORT_NAME).mkdir(parents=True)  # the report's own path is taken
+    with pytest.raises(SystemExit) as exc:
+        bench_ifca.main(["--quick", "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2 and "is a directory" in capsys.readouterr().err and calls == []
+    with pytest.raises(ValueError, match="exists and is not a directory"):  # --debug: the traceback
+        bench_ifca.main(["--quick", "--out", str(blocker), "--debug"])
+
+
+def test_an_out_that_cannot_be_created_is_one_line_exit_1_before_anything_is_measured(tmp_path, monkeypatch,
+                                                                                       capsys):
+    calls = _measured(monkeypatch)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert bench_ifca.main(["--quick", "--out", str(blocker / "out")]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{PROG}: error: ")
+    assert f"cannot create the results directory '{blocker / 'out'}'" in lines[0]
+    assert calls == []
+
+
+def test_a_usage_error_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_ifca.main(["--rounds", "3"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == f"{PROG}: error: unrecognized arguments: --rounds 3 (see --help)\n"
+
+
+def test_a_fault_while_measuring_is_one_line_exit_1_and_debug_shows_it(tmp_path, monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the kernels' benchmark failed\nits second line")
+
+    monkeypatch.setattr(bench_ifca, "gemm_peak", broken)
+    assert bench_ifca.main(["--quick", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"{PROG}: error: the kernels' benchmark failed\n"
+    assert not (tmp_path / bench_ifca.REPORT_NAME).exists()
+    with pytest.raises(RuntimeError, match="kernels' benchmark failed"):
+        bench_ifca.main(["--quick", "--out", str(tmp_path), "--debug"])
+
+
+def test_called_in_process_ctrl_c_stops_the_caller(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_ifca, "gemm_peak", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bench_ifca.main(["--quick", "--out", str(tmp_path)])
+    assert not (tmp_path / bench_ifca.REPORT_NAME).exists()
+
+
+def test_the_report_is_written_where_out_says(tmp_path, monkeypatch, capsys):
+    measured = []
+    monkeypatch.setattr(bench_ifca, "measure", lambda quick, out: measured.append((quick, out)) or {"ok": 1})
+    out = tmp_path / "a" / "b"
+    assert bench_ifca.main(["--quick", "--out", str(out)]) == 0
+    assert measured == [(True, out)]
+    assert json.loads((out / bench_ifca.REPORT_NAME).read_text()) == {"ok": 1}
+    assert capsys.readouterr().out == f"wrote {out / bench_ifca.REPORT_NAME}\n"
+
+
+def test_the_command_refuses_a_bad_out_in_one_line_before_measuring(tmp_path):
+    """``python -m experiments.bench_ifca --out <a file>``: exit 2 and one line, at once (at 1603bac it
+    measured for minutes, then ended in a traceback)."""
+    from _toy_trials import HANG, REPO_DIR, subprocess_env
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    run = subprocess.run([sys.executable, "-m", "experiments.bench_ifca", "--out", str(blocker)], cwd=REPO_DIR,
+                         env=subprocess_env(), capture_output=True, text=True, timeout=HANG)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == f"{PROG}: error: --out '{blocker}' exists and is not a directory\n"

@@ -1,11 +1,12 @@
 """Tests of experiments._cli: an experiment's Config is its command line; --redraw draws from tables; every
-fault of a command ends in one line (failed trials, figures, directories, Ctrl-C)."""
+fault of a command ends in one line (failed trials, figures, directories, Ctrl-C, SIGTERM)."""
 
 import argparse
 import dataclasses
 import importlib
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -18,11 +19,12 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+import _toy_experiment as toy
 import _toy_trials as toys
-from _toy_trials import REPO_DIR, subprocess_env
+from _toy_trials import HANG, REPO_DIR, subprocess_env
 from experiments import _cli, success_vs_R, two_phase
 from experiments._cli import config_flag, param, parser_from_config
-from mixreg.montecarlo import Sweep, run_sweep
+from mixreg.montecarlo import Sweep, SweepInterrupted, SweepTerminated
 
 EXPERIMENTS = {"success_vs_R": success_vs_R, "two_phase": two_phase}
 TINY = {
@@ -265,9 +267,7 @@ def test_redraw_reproduces_the_figures_without_running_a_trial(name, runs, monke
         raise AssertionError("--redraw ran the sweep")
 
     monkeypatch.setattr(_cli, "run_sweep", no_sweep)
-    start = time.perf_counter()
     assert EXPERIMENTS[name].main(["--redraw", str(out)]) == 0
-    assert time.perf_counter() - start < 10
     assert (out / "trials.csv").stat().st_mtime_ns == trials_mtime
     for png, pixels in first.items():
         assert np.array_equal(matplotlib.image.imread(out / png), pixels), png
@@ -412,12 +412,124 @@ def test_debug_shows_the_traceback_of_a_fault(tmp_path, capsys):
         success_vs_R.main(argv + ["--debug"])
 
 
-SLOW = ["--m", "40", "--n", "20", "--d", "200", "--sigmas", "0.5", "--rs", "0.3", "1.0", "--trials", "3",
-        "--n-inits", "4", "--n-rounds", "200", "--chunk-size", "1", "--no-progress"]  # 6 trials of ~0.3 s
+# --------------------------------------------------------------------------- stopping a run: Ctrl-C and SIGTERM
+
+PROG = "python -m _toy_experiment"
+#: Seconds for a stopped run's processes to be gone: a deadlock guard, under loky's idle timeout (300 s)
+#: so that a worker left behind, which lives that long, fails the test.
+GONE = 120.0
 
 
-def _group_empties(pgid, timeout):
-    """Whether every process of group ``pgid`` has exited within ``timeout`` seconds."""
+def _toy_argv(out, *engine):
+    return ["--out", str(out), "--no-progress", *(engine or ("--jobs", "1"))]
+
+
+def _toy_command(argv):
+    """The toy experiment as its command line (``python -m``) runs it, in this process."""
+    return _cli.experiment_main(toy.build_parser(), argv, name=toy.NAME, config_cls=toy.Config, presets=toy.PRESETS,
+                                build_sweep=toy.build_sweep, summarise=toy.summarise, draw=toy.draw,
+                                tables=toy.TABLES, command_line=True)
+
+
+def _runs(out):
+    return [(run["status"], run["trials_loaded"]) for run in json.loads((out / "manifest.json").read_text())["runs"]]
+
+
+@pytest.mark.parametrize("stop,stopped", [("ctrl-c", SweepInterrupted), ("sigterm", SweepTerminated)])
+def test_called_in_process_a_stopped_run_raises_after_writing_its_manifest(stop, stopped, tmp_path, monkeypatch,
+                                                                           capsys):
+    """main() called in-process (pytest) re-raises Ctrl-C, so that it stops the caller, and SIGTERM as a
+    SweepTerminated; the one line and the exit status belong to the command line."""
+    monkeypatch.setenv(toys.STOP_ENV, stop)
+    monkeypatch.setenv(toys.STOP_AT_ENV, "2")
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt) as info:
+        toy.main(_toy_argv(out))
+    assert type(info.value) is stopped and (info.value.kept, info.value.total) == (2, 4)
+    assert _runs(out) == [("interrupted", 0)]
+    assert capsys.readouterr().err == ""
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the run's handler is gone
+    monkeypatch.delenv(toys.STOP_ENV)
+    assert toy.main(_toy_argv(out)) == 0
+    assert _runs(out) == [("interrupted", 0), ("complete", 2)]
+
+
+def _loky_workers():
+    """This process's live loky workers (pids), from /proc."""
+    pids = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):  # not a process, or it ended meanwhile
+            continue
+        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"popen_loky_posix" in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="this test run does not turn SIGINT into KeyboardInterrupt")
+def test_ctrl_c_during_an_in_process_run_reaches_the_caller_and_stops_the_workers(tmp_path, monkeypatch):
+    """Ctrl-C while pytest runs an experiment's main() on loky workers: main() raises, so pytest stops,
+    and no worker is left (trial 0 returns, the later ones block until killed)."""
+    import threading
+
+    monkeypatch.setenv(toys.STOP_ENV, "block")
+    monkeypatch.setenv(toys.STOP_AT_ENV, "1")
+    out = tmp_path / "out"
+    returned = threading.Event()  # main() is over: no Ctrl-C may then reach the rest of the test run
+
+    def ctrl_c_after_the_first_chunk():
+        deadline = time.monotonic() + HANG
+        while not list(out.glob("chunks/cell*.json")) and not returned.is_set() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not returned.is_set():
+            os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C, to this process
+
+    presser = threading.Thread(target=ctrl_c_after_the_first_chunk, daemon=True)
+    presser.start()
+    try:
+        with pytest.raises(SweepInterrupted) as info:
+            toy.main(_toy_argv(out, "--jobs", "2"))
+    finally:
+        returned.set()
+        presser.join()
+    assert (info.value.kept, info.value.total) == (1, 4)
+    assert _runs(out) == [("interrupted", 0)]
+    deadline = time.monotonic() + GONE  # a deadlock guard: SIGKILLed workers go at once
+    while _loky_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _loky_workers() == []
+
+
+@pytest.mark.parametrize("stop,status,word", [("ctrl-c", 130, "interrupted"), ("sigterm", 143, "terminated")])
+def test_on_the_command_line_a_stopped_run_is_one_line_and_its_exit_status(stop, status, word, tmp_path,
+                                                                           monkeypatch, capsys):
+    monkeypatch.setenv(toys.STOP_ENV, stop)
+    monkeypatch.setenv(toys.STOP_AT_ENV, "2")
+    out = tmp_path / "out"
+    assert _toy_command(_toy_argv(out)) == status
+    assert capsys.readouterr().err == f"{PROG}: {word}: 2 of 4 trials kept; rerun the same command to resume\n"
+    assert _runs(out) == [("interrupted", 0)]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    monkeypatch.delenv(toys.STOP_ENV)
+    assert _toy_command(_toy_argv(out)) == 0
+    assert _runs(out) == [("interrupted", 0), ("complete", 2)]
+
+
+def test_sigterm_before_the_run_starts_is_one_line_too(tmp_path, monkeypatch, capsys):
+    def build_sweep(config):
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL, "SIGTERM would kill the test run"
+        signal.raise_signal(signal.SIGTERM)  # the command's handler turns it into an exception
+
+    monkeypatch.setattr(toy, "build_sweep", build_sweep)
+    assert _toy_command(_toy_argv(tmp_path / "out")) == 143
+    assert capsys.readouterr().err == f"{PROG}: terminated\n"
+
+
+def _group_empties(pgid, timeout=GONE):
+    """Whether every process of group ``pgid`` has exited (a deadlock guard of ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -428,26 +540,44 @@ def _group_empties(pgid, timeout):
     return False
 
 
-@pytest.mark.parametrize("engine", [["--jobs", "2"], pytest.param(["--dask-local", "2"], marks=pytest.mark.dask)])
-def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(engine, tmp_path):
-    """Ctrl-C signals the terminal's whole process group: one line, whatever the backend's workers do."""
+STOPS = [  # (signal, to the whole process group or the run's process alone, backend)
+    pytest.param(signal.SIGINT, "group", ["--jobs", "2"], id="ctrl-c"),  # in a terminal
+    pytest.param(signal.SIGINT, "process", ["--jobs", "2"], id="kill-INT"),
+    pytest.param(signal.SIGTERM, "group", ["--jobs", "2"], id="sigterm-group"),  # a batch scheduler
+    pytest.param(signal.SIGTERM, "process", ["--jobs", "2"], id="kill"),
+    # the Dask local cluster has a session of its own: a signal to the group reaches the run alone
+    pytest.param(signal.SIGINT, "group", ["--dask-local", "2"], marks=pytest.mark.dask, id="ctrl-c-dask"),
+    pytest.param(signal.SIGTERM, "group", ["--dask-local", "2"], marks=pytest.mark.dask, id="sigterm-dask"),
+]
+
+
+@pytest.mark.parametrize("signum,target,engine", STOPS)
+def test_a_signal_to_a_run_is_one_line_leaves_no_process_and_the_rerun_resumes(signum, target, engine, tmp_path):
+    """Ctrl-C (exit 130) or SIGTERM (exit 143) to a running command: one line, whatever the backend's workers
+    do; the manifest says interrupted; no worker or resource tracker outlives the run; the rerun resumes.
+
+    Trial 0 returns at once and every later trial blocks until its process is killed, so the run can only end
+    by the signal and keeps exactly one trial, however fast or busy the machine."""
     out = tmp_path / "out"
-    argv = SLOW + engine + ["--out", str(out)]
+    env = dict(subprocess_env(), **{toys.STOP_ENV: "block", toys.STOP_AT_ENV: "1"})
     # its own group with Ctrl-C's default action, as a terminal's foreground job (a test run that
     # was itself started in the background inherits SIGINT ignored, which exec keeps)
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.success_vs_R", *argv], cwd=REPO_DIR,
-                            env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen([sys.executable, "-m", "_toy_experiment", *_toy_argv(out, *engine)], cwd=REPO_DIR,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + HANG
         while time.monotonic() < deadline and proc.poll() is None and not list(out.glob("chunks/cell*.json")):
             time.sleep(0.02)
         assert proc.poll() is None, proc.communicate()
-        os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-        # loky's workers share the run's group and ignore SIGINT: the run must stop them (the
-        # Dask local cluster has a session of its own, which the run kills; not checked here)
-        assert _group_empties(proc.pid, timeout=10), "a worker outlived the interrupted run"
+        if target == "group":
+            os.killpg(proc.pid, signum)
+        else:
+            os.kill(proc.pid, signum)
+        stdout, stderr = proc.communicate(timeout=GONE)  # its workers hold the pipes too
+        # loky's workers and resource trackers share the run's group and ignore both signals: the run must
+        # stop them (the Dask local cluster has a session of its own, which the run closes; not checked here)
+        assert _group_empties(proc.pid), "a worker or resource tracker outlived the stopped run"
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # whatever is left, the run or its workers
@@ -455,14 +585,9 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(engine, tmp_path):
             pass
         if proc.poll() is None:
             proc.communicate()
-    lines = stderr.decode().strip().splitlines()
-    assert proc.returncode == 130, stderr.decode()
-    assert len(lines) == 1, lines
-    match = re.fullmatch(r"python -m experiments.success_vs_R: interrupted: (\d+) of 6 trials kept; "
-                         r"rerun the same command to resume", lines[0])
-    assert match and 1 <= int(match[1]) < 6, lines
-    kept = int(match[1])
-    sweep = success_vs_R.build_sweep(success_vs_R.config_from_args(success_vs_R.build_parser().parse_args(SLOW)))
-    resumed = run_sweep(dataclasses.replace(sweep, chunk_size=1), out, jobs=2, progress=False)  # the rerun's sweep
-    assert [run["status"] for run in resumed.manifest["runs"]] == ["interrupted", "complete"]
-    assert resumed.manifest["runs"][-1]["trials_loaded"] == kept
+    word, status = ("interrupted", 130) if signum == signal.SIGINT else ("terminated", 143)
+    assert (proc.returncode, stderr.decode()) == \
+        (status, f"{PROG}: {word}: 1 of 4 trials kept; rerun the same command to resume\n")
+    assert _runs(out) == [("interrupted", 0)]
+    assert toy.main(_toy_argv(out)) == 0  # the same command, the trials no longer blocking
+    assert _runs(out) == [("interrupted", 0), ("complete", 1)]

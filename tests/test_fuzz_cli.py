@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from _toy_trials import REPO_DIR, subprocess_env
+from _toy_trials import HANG, REPO_DIR, subprocess_env
 from experiments import success_vs_R, two_phase
 
 EXPERIMENTS = {"S": success_vs_R, "T": two_phase}
@@ -262,7 +262,7 @@ def test_a_directory_not_even_root_may_write_into_is_one_line(capsys):
 
 def _python_m(module, argv, cwd):
     return subprocess.run([sys.executable, "-m", module, *argv], cwd=cwd, env=subprocess_env(),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG)  # a deadlock guard only
 
 
 def test_the_process_exits_2_with_one_line_for_a_sweep_too_large(tmp_path):

@@ -46,15 +46,18 @@ def test_thread_limits_per_backend(tmp_path):
     assert _blas_threads() == before
 
 
-def test_loky_workers_leave_ctrl_c_to_the_parent(tmp_path):
-    """Workers ignore SIGINT (the parent stops them); the in-process backend leaves it as it is."""
+def test_loky_workers_leave_ctrl_c_and_sigterm_to_the_parent(tmp_path):
+    """Workers ignore SIGINT and SIGTERM (the parent stops them); the in-process backend ignores neither
+    (unless this process does): the run's own process reacts to both."""
     import signal
 
     sweep = toy_sweep(trial_fn=toys.sigint_probe_trial, cells=[{"k": 0}, {"k": 1}], n_trials=2)
     parallel = run_sweep(sweep, tmp_path / "jobs2", jobs=2, progress=False)
     assert set(parallel.column("sigint_ignored")) == {True}
+    assert set(parallel.column("sigterm_ignored")) == {True}
     serial = run_sweep(sweep, tmp_path / "jobs1", progress=False)
     assert set(serial.column("sigint_ignored")) == {signal.getsignal(signal.SIGINT) is signal.SIG_IGN}
+    assert set(serial.column("sigterm_ignored")) == {signal.getsignal(signal.SIGTERM) is signal.SIG_IGN}
 
 
 def test_a_run_stopped_early_passes_on_no_joblib_warning():

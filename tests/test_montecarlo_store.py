@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 import _toy_trials as toys
-from _toy_trials import CELLS, csv_rows, records_json, subprocess_env, toy_sweep
+from _toy_trials import CELLS, HANG, csv_rows, records_json, subprocess_env, toy_sweep
 from mixreg import provenance
 from mixreg.montecarlo import (
     ConfigMismatchError,
@@ -37,15 +37,17 @@ def reference(tmp_path_factory):
 
 
 def test_kill_and_resume_recomputes_only_missing_chunks(tmp_path):
+    """SIGKILL after two chunks (its third trial blocks until then, however fast the machine)."""
     outdir = tmp_path / "killed"
     chunk_dir = outdir / "chunks"
     code = ("import sys, _toy_trials; from mixreg.montecarlo import run_sweep; "
-            "run_sweep(_toy_trials.sleepy_sweep(), sys.argv[1], progress=False)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(outdir)], env=subprocess_env(),
+            "run_sweep(_toy_trials.stoppable_sweep(), sys.argv[1], progress=False)")
+    env = dict(subprocess_env(), **{toys.STOP_ENV: "block", toys.STOP_AT_ENV: "2"})
+    proc = subprocess.Popen([sys.executable, "-c", code, str(outdir)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     total = 8
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             names = list(chunk_dir.glob("cell*.json")) if chunk_dir.is_dir() else []
             if len(names) >= 2 or proc.poll() is not None:
@@ -57,11 +59,11 @@ def test_kill_and_resume_recomputes_only_missing_chunks(tmp_path):
         proc.wait()
         proc.stderr.close()
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in chunk_dir.glob("cell*.json")}
-    assert 2 <= len(before) < total
+    assert len(before) == 2
     assert json.loads((outdir / "manifest.json").read_text())["status"] == "running"
     assert (outdir / ".lock").exists()  # left by the killed run, no longer flocked
 
-    resumed = run_sweep(toys.sleepy_sweep(), outdir, progress=False)
+    resumed = run_sweep(toys.stoppable_sweep(), outdir, progress=False)
     after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in chunk_dir.glob("cell*.json")}
     assert len(after) == total
     assert all(after[name] == stat for name, stat in before.items())  # not rewritten
@@ -72,7 +74,7 @@ def test_kill_and_resume_recomputes_only_missing_chunks(tmp_path):
     assert not list(chunk_dir.glob(".*.tmp"))
     assert not (outdir / ".lock").exists()  # taken over, then removed by its new owner
 
-    fresh = run_sweep(toys.sleepy_sweep(), tmp_path / "uninterrupted", progress=False)
+    fresh = run_sweep(toys.stoppable_sweep(), tmp_path / "uninterrupted", progress=False)
     assert csv_rows(resumed.trials_csv) == csv_rows(fresh.trials_csv)
     assert records_json(resumed) == records_json(fresh)
 
@@ -316,7 +318,8 @@ def test_the_lock_admits_one_owner_among_many_threads(tmp_path):
 
 
 def test_simultaneous_starts_run_once_and_refuse_the_others(tmp_path):
-    """Several processes start the same sweep into one directory at the same instant."""
+    """Several processes start the same sweep into one directory at the same instant.  The one that
+    takes the lock blocks in its first trial until the others have given up, however slow they are."""
     outdir, n = tmp_path / "out", 4
     code = ("import pathlib, sys, time, _toy_trials\n"
             "from mixreg.montecarlo import DirectoryBusyError, run_sweep\n"
@@ -325,20 +328,25 @@ def test_simultaneous_starts_run_once_and_refuse_the_others(tmp_path):
             "while not flag.exists():\n"
             "    time.sleep(0.001)\n"
             "try:\n"
-            "    run_sweep(_toy_trials.slow_sweep(), sys.argv[1], progress=False)\n"
+            "    run_sweep(_toy_trials.stoppable_sweep(), sys.argv[1], progress=False)\n"
             "except DirectoryBusyError as exc:\n"
             "    print(exc, file=sys.stderr)\n"
             "    sys.exit(3)\n")
-    go = tmp_path / "go"
+    go, release = tmp_path / "go", tmp_path / "release"
+    env = dict(subprocess_env(), **{toys.STOP_ENV: "block", toys.STOP_AT_ENV: "0", toys.RELEASE_ENV: str(release)})
     procs = [subprocess.Popen([sys.executable, "-c", code, str(outdir), str(go), str(tmp_path / f"ready{i}")],
-                              env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for i in range(n)]
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG
         while len(list(tmp_path.glob("ready*"))) < n and time.monotonic() < deadline:
             time.sleep(0.01)
         go.touch()
-        codes = [p.wait(timeout=120) for p in procs]
+        deadline = time.monotonic() + HANG
+        while sum(p.poll() is not None for p in procs) < n - 1 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the others give up while the first holds the lock
+        release.touch()
+        codes = [p.wait(timeout=HANG) for p in procs]
         errors = [p.stderr.read().decode() for p in procs]
     finally:
         for p in procs:
@@ -348,7 +356,7 @@ def test_simultaneous_starts_run_once_and_refuse_the_others(tmp_path):
     assert sorted(codes) == [0] + [3] * (n - 1), errors
     assert all("another process" in e and e.count("\n") == 1 for e, c in zip(errors, codes) if c == 3)
     assert not (outdir / ".lock").exists()
-    result = run_sweep(toys.slow_sweep(), outdir, progress=False)
+    result = run_sweep(toys.stoppable_sweep(), outdir, progress=False)
     assert result.manifest["runs"][-1]["chunks_computed"] == 0 and len(result.manifest["runs"]) == 2
 
 

@@ -3,12 +3,14 @@
 import importlib
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from _toy_trials import toy_sweep
+from _toy_trials import HANG, REPO_DIR, subprocess_env, toy_sweep
 from experiments import redraw_figures
 from mixreg.montecarlo import run_sweep
 from mixreg.provenance import blas_kernels
@@ -62,3 +64,22 @@ def test_an_unfinished_run_is_listed_with_its_resume_command_and_not_drawn(tmp_p
     assert "(trials kept unknown: results directory" in capsys.readouterr().out
     shutil.rmtree(run / "chunks")  # cut short before its first chunk
     assert redraw_figures.progress(run) == (0, 24)
+
+
+def test_ctrl_c_during_a_redraw_is_one_line_and_exit_130(tmp_path):
+    """An experiment's main, called in-process, raises Ctrl-C (experiments._cli); the command says it in
+    one line instead of a traceback, and draws no other experiment."""
+    run = tmp_path / "data" / "success_vs_R" / "paper-a"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"status": "complete"}), encoding="utf-8")
+    code = ("import runpy, sys\n"
+            "from experiments import success_vs_R\n"
+            "def ctrl_c(argv=None):\n"
+            "    raise KeyboardInterrupt\n"
+            "success_vs_R.main = ctrl_c  # Ctrl-C while its figures are drawn\n"
+            "sys.argv = ['redraw_figures', '--data', sys.argv[1]]\n"
+            "runpy.run_module('experiments.redraw_figures', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data")], cwd=REPO_DIR, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=HANG)
+    assert (done.returncode, done.stdout) == (130, "")
+    assert done.stderr == "python -m experiments.redraw_figures: interrupted\n"

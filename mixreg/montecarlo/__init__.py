@@ -34,9 +34,12 @@ Refuses what cannot fit, before writing anything
     estimate and :func:`check_fits` makes the same checks.  Tasks are generated lazily.
 Every fault in one line
     Environment faults raise :class:`ResultsDirectoryError` (an ``OSError``),
-    :class:`DirectoryBusyError`, ``OSError`` (a Dask scheduler that does not answer) or
-    :class:`SweepInterrupted` (Ctrl-C, with the number of trials kept), each with a
-    one-line message; failed trials are data, reported with a :class:`TrialsFailedWarning`.
+    :class:`DirectoryBusyError`, ``OSError`` (a Dask scheduler that does not answer),
+    :class:`SweepInterrupted` (Ctrl-C, with the number of trials kept) or its subclass
+    :class:`SweepTerminated` (SIGTERM, which a run turns into an exception with
+    :func:`raise_on_sigterm`), each with a one-line message; failed trials are data,
+    reported with a :class:`TrialsFailedWarning`.  Interrupted or terminated, a run stops its
+    worker processes and marks its manifest ``interrupted``.
 
 Layout of a results directory (read it back with :func:`mixreg.montecarlo.reader.read_results`)::
 
@@ -71,9 +74,12 @@ from mixreg.montecarlo._errors import (
     DirectoryBusyError,
     ResultsDirectoryError,
     SweepInterrupted,
+    SweepTerminated,
     SweepTooLargeError,
     SweepWarning,
+    Terminated,
     TrialsFailedWarning,
+    raise_on_sigterm,
 )
 from mixreg.montecarlo._store import (
     CHUNK_DIR_NAME,
@@ -110,6 +116,9 @@ __all__ = [
     "DirectoryBusyError",
     "ResultsDirectoryError",
     "SweepInterrupted",
+    "SweepTerminated",
+    "Terminated",
+    "raise_on_sigterm",
     "SweepWarning",
     "TrialsFailedWarning",
     # the layout of a results directory, for readers of one

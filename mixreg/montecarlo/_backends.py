@@ -139,19 +139,24 @@ class _Backend:
                              stop, self.kernel_threads, True)
 
 
-def _leave_ctrl_c_to_the_parent():
-    """A loky worker's initializer: ignore SIGINT, which the parent turns into stopping the run.
+def _leave_stops_to_the_parent():
+    """A loky worker's initializer: ignore SIGINT and SIGTERM, which the parent turns into
+    stopping the run.
 
-    Ctrl-C in a terminal signals the whole foreground process group, workers included.  A worker
-    caught between tasks would die printing its own traceback ("Process LokyProcess-1: ..."),
-    and one inside a trial would race the parent's shutdown.  Ignoring it leaves one reaction:
-    the parent's KeyboardInterrupt, on which joblib aborts the pool and kills the workers; the
-    chunks already written are kept and the trials in flight are run again on resume.  A worker
-    runs it once started (about half a second after it is spawned, at a run's start or when
-    loky replaces a worker), so a Ctrl-C inside that window can still make it print a traceback.
-    Needs joblib >= 1.5, whose ``parallel_config`` passes ``initializer`` to the loky executor.
+    Ctrl-C in a terminal signals the whole foreground process group, workers included, and a
+    batch scheduler's SIGTERM often reaches every process of the job.  A worker caught between
+    tasks would die printing its own traceback ("Process LokyProcess-1: ...") on SIGINT, one
+    killed by SIGTERM breaks the pool, and one inside a trial would race the parent's shutdown.
+    Ignoring both leaves one reaction: the parent's KeyboardInterrupt (SIGTERM raises one in
+    the parent, see :func:`~mixreg.montecarlo.raise_on_sigterm`), on which joblib aborts the
+    pool and kills the workers (SIGKILL); the chunks already written are kept and the trials in
+    flight are run again on resume.  A worker runs it once started (about half a second after
+    it is spawned, at a run's start or when loky replaces a worker), so a Ctrl-C inside that
+    window can still make it print a traceback.  Needs joblib >= 1.5, whose
+    ``parallel_config`` passes ``initializer`` to the loky executor.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 #: joblib's warning when its generator of results is closed before the last (joblib >= 1.3).
@@ -212,7 +217,7 @@ def _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout=3
             yield backend
             return
         config = {"backend": "loky", "n_jobs": jobs, "inner_max_num_threads": threads,
-                  "initializer": _leave_ctrl_c_to_the_parent}
+                  "initializer": _leave_stops_to_the_parent}
         yield _JoblibBackend(f"loky ({jobs} processes)", jobs, threads, config)
         return
 

@@ -1,13 +1,23 @@
-"""The engine's exception and warning types.
+"""The engine's exception and warning types, and SIGTERM as an exception.
 
 Every fault of the engine's environment is one of these (or an ``OSError`` whose message
 names the file or the directory), with a message that fits on one line, so that a command
 line can report it in one line.
+
+A run is stopped by Ctrl-C (SIGINT, which Python raises as :class:`KeyboardInterrupt`) or by
+SIGTERM (what ``kill`` and batch schedulers send, whose default action ends the process on the
+spot, leaving no word, a ``running`` manifest and worker processes behind).  Within
+:func:`raise_on_sigterm` SIGTERM raises :class:`Terminated`, a ``KeyboardInterrupt``, so both
+take one path: the backends stop their workers, the manifest says ``interrupted`` and the
+run raises :class:`SweepInterrupted` or its subclass :class:`SweepTerminated`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import signal
+import threading
 
 
 class ConfigMismatchError(ValueError):
@@ -67,6 +77,15 @@ class ResultsDirectoryError(OSError):
     """The results directory cannot be created or written (read-only, a parent is a file, ...)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """The process received SIGTERM inside :func:`raise_on_sigterm`.
+
+    A :class:`KeyboardInterrupt`, so that it stops what Ctrl-C stops (joblib aborts its
+    workers on one) and passes every ``except Exception``; tell the two apart with
+    ``isinstance(exc, Terminated)``.
+    """
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """A run was interrupted (Ctrl-C); the finished chunks are on disk and a rerun resumes.
 
@@ -81,11 +100,51 @@ class SweepInterrupted(KeyboardInterrupt):
         Trials of the sweep.
     """
 
+    #: The first word of the message: what stopped the run.
+    stopped_by = "interrupted"
+
     def __init__(self, outdir, kept, total):
         self.outdir = pathlib.Path(outdir)
         self.kept, self.total = int(kept), int(total)
-        super().__init__(f"interrupted: {self.kept} of {self.total} trials kept in "
+        super().__init__(f"{self.stopped_by}: {self.kept} of {self.total} trials kept in "
                          f"'{self.outdir}'; rerun the same call to resume")
+
+
+class SweepTerminated(SweepInterrupted, Terminated):
+    """A run was stopped by SIGTERM; the finished chunks are on disk and a rerun resumes.
+
+    Both a :class:`SweepInterrupted` (with its attributes ``outdir``, ``kept`` and ``total``)
+    and a :class:`Terminated`.
+    """
+
+    stopped_by = "terminated"
+
+
+@contextlib.contextmanager
+def raise_on_sigterm():
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (as Ctrl-C raises
+    ``KeyboardInterrupt``); the previous handler is restored on exit.
+
+    The first SIGTERM raises; later ones, while the run stops its workers and writes its
+    manifest, are ignored, so that the stop is not itself interrupted (SIGKILL still ends
+    the process).  Outside the main thread (Python runs signal handlers there only), or when
+    SIGTERM already has a handler of its own or is ignored (an enclosing block, a caller's
+    choice), it does nothing.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated("SIGTERM")
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class SweepWarning(UserWarning):

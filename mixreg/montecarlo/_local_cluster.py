@@ -32,7 +32,7 @@ _THREAD_ENV_VARS = (
     "NUMEXPR_NUM_THREADS",
     "NUMBA_NUM_THREADS",
 )
-_START_TIMEOUT = 120.0  # seconds for the cluster to start
+_START_TIMEOUT = 600.0  # seconds for the cluster to start: a hang guard (a failure ends the wait at once)
 _STOP_TIMEOUT = 15.0  # seconds for it to shut down before it is killed
 
 

@@ -29,9 +29,12 @@ from mixreg.montecarlo._cells import (
 )
 from mixreg.montecarlo._errors import (
     SweepInterrupted,
+    SweepTerminated,
     SweepTooLargeError,
     SweepWarning,
+    Terminated,
     TrialsFailedWarning,
+    raise_on_sigterm,
 )
 from mixreg.montecarlo._store import (
     CHUNK_DIR_NAME,
@@ -587,6 +590,11 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
         ``scheduler`` did not answer within ``connect_timeout``.
     SweepInterrupted
         A ``KeyboardInterrupt`` during the run, with the number of trials kept on disk.
+    SweepTerminated
+        SIGTERM during the run (a :class:`SweepInterrupted`): called from the main thread
+        with SIGTERM's default action in place, the run handles SIGTERM as Ctrl-C (see
+        :func:`raise_on_sigterm`) instead of dying on the spot.  Either way the worker
+        processes are stopped and the manifest says ``interrupted``.
     ValueError, TypeError
         For invalid arguments, naming the parameter.
 
@@ -612,7 +620,7 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
     total = len(sweep.cells) * sweep.n_trials
     done = {}
     try:
-        with _directory_lock(outdir):
+        with raise_on_sigterm(), _directory_lock(outdir):
             return _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local,
                                overwrite, progress, kernel_threads, connect_timeout)
     except BaseException as exc:
@@ -620,7 +628,8 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
             with contextlib.suppress(OSError):
                 outdir.rmdir()  # only if still empty
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, SweepInterrupted):
-            raise SweepInterrupted(outdir, len(done), total) from exc
+            stopped = SweepTerminated if isinstance(exc, Terminated) else SweepInterrupted
+            raise stopped(outdir, len(done), total) from exc
         raise
 
 
