@@ -93,6 +93,7 @@ from mixreg.montecarlo import (
     write_table,
 )
 from mixreg.montecarlo.reader import read_results
+from mixreg.plotting import FigureNotDrawn
 
 __all__ = [
     "param",
@@ -555,16 +556,22 @@ def _one_line_warnings(prog, debug):
     """Show each warning as one line ``prog: warning: ...`` on stderr (as Python does with --debug).
 
     A :class:`mixreg.montecarlo.TrialsFailedWarning` is not shown: the failed trials are
-    listed by :func:`experiment_main`.  The engine's warnings are shown every time (not once
-    per location), so a script calling ``main`` twice sees both.
+    listed by :func:`experiment_main`.  A :class:`mixreg.plotting.FigureNotDrawn` is the line
+    ``prog: <figure> not drawn: <reason>`` (a legal run whose tables cannot give that figure).
+    The engine's warnings and the figures not drawn are shown every time (not once per
+    location), so a script calling ``main`` twice sees both.
     """
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, TrialsFailedWarning):
+            return
+        if issubclass(category, FigureNotDrawn):
+            _say(prog, _first_line(message))
             return
         _say(prog, f"warning: {_first_line(message)}")
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", SweepWarning)
+        warnings.simplefilter("always", FigureNotDrawn)
         if not debug:
             warnings.showwarning = show
         yield
