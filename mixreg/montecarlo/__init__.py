@@ -23,6 +23,11 @@ Never loses finished work
     whole file or none.  Re-running the same call loads the finished chunks and computes
     only the missing trials.  A truncated or corrupted chunk file (checksum or record count)
     is reported with a :class:`SweepWarning` and recomputed.
+Says when a file was changed after the run
+    The manifest records the sha256 of every table written into the directory and of its own
+    config section; :func:`read_results` refuses a table or config edited afterwards with
+    :class:`EditedFileError` naming the file (``accept_edited`` reads an edit made on
+    purpose), and names the chunk files missing from a complete run's directory.
 Never mixes two configurations
     ``manifest.json`` holds the sweep's identity (name, trial function, root seed, number of
     trials, cells, config).  Running a different sweep into the same directory raises
@@ -38,10 +43,10 @@ Every fault in one line
     :class:`SweepInterrupted` (Ctrl-C, with the number of trials kept), each with a
     one-line message; failed trials are data, reported with a :class:`TrialsFailedWarning`.
 
-Layout of a results directory (read it back with :func:`mixreg.montecarlo.reader.read_results`)::
+Layout of a results directory (read it back with :func:`read_results`)::
 
     <outdir>/
-        manifest.json            identity + provenance + runs + failures
+        manifest.json            identity + provenance + runs + failures + checksums
         trials.csv               one row per (cell, trial), ordered by cell then trial
         summary.csv              one row per cell: counts and per-cell means
         chunks/
@@ -69,6 +74,7 @@ from mixreg.montecarlo._cells import ENGINE_COLUMNS, seed_from_record, trial_see
 from mixreg.montecarlo._errors import (
     ConfigMismatchError,
     DirectoryBusyError,
+    EditedFileError,
     ResultsDirectoryError,
     SweepInterrupted,
     SweepTooLargeError,
@@ -93,6 +99,7 @@ from mixreg.montecarlo._sweep import (
     run_sweep,
 )
 from mixreg.montecarlo._tables import write_table
+from mixreg.montecarlo.reader import Results, read_results
 
 __all__ = [
     "trial_seed",
@@ -104,8 +111,11 @@ __all__ = [
     "check_fits",
     "MAX_TRIALS",
     "write_table",
+    "read_results",
+    "Results",
     "replay_trial",
     "ConfigMismatchError",
+    "EditedFileError",
     "SweepTooLargeError",
     "DirectoryBusyError",
     "ResultsDirectoryError",
