@@ -62,7 +62,7 @@ Of the Monte Carlo engine (:func:`add_engine_arguments`):
 
 Every fault ends in one line on stderr (``prog: error: ...``), with the exit status 2 for a
 usage error (bad value, combination of flags, a directory holding another sweep, a sweep
-too large to fit) and 1 for a runtime fault (a directory that cannot be written or is held
+too large to fit, a ``--redraw`` directory whose tables or config were edited) and 1 for a runtime fault (a directory that cannot be written or is held
 by another run, a scheduler that does not answer); Ctrl-C exits 130 saying how many trials
 are kept.  A finished run whose trials partly failed writes and draws what exists, lists the
 failures (one line each) and exits 1.
@@ -686,8 +686,9 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
     Returns
     -------
     int
-        The exit status.  0: the run finished, every trial succeeded and the figures are
-        drawn.  1: some trials failed (listed on stderr one line each, at most 10, then
+        The exit status.  0: the run finished, every trial succeeded, the tables are written
+        and the figures are drawn, but for those its grid cannot give, named in one line each
+        (``prog: <figure> not drawn: <reason>``, see :func:`mixreg.plotting.not_drawn`).  1: some trials failed (listed on stderr one line each, at most 10, then
         "... and N more"; the rest of the run is summarised and drawn), the tables or figures
         could not be made from what exists (one line ``figures not drawn: <reason>``), or a
         runtime fault: a results directory that cannot be created or written, one held by

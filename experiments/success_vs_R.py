@@ -12,13 +12,17 @@ the results directory (default ``results/success_vs_R/<preset>``):
   suggested by Theorem 1's separation condition with unit constants), the observed
   1/2-crossings with intervals, whether the noise levels' curves collapse on each scale,
   held-out checks of fitted constants (fitted on the other noise levels, residual on the
-  held-out one) and an exact test of whether the noise levels differ at all;
+  held-out one) and an exact test of whether the noise levels differ at all; a statement the
+  grid cannot support (a crossing with one r value or k = 1, a collapse or a fit with one noise
+  level) has blank numbers and its ``reason``, naming the flag;
 * ``manifest.json``: config, root seed, package versions, git commit, times;
 * ``success_vs_R.png`` and ``.pdf``: success against the separation per rule (the oracle
   ceiling only where it is not 1 everywhere); ``success_vs_R_collapse.png`` and ``.pdf``: the
   curves of every noise level on the two predicted scales, and the 1/2-crossings against sigma
   with the held-out predictions.  Both are drawn from ``rates.csv`` and ``theory.csv`` alone;
-  ``--redraw DIR`` redraws them from a results directory without running anything.
+  ``--redraw DIR`` redraws them from a results directory without running anything.  A figure
+  the grid cannot give is named in one line (``success_vs_R_collapse not drawn: ...`` with one
+  r value; both with k = 1, which has no separation) and the run still exits 0 with its tables.
 
 The runs use random initialisation and no resampling, as the paper's experiment: Theorem 1's
 Assumption 1 (initialisation within Delta/4) and its fresh samples do not hold, so no line on the
