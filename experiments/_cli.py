@@ -35,7 +35,10 @@ Of the experiment, from its ``Config`` (:func:`parser_from_config`):
                         is ``--<field>`` / ``--no-<field>``.  A flag that an earlier version used
                         (``renamed_from``) is refused with a message naming its new spelling.
 ``--redraw DIR``        redraw every figure of results directory DIR from its ``manifest.json``
-                        and tables, running nothing; takes no other flag
+                        and tables, running nothing; takes no other flag but
+``--accept-edited F``   with ``--redraw``: draw from the files F (``rates.csv``, ...) although
+                        they differ from what the run wrote (its manifest records the sha256 of
+                        every table; an edited one is otherwise refused, naming it)
 
 Of the Monte Carlo engine (:func:`add_engine_arguments`):
 
@@ -59,9 +62,10 @@ Of the Monte Carlo engine (:func:`add_engine_arguments`):
 
 Every fault ends in one line on stderr (``prog: error: ...``), with the exit status 2 for a
 usage error (bad value, combination of flags, a directory holding another sweep, a sweep
-too large to fit) and 1 for a runtime fault (a directory that cannot be written or is held
-by another run, a scheduler that does not answer).  A finished run whose trials partly
-failed writes and draws what exists, lists the failures (one line each) and exits 1.
+too large to fit, a ``--redraw`` directory whose tables or config were edited) and 1 for a
+runtime fault (a directory that cannot be written or is held by another run, a scheduler that
+does not answer).  A finished run whose trials partly failed writes and draws what exists,
+lists the failures (one line each) and exits 1.
 
 Stopping a run
 --------------
@@ -97,6 +101,7 @@ import warnings
 
 from mixreg.montecarlo import (
     ConfigMismatchError,
+    EditedFileError,
     SweepInterrupted,
     SweepTooLargeError,
     SweepWarning,
@@ -109,6 +114,7 @@ from mixreg.montecarlo import (
     write_table,
 )
 from mixreg.montecarlo.reader import read_results
+from mixreg.plotting import FigureNotDrawn
 
 __all__ = [
     "param",
@@ -261,10 +267,15 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
                                choices=choices, metavar=metavar, help=text)
         for old in meta.get("renamed_from", ()):
             group.add_argument(old, action=_RenamedFlag, new_flag=flag)
-    parser.add_argument_group("figures").add_argument(
+    figures = parser.add_argument_group("figures")
+    figures.add_argument(
         "--redraw", type=pathlib.Path, default=None, metavar="DIR",
         help="redraw every figure of the results directory DIR from its manifest and tables, running "
              "nothing (the paper presets' copies in figures/ too)")
+    figures.add_argument(
+        "--accept-edited", nargs="+", default=None, metavar="FILE",
+        help="with --redraw: draw from these files of DIR (rates.csv, ...; manifest.json for its config) "
+             "although they differ from what the run wrote; without it an edited file is refused")
     add_engine_arguments(parser)
     return parser
 
@@ -461,9 +472,10 @@ def run_engine_from_args(sweep, args, default_out):
 
 # --------------------------------------------------------------------------- tables and figures
 
-def _read_tables(outdir, names):
-    """The experiment's tables of ``outdir`` (``{name: rows}``), as the results reader parses them."""
-    results = read_results(outdir)
+def _read_tables(outdir, names, accept_edited=()):
+    """The experiment's tables of ``outdir`` (``{name: rows}``), as the results reader parses them
+    (each checked against the sha256 its run recorded, unless in ``accept_edited``)."""
+    results = read_results(outdir, accept_edited=accept_edited)
     return {name: results.table(f"{name}.csv") for name in names}
 
 
@@ -488,10 +500,18 @@ def _results_manifest(outdir, name, tables):
     if manifest.get("status") != "complete":
         raise _NotResults(f"{outdir} holds an unfinished run (status {manifest.get('status')!r}); "
                           "run its command again to finish it")
+    checksums = manifest.get("checksums")
     for table in tables:
-        if not (outdir / f"{table}.csv").is_file():
-            raise _NotResults(f"{outdir} has no {table}.csv (written by an earlier version?); run its command "
-                              "again, which resumes without recomputing a trial and writes the tables")
+        if (outdir / f"{table}.csv").is_file():
+            continue
+        if not isinstance(checksums, dict):  # a manifest of an earlier version says nothing of its tables
+            why = f"deleted, or never written: {_MANIFEST} records no tables"
+        elif f"{table}.csv" in checksums:
+            why = f"deleted or moved: its run wrote it, {_MANIFEST} records its checksum"
+        else:
+            why = "never written: its run did not make its tables"
+        raise _NotResults(f"{outdir} has no {table}.csv ({why}); run its command again, which resumes "
+                          "without recomputing a trial and writes the tables")
     return manifest
 
 
@@ -504,9 +524,10 @@ def _is_preset_run(manifest, config, presets, build_sweep, paper_presets):
             and manifest.get("sweep_key") == build_sweep(preset_config).key)
 
 
-def _draw(config, outdir, manifest, *, draw, tables, presets, build_sweep, paper_presets, figures_dir):
+def _draw(config, outdir, manifest, *, draw, tables, presets, build_sweep, paper_presets, figures_dir,
+          accept_edited=()):
     """Draw from the tables as written (so a redraw repeats it exactly); copy a paper run's figures."""
-    paths = list(draw(config, _read_tables(outdir, tables), outdir))
+    paths = list(draw(config, _read_tables(outdir, tables, accept_edited), outdir))
     if figures_dir is not None and _is_preset_run(manifest, config, presets, build_sweep, paper_presets):
         figures_dir = pathlib.Path(figures_dir)
         figures_dir.mkdir(parents=True, exist_ok=True)
@@ -521,7 +542,7 @@ def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
     """``--redraw DIR``: draw every figure of DIR from its manifest and tables; run nothing."""
     defaults = vars(parser.parse_args(["--redraw", str(args.redraw)]))
     others = [config_flag(dest) for dest, value in vars(args).items()
-              if value != defaults[dest] and dest != "debug"]
+              if value != defaults[dest] and dest not in ("debug", "accept_edited")]
     if others:
         parser.exit(2, f"{parser.prog}: error: --redraw takes the config from the directory's manifest; "
                        f"drop {', '.join(others)}\n")
@@ -535,12 +556,21 @@ def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
     except (ValueError, TypeError) as exc:
         parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {_first_line(exc)}\n")
     try:
-        figures = _draw(config, outdir, manifest, **drawing)
+        figures = _draw(config, outdir, manifest, accept_edited=tuple(args.accept_edited or ()), **drawing)
+    except EditedFileError as exc:  # the directory's data are not the run's: refused like a wrong directory
+        if debug:
+            raise
+        parser.exit(2, f"{parser.prog}: error: --redraw: {_first_line(exc)}\n")
     except Exception as exc:  # noqa: BLE001 - one line, or the traceback with --debug
         if debug:
             raise
         _say(parser.prog, f"figures not drawn: {_describe(exc, expected=False, hint=False)}")
         return 1
+    unverified = [name for name in ("trials.csv", *(f"{table}.csv" for table in drawing["tables"]))
+                  if name not in (manifest.get("checksums") or {})]
+    if unverified:
+        _say(parser.prog, f"note: {outdir / _MANIFEST} records no checksum of {', '.join(unverified)} (written "
+                          "by an earlier version), so they are drawn unverified")
     for path in figures:
         print(f"wrote {path}")
     return 0
@@ -574,16 +604,22 @@ def _one_line_warnings(prog, debug):
     """Show each warning as one line ``prog: warning: ...`` on stderr (as Python does with --debug).
 
     A :class:`mixreg.montecarlo.TrialsFailedWarning` is not shown: the failed trials are
-    listed by :func:`experiment_main`.  The engine's warnings are shown every time (not once
-    per location), so a script calling ``main`` twice sees both.
+    listed by :func:`experiment_main`.  A :class:`mixreg.plotting.FigureNotDrawn` is the line
+    ``prog: <figure> not drawn: <reason>`` (a legal run whose tables cannot give that figure).
+    The engine's warnings and the figures not drawn are shown every time (not once per
+    location), so a script calling ``main`` twice sees both.
     """
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, TrialsFailedWarning):
+            return
+        if issubclass(category, FigureNotDrawn):
+            _say(prog, _first_line(message))
             return
         _say(prog, f"warning: {_first_line(message)}")
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", SweepWarning)
+        warnings.simplefilter("always", FigureNotDrawn)
         if not debug:
             warnings.showwarning = show
         yield
@@ -626,7 +662,7 @@ def _summarise_and_draw(config, result, *, prog, summarise, tables, debug, drawi
         if set(summary) != set(tables):
             raise RuntimeError(f"summarise returned the tables {sorted(summary)}, expected {sorted(tables)}")
         for table in tables:
-            written.append(write_table(outdir / f"{table}.csv", summary[table]))
+            written.append(write_table(outdir / f"{table}.csv", summary[table], record=True))
         figures = _draw(config, outdir, result.manifest, **drawing)
         reason = None
     except Exception as exc:  # noqa: BLE001 - the data are written; say why the figures are not
@@ -676,8 +712,9 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
     Returns
     -------
     int
-        The exit status.  0: the run finished, every trial succeeded and the figures are
-        drawn.  1: some trials failed (listed on stderr one line each, at most 10, then
+        The exit status.  0: the run finished, every trial succeeded, the tables are written
+        and the figures are drawn, but for those its grid cannot give, named in one line each
+        (``prog: <figure> not drawn: <reason>``, see :func:`mixreg.plotting.not_drawn`).  1: some trials failed (listed on stderr one line each, at most 10, then
         "... and N more"; the rest of the run is summarised and drawn), the tables or figures
         could not be made from what exists (one line ``figures not drawn: <reason>``), or a
         runtime fault: a results directory that cannot be created or written, one held by
@@ -741,6 +778,8 @@ def _quiet_shutdown(args, names=("asyncio", "distributed", "tornado")):
 
 def _run_experiment(parser, args, state, *, name, config_cls, presets, build_sweep, summarise, debug, drawing):
     try:
+        if getattr(args, "accept_edited", None):
+            raise ValueError("--accept-edited applies to --redraw only (a run rewrites its tables)")
         config = config_from_args(config_cls, presets, args)
         state["sweep"] = sweep = build_sweep(config)
         result = run_engine_from_args(sweep, args, default_out=pathlib.Path("results") / name / config.preset)

@@ -12,13 +12,17 @@ the results directory (default ``results/success_vs_R/<preset>``):
   suggested by Theorem 1's separation condition with unit constants), the observed
   1/2-crossings with intervals, whether the noise levels' curves collapse on each scale,
   held-out checks of fitted constants (fitted on the other noise levels, residual on the
-  held-out one) and an exact test of whether the noise levels differ at all;
+  held-out one) and an exact test of whether the noise levels differ at all; a statement the
+  grid cannot support (a crossing with one r value or k = 1, a collapse or a fit with one noise
+  level) has blank numbers and its ``reason``, naming the flag;
 * ``manifest.json``: config, root seed, package versions, git commit, times;
 * ``success_vs_R.png`` and ``.pdf``: success against the separation per rule (the oracle
   ceiling only where it is not 1 everywhere); ``success_vs_R_collapse.png`` and ``.pdf``: the
   curves of every noise level on the two predicted scales, and the 1/2-crossings against sigma
   with the held-out predictions.  Both are drawn from ``rates.csv`` and ``theory.csv`` alone;
-  ``--redraw DIR`` redraws them from a results directory without running anything.
+  ``--redraw DIR`` redraws them from a results directory without running anything.  A figure
+  the grid cannot give is named in one line (``success_vs_R_collapse not drawn: ...`` with one
+  r value; both with k = 1, which has no separation) and the run still exits 0 with its tables.
 
 The runs use random initialisation and no resampling, as the paper's experiment: Theorem 1's
 Assumption 1 (initialisation within Delta/4) and its fresh samples do not hold, so no line on the
@@ -44,7 +48,7 @@ from experiments import _cli
 from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.metrics import oracle_ls_floor
-from mixreg.plotting import plot_success_collapse, plot_success_vs_separation, save_figure
+from mixreg.plotting import not_drawn, plot_success_collapse, plot_success_vs_separation, save_figure
 from mixreg.problems import THETA_PROTOCOLS, ProblemSpec, make_labels
 from mixreg.algorithms.ifca import INIT_METHODS
 from mixreg.stats import group_rates, wilson_interval
@@ -257,7 +261,7 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
 
 #: theory.csv: one row per statement, in long form (every row has these columns).
 THEORY_COLUMNS = ("kind", "quantity", "rule", "sigma", "r", "value", "low", "high", "residual", "p_value",
-                  "verdict", "label")
+                  "verdict", "label", "reason")
 CHECKED_RULES = ("official", "honest")  # the rules whose curves are tested and drawn
 N_PERMUTATIONS = 20000  # draws of the exact test that the noise levels differ (fixed seed)
 N_DRAWS = 4000  # posterior draws per curve for the crossings' intervals (fixed seeds)
@@ -266,14 +270,38 @@ SEPARATION_SCALE_LABEL = ("scale suggested by Thm 1's separation condition, unit
 
 
 def _row(kind, quantity, value, **fields):
-    """One row of theory.csv; numbers as plain floats (a NumPy scalar would be written as its repr)."""
+    """One row of theory.csv; numbers as plain floats (a NumPy scalar would be written as its repr).
+
+    A row with a ``reason`` is a statement the run cannot support (one separation, one cluster,
+    one noise level): its numbers that could not be computed are blank, and ``reason`` says why,
+    naming the flag.
+    """
     row = dict.fromkeys(THEORY_COLUMNS)
     row.update(kind=kind, quantity=quantity, value=value, label="")
     row.update(fields)
     for key in ("sigma", "r", "value", "low", "high", "residual", "p_value"):
         if row[key] is not None:
             row[key] = float(row[key])
+            if row["reason"] and np.isnan(row[key]):
+                row[key] = None
     return row
+
+
+def _flag(name, values):
+    """The flag that gave ``values``, as the user typed it: ``--rs 0.3 1``."""
+    return f"--{name} " + " ".join(f"{v:g}" for v in values)
+
+
+def _no_crossing_reason(config, n_separations):
+    """Why no 1/2-crossing can be located on a curve with ``n_separations`` points of Δ > 0 (None: one can)."""
+    if n_separations >= 2:
+        return None
+    if config.k == 1:
+        return "--k 1: one cluster has no separation Δ, so no crossing in Δ"
+    if len(config.rs) < 2:
+        return f"a 1/2-crossing needs the rate at two separations or more; got {_flag('rs', config.rs)}"
+    return (f"a 1/2-crossing needs the rate at two separations or more; {n_separations} r of "
+            f"{_flag('rs', config.rs)} recorded a separation Δ > 0")
 
 
 def _cluster_sizes(config):
@@ -315,6 +343,8 @@ def predictions(config):
 
 def _verdict_of_collapse(crossings):
     """Whether the 1/2-crossings of all noise levels can be one point: their intervals meet."""
+    if not crossings:
+        return float("nan"), float("nan"), float("nan"), "undetermined"
     values = [c[0] for c in crossings if np.isfinite(c[0]) and c[0] > 0]
     common_low = max(c[1] for c in crossings)
     common_high = min(c[2] for c in crossings)
@@ -354,13 +384,18 @@ def summarise(config, records):
           condition's scale is its exponential term alone);
           ``sigma_homogeneity`` per rule and r, and pooled over r (``r`` empty): the exact
           conditional test that the noise levels share one success probability (``value`` G,
-          ``p_value``);
+          ``p_value``; with one noise level, one row per rule saying there is nothing to test);
         * ``held_out``: ``noise_term_crossing`` and ``sigma_free_crossing`` per rule and sigma:
           the crossing predicted from a constant fitted on the *other* sigma levels, for the
           model ``Delta_50 = C (sigma/p) sqrt(d/(m n))`` and the model ``Delta_50 = C``
           (``value`` the predicted crossing, ``residual`` ``log10(predicted / observed)``,
           ``low``/``high`` its 95% interval over the draws, ``verdict``: consistent when the
           interval holds 0).
+
+        Every legal run gives both tables: a statement its grid cannot support (a crossing with
+        one separation or with ``k = 1``, a collapse or a fit with one noise level) is a row
+        whose numbers are blank and whose ``reason`` says why, naming the flag; ``reason`` is
+        empty otherwise.
 
     With ``shared_draws`` each record holds every noise level of its draw; it is unpacked into
     one record per (trial, sigma) first (:func:`mixreg.trials.unpack_levels`).
@@ -387,13 +422,17 @@ def summarise(config, records):
                                for s in sigmas] for r in rs], dtype=np.int64)
         trials = np.array([[sum(1 for rec in good if rec["sigma"] == s and rec["r"] == r) for s in sigmas]
                            for r in rs], dtype=np.int64)
-        crossings, draws = {}, {}
+        crossings, draws, no_crossing = {}, {}, {}
         for j, sigma in enumerate(sigmas):
             rows = {r["r"]: r for r in rates if r["sigma"] == sigma}
             cells = sorted((rows[r]["separation_mean"], i) for i, r in enumerate(rs)
                            if r in rows and _given(rows[r]["separation_mean"]) and rows[r]["separation_mean"] > 0)
             x = np.array([c[0] for c in cells], dtype=float)
             idx = [c[1] for c in cells]
+            no_crossing[sigma] = _no_crossing_reason(config, len(cells))
+            if no_crossing[sigma]:
+                crossings[sigma], draws[sigma] = (np.nan,) * 3, np.full(N_DRAWS, np.nan)
+                continue
             value = half_crossing(x, [rows[rs[i]][f"{rule}_success_rate"] for i in idx])
             draws[sigma] = crossing_draws(x, successes[idx, j], trials[idx, j], n_draws=N_DRAWS, seed=DEFAULT_SEED + j)
             crossings[sigma] = (value, *draws_interval(draws[sigma]))
@@ -402,7 +441,7 @@ def summarise(config, records):
             for quantity, (value, low, high) in (("half_crossing", crossings[sigma]),
                                                  ("half_crossing_scaled", scaled[sigma])):
                 theory.append(_row("observation", quantity, value, rule=rule, sigma=sigma, low=low, high=high,
-                                   label="separation where the success rate rises through 1/2 (log-interpolated); "
+                                   reason=no_crossing[sigma], label="separation where the success rate rises through 1/2 (log-interpolated); "
                                          "95% interval from Jeffreys-posterior draws of every cell (0: below the "
                                          "grid, inf: beyond it)" + ("; divided by the separation-condition scale"
                                                                     if quantity == "half_crossing_scaled" else "")))
@@ -410,8 +449,14 @@ def summarise(config, records):
                                         ("collapse_separation_scale", scaled, "Δ / " + SEPARATION_SCALE_LABEL)):
             for suffix, levels, which in (("", sigmas, "all σ"), ("_noisy", [s for s in sigmas if s > 0], "σ > 0")):
                 spread, low, high, verdict = _verdict_of_collapse([values[s] for s in levels])
+                if not levels:
+                    reason = f"no σ > 0 among {_flag('sigmas', config.sigmas)}: nothing to collapse"
+                elif len(levels) < 2:
+                    reason = f"one noise level ({which}: {_flag('sigmas', config.sigmas)}): nothing to collapse"
+                else:
+                    reason = next((no_crossing[s] for s in levels if no_crossing[s]), None)
                 theory.append(_row("test", quantity + suffix, spread, rule=rule, low=low, high=high, verdict=verdict,
-                                   label=f"do the 1/2-crossings of {which} share a point on the scale {label}? value: "
+                                   reason=reason, label=f"do the 1/2-crossings of {which} share a point on the scale {label}? value: "
                                          "max/min of the crossings; low-high: the range common to their 95% "
                                          "intervals"))
         observed = np.array([crossings[s][0] for s in sigmas])
@@ -423,16 +468,23 @@ def summarise(config, records):
             fits = held_out_constant(observed, np.array([draws[s] for s in sigmas]), reference)
             for sigma, fit in zip(sigmas, fits):
                 used = ", ".join(f"{sigmas[i]:g}" for i in fit["fitted_on"]) or "none"
+                reason = no_crossing[sigma]
+                if not fit["fitted_on"]:
+                    reason = (f"one noise level ({_flag('sigmas', config.sigmas)}): no other σ to fit C on"
+                              if len(sigmas) < 2 else reason or "no other σ has a 1/2-crossing in the grid to fit C on")
                 theory.append(_row("held_out", quantity, fit["predicted"], rule=rule, sigma=sigma,
                                    low=fit["residual_low"], high=fit["residual_high"], residual=fit["residual"],
-                                   verdict=fit["verdict"],
+                                   verdict=fit["verdict"], reason=reason,
                                    label=f"{model}, C = {fit['C']:.3g} fitted on σ ∈ {{{used}}}, predicting the "
                                          f"held-out σ = {sigma:g}; value: the predicted crossing; residual "
                                          "log10(predicted/observed), low-high its 95% interval over the draws"))
+        if len(sigmas) < 2:
+            theory.append(_row("test", "sigma_homogeneity", None, rule=rule, verdict="not tested",
+                               label="exact conditional test that all σ share one success probability",
+                               reason=f"one noise level ({_flag('sigmas', config.sigmas)}): nothing to compare"))
+            continue
         strata = [(r_value, successes[i:i + 1], trials[i:i + 1]) for i, r_value in enumerate(rs)]
         for r_value, succ, tri in [(None, successes, trials)] + strata:
-            if len(sigmas) < 2:
-                break
             test = stratified_homogeneity_test(succ, tri, n_permutations=N_PERMUTATIONS, seed=DEFAULT_SEED)
             theory.append(_row("test", "sigma_homogeneity", test["G"], rule=rule, r=r_value, p_value=test["p_value"],
                                verdict="differ at 5%" if test["p_value"] < 0.05 else "indistinguishable at 5%",
@@ -442,14 +494,20 @@ def summarise(config, records):
                                      f"{N_PERMUTATIONS} hypergeometric draws"))
     ratios = [rec["separation"] / rec["r"] for rec in good]
     if ratios and config.protocol == "official":
-        theory.append(_row("observation", "delta_per_r", float(np.mean(ratios)),
-                           label="mean realised separation over r (the top axis)"))
+        theory.append(_row("observation", "delta_per_r", float(np.mean(ratios)) if config.k > 1 else None,
+                           label="mean realised separation over r (the top axis)",
+                           reason="--k 1: one cluster has no separation Δ" if config.k == 1 else None))
     return {"rates": rates, "theory": theory}
 
 
 def _given(value):
     """Whether a table's field holds a number (an empty field reads as nan, or None)."""
     return value is not None and bool(np.isfinite(value))
+
+
+def _number(value):
+    """A table's number for a figure: a blank field (``None``) is ``nan``."""
+    return float("nan") if value is None else value
 
 
 def _fmt(value):
@@ -476,9 +534,18 @@ def draw(config, tables, outdir):
     ``success_vs_R``: success against the separation per rule, the oracle ceiling only where it
     says something.  ``success_vs_R_collapse``: the official rule's curves on the separation
     condition's scale and on the separation itself, and the 1/2-crossings against sigma with
-    the held-out predictions.
+    the held-out predictions.  A figure the tables cannot give is not drawn, and
+    :func:`mixreg.plotting.not_drawn` says why: both need a realised separation (none with
+    ``--k 1``), the collapse needs it at two r values or more.
     """
     rates, select = tables["rates"], _theory_rows(tables["theory"])
+    separations = {row["r"] for row in rates if _given(row["separation_mean"]) and row["separation_mean"] > 0}
+    if not separations:
+        reason = ("--k 1: one cluster has no separation Δ to draw the success against" if config.k == 1
+                  else "no trial recorded a separation Δ > 0 to draw the success against")
+        for figure in (NAME, f"{NAME}_collapse"):
+            not_drawn(figure, reason)
+        return []
     delta_per_r = select("delta_per_r")
     r_per_delta = delta_per_r[0]["value"] if delta_per_r else None
     predicted = {row["sigma"]: row["value"] for row in select("oracle_success_probability")}
@@ -495,7 +562,7 @@ def draw(config, tables, outdir):
     else:
         oracle_text = ("Oracle ceiling: observed known-label LS success (thick) and its probability predicted from the "
                        "sizes before the runs (dash-dot).")
-    tests = {row["rule"]: row for row in select("sigma_homogeneity") if row["r"] is None}
+    tests = {row["rule"]: row for row in select("sigma_homogeneity") if row["r"] is None and row["p_value"] is not None}
     test_text = "; ".join(f"{rule}: p = {_fmt(row['p_value'])}" for rule, row in tests.items())
     test_text = (f"Do the noise levels differ? Exact test stratified by r ({test_text}): "
                  f"{'; '.join(sorted({row['verdict'] for row in tests.values()}))}." if tests else "")
@@ -515,6 +582,10 @@ def draw(config, tables, outdir):
                                       f"Scales and held-out checks: {NAME}_collapse.png.") if t),
     )
     paths = save_figure(fig, pathlib.Path(outdir) / NAME)
+    if len(separations) < 2:
+        not_drawn(f"{NAME}_collapse", "the collapse panels and the 1/2-crossings need the success rate at two "
+                                      f"separations or more; got {_flag('rs', sorted(separations))}")
+        return paths
 
     rule = "official"
 
@@ -539,7 +610,8 @@ def draw(config, tables, outdir):
              title="σ-free scale Δ (prediction: σ² adds alike to every model's loss,\nand σ ≪ initial "
                    "distance ≈ √(d/2), so σ should not matter)", verdict=verdict("delta")),
     ]
-    crossings = {row["sigma"]: (row["value"], row["low"], row["high"]) for row in select("half_crossing", rule=rule)}
+    crossings = {row["sigma"]: tuple(_number(row[key]) for key in ("value", "low", "high"))
+                 for row in select("half_crossing", rule=rule)}
     held = {}
     residuals = []
     for quantity, label in (
@@ -547,7 +619,7 @@ def draw(config, tables, outdir):
         ("sigma_free_crossing", "held-out prediction, σ-free constant fitted on the other σ"),
     ):
         rows = select(quantity, rule=rule)
-        held[label] = {row["sigma"]: row["value"] for row in rows}
+        held[label] = {row["sigma"]: _number(row["value"]) for row in rows}
         residuals.append(f"{'noise term' if quantity.startswith('noise') else 'σ-free'}: "
                          + ", ".join(f"σ={row['sigma']:g} {_fmt(row['residual'])} [{_fmt(row['low'])}, "
                                      f"{_fmt(row['high'])}] {row['verdict']}" for row in rows))

@@ -70,7 +70,7 @@ def test_every_field_has_exactly_one_flag_named_after_it(name):
         assert len(owners) == 1 and owners[0].option_strings in booleans, field
     engine = {a.dest for a in _cli.add_engine_arguments(argparse.ArgumentParser())._actions}
     named = {a.dest for a in actions if a.dest != argparse.SUPPRESS}  # renamed flags only refuse
-    assert named == fields | {"preset", "redraw"} | engine
+    assert named == fields | {"preset", "redraw", "accept_edited"} | engine
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -301,6 +301,37 @@ def _bad_manifest(runs, tmp_path):
     return copy
 
 
+def _edit_manifest(copy, change):
+    manifest = json.loads((copy / "manifest.json").read_text())
+    change(manifest)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def _theory_never_written(runs, tmp_path):
+    """As a run whose summary failed leaves it: no theory.csv, and no checksum of it."""
+    copy = _drop_theory(runs, tmp_path)
+    return _edit_manifest(copy, lambda manifest: manifest["checksums"].pop("theory.csv"))
+
+
+def _theory_gone_from_an_earlier_version(runs, tmp_path):
+    copy = _drop_theory(runs, tmp_path)
+    return _edit_manifest(copy, lambda manifest: manifest.pop("checksums"))
+
+
+def _edit_rates(runs, tmp_path):
+    copy = _copy_run(runs, tmp_path)
+    lines = (copy / "rates.csv").read_text().splitlines(keepends=True)
+    fields = lines[1].split(",")
+    fields[3] = "0.5" if fields[3] != "0.5" else "0.25"  # official_success_rate, by hand
+    (copy / "rates.csv").write_text("".join([lines[0], ",".join(fields), *lines[2:]]))
+    return copy
+
+
+def _edit_config(runs, tmp_path):
+    return _edit_manifest(_copy_run(runs, tmp_path), lambda manifest: manifest["sweep"]["config"].update(trials=9))
+
+
 @pytest.mark.parametrize(
     "directory,extra,message",
     [
@@ -309,7 +340,12 @@ def _bad_manifest(runs, tmp_path):
         (lambda runs, tmp: runs["two_phase"], [], "holds results of 'two_phase', not of 'success_vs_R'"),
         (_bad_manifest, [], "is not the manifest of a Monte Carlo sweep"),
         (_set_status, [], "holds an unfinished run (status 'interrupted')"),
-        (_drop_theory, [], "has no theory.csv"),
+        (_drop_theory, [], "has no theory.csv (deleted or moved: its run wrote it"),
+        (_theory_never_written, [], "has no theory.csv (never written: its run did not make its tables)"),
+        (_theory_gone_from_an_earlier_version, [], "has no theory.csv (deleted, or never written: manifest.json "
+                                                   "records no tables)"),
+        (_edit_rates, [], "rates.csv was changed after the run wrote it"),
+        (_edit_config, [], "the config in manifest.json (sweep.config) was changed after the run"),
         (lambda runs, tmp: runs["success_vs_R"], ["--k", "3", "--jobs", "2"], "drop --k, --jobs"),
     ],
 )
@@ -320,6 +356,28 @@ def test_redraw_refuses_anything_but_a_finished_results_directory_in_one_line(
     assert exc.value.code == 2
     line = _one_line_error(capsys)
     assert "error:" in line and message in line
+
+
+def test_redraw_accepts_an_edited_table_only_by_name(runs, tmp_path, capsys):
+    """``--accept-edited FILE`` draws from a table edited on purpose, saying so in one line; it is
+    refused outside ``--redraw`` (a run rewrites its tables)."""
+    copy = _edit_rates(runs, tmp_path)
+    assert success_vs_R.main(["--redraw", str(copy), "--accept-edited", "rates.csv"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning:" in err[0] and "rates.csv was changed after the run wrote it" in err[0]
+    with pytest.raises(SystemExit) as exc:
+        success_vs_R.main(["--redraw", str(copy), "--accept-edited", "theory.csv"])
+    assert exc.value.code == 2 and "rates.csv was changed" in _one_line_error(capsys)
+    with pytest.raises(SystemExit) as exc:
+        success_vs_R.main(TINY["success_vs_R"] + QUIET + ["--out", str(copy), "--accept-edited", "rates.csv"])
+    assert exc.value.code == 2 and "--accept-edited applies to --redraw only" in _one_line_error(capsys)
+
+
+def test_redraw_of_a_directory_without_checksums_says_it_is_unverified(runs, tmp_path, capsys):
+    copy = _edit_manifest(_copy_run(runs, tmp_path), lambda manifest: manifest.pop("checksums"))
+    assert success_vs_R.main(["--redraw", str(copy)]) == 0
+    line = _one_line_error(capsys)
+    assert "note:" in line and "records no checksum of trials.csv, rates.csv, theory.csv" in line
 
 
 def test_paper_preset_figures_are_copied_only_for_the_unchanged_preset(monkeypatch, tmp_path):

@@ -9,7 +9,8 @@ import pytest
 
 import _toy_trials as toys
 from _toy_trials import records_json, toy_sweep
-from mixreg.montecarlo import SweepWarning, run_sweep, write_table
+import mixreg.montecarlo
+from mixreg.montecarlo import EditedFileError, SweepWarning, run_sweep, write_table
 from mixreg.montecarlo.reader import Results, read_results
 
 AWKWARD_CELLS = [{"steps": (1.0, 0.1), "k": 0}, {"steps": (1, 2), "k": 1}]
@@ -71,8 +72,12 @@ def test_records_come_from_the_chunks_without_trials_csv(awkward, tmp_path):
     _assert_same_records(back.records, awkward.records)
     assert back.failures == awkward.failures
 
-    (copy / "chunks" / "cell00001_t000000-000002.json").unlink()  # a run still going
-    partial = read_results(copy)
+    (copy / "chunks" / "cell00001_t000000-000002.json").unlink()
+    with pytest.warns(SweepWarning, match="2 of 6 records"):  # of a complete run: named
+        read_results(copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+    partial = read_results(copy)  # a run still going: its missing trials are still to come
     assert [(r["cell"], r["trial"]) for r in partial.records] == [(0, 0), (0, 1), (0, 2), (1, 2)]
     _assert_same_records(partial.records, awkward.records[:3] + awkward.records[5:])
     assert partial.failures == []
@@ -82,10 +87,12 @@ def test_from_chunks_reads_what_a_resume_would_load_even_beside_trials_csv(awkwa
     copy = tmp_path / "copy"
     shutil.copytree(awkward.outdir, copy)
     _assert_same_records(read_results(copy, from_chunks=True).records, awkward.records)
-    (copy / "chunks" / "cell00001_t000000-000002.json").unlink()  # a later run cut short
+    (copy / "chunks" / "cell00001_t000000-000002.json").unlink()  # removed from a complete run
     assert len(read_results(copy).records) == 6  # trials.csv, as the completed run wrote it
-    assert [(r["cell"], r["trial"]) for r in read_results(copy, from_chunks=True).records] == [
-        (0, 0), (0, 1), (0, 2), (1, 2)]
+    with pytest.warns(SweepWarning, match="2 of 6 records") as caught:
+        back = read_results(copy, from_chunks=True)
+    assert [(r["cell"], r["trial"]) for r in back.records] == [(0, 0), (0, 1), (0, 2), (1, 2)]
+    assert len(caught) == 1 and "chunks/cell00001_t000000-000002.json" in str(caught[0].message)
     shutil.rmtree(copy / "chunks")
     with pytest.raises(FileNotFoundError, match="holds no chunks/$"):
         read_results(copy, from_chunks=True)
@@ -168,8 +175,12 @@ def test_missing_and_malformed_directories_raise_one_line_errors(awkward, tmp_pa
 
     trials = (copy / "trials.csv").read_text().splitlines(keepends=True)
     (copy / "trials.csv").write_text("".join(trials[:2] + [trials[2].replace(",0,1,", ",0,x,", 1)]))
-    with pytest.raises(ValueError, match="trials.csv line 3") as info:
+    with pytest.raises(EditedFileError, match="trials.csv was changed after the run wrote it") as info:
         read_results(copy)
+    _one_line(info)
+    with pytest.warns(SweepWarning, match="trials.csv was changed"), \
+            pytest.raises(ValueError, match="trials.csv line 3") as info:
+        read_results(copy, accept_edited=("trials.csv",))
     _one_line(info)
     (copy / "trials.csv").unlink()
     chunk = copy / "chunks" / "cell00000_t000002-000003.json"
@@ -187,3 +198,80 @@ def test_missing_and_malformed_directories_raise_one_line_errors(awkward, tmp_pa
         back.table("rates.csv")
     with pytest.raises(ValueError, match="must be a file name"):
         back.table("../manifest.json")
+
+
+def test_read_results_is_exported_and_refuses_a_file_as_not_a_directory(awkward):
+    assert mixreg.montecarlo.read_results is read_results and "read_results" in mixreg.montecarlo.__all__
+    with pytest.raises(NotADirectoryError, match="is not a directory") as info:
+        read_results(awkward.outdir / "trials.csv")
+    assert "does not exist" not in _one_line(info)
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_a_table_edited_after_the_run_is_named_not_read(awkward, tmp_path):
+    """The manifest records the sha256 of trials.csv, summary.csv and every table written with
+    ``record=True``; a value edited by hand is refused naming the file, or read with a warning
+    when accepted by name."""
+    copy = tmp_path / "copy"
+    shutil.copytree(awkward.outdir, copy)
+    write_table(copy / "rates.csv", [{"steps": (1.0, 0.1), "rate": 0.25}], record=True)
+    assert read_results(copy).table("rates.csv") == [{"steps": (1.0, 0.1), "rate": 0.25}]
+    assert {"trials.csv", "summary.csv", "rates.csv", "sweep.config"} <= set(
+        json.loads((copy / "manifest.json").read_text())["checksums"])
+
+    _edit(copy / "rates.csv", "0.25", "0.75")
+    results = read_results(copy)
+    with pytest.raises(EditedFileError, match="rates.csv was changed after the run wrote it") as info:
+        results.table("rates.csv")
+    assert str(copy) in _one_line(info) and info.value.name == "rates.csv"
+    with pytest.warns(SweepWarning, match="rates.csv was changed"):
+        assert read_results(copy, accept_edited="rates.csv").table("rates.csv")[0]["rate"] == 0.75
+
+    _edit(copy / "summary.csv", "n_errors", "n_fixed")
+    with pytest.raises(EditedFileError, match="summary.csv was changed"):
+        results.table("summary.csv")
+    wall_time = awkward.records[0]["wall_time"]
+    _edit(copy / "trials.csv", repr(wall_time), repr(wall_time * 2))
+    with pytest.raises(EditedFileError, match="trials.csv was changed"):
+        read_results(copy)
+
+
+def test_an_edited_config_in_the_manifest_is_named(awkward, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(awkward.outdir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    edited = {**manifest, "sweep": {**manifest["sweep"], "config": {**manifest["sweep"]["config"], "lr": 0.5}}}
+    (copy / "manifest.json").write_text(json.dumps(edited))
+    with pytest.raises(EditedFileError, match=r"the config in manifest.json \(sweep.config\) was changed") as info:
+        read_results(copy)
+    _one_line(info)
+    with pytest.warns(SweepWarning, match="sweep.config"):
+        assert read_results(copy, accept_edited=("manifest.json",)).config["lr"] == 0.5
+    # a manifest of an earlier version has no checksums: its sweep_key still tells an edit
+    del edited["checksums"]
+    (copy / "manifest.json").write_text(json.dumps(edited))
+    with pytest.raises(EditedFileError, match="no longer hashes to its sweep_key"):
+        read_results(copy)
+    cells = {**manifest, "sweep": {**manifest["sweep"], "root_seed": 7}}
+    (copy / "manifest.json").write_text(json.dumps(cells))
+    with pytest.raises(EditedFileError, match="sweep section of manifest.json"):
+        read_results(copy)
+
+
+def test_a_directory_without_checksums_reads_unverified(awkward, tmp_path):
+    """Directories written before the manifest held checksums read and redraw as before."""
+    copy = tmp_path / "copy"
+    shutil.copytree(awkward.outdir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    del manifest["checksums"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    _edit(copy / "summary.csv", "n_errors", "n_fixed")
+    back = read_results(copy)
+    assert not back.recorded("trials.csv") and not back.recorded("summary.csv")
+    _assert_same_records(back.records, awkward.records)
+    assert "n_fixed" in back.table("summary.csv")[0]

@@ -1,5 +1,6 @@
 """Tests of mixreg.montecarlo._store: chunk files, resume, the manifest, the directory."""
 
+import hashlib
 import json
 import os
 import signal
@@ -15,11 +16,13 @@ import _toy_trials as toys
 from _toy_trials import CELLS, HANG, csv_rows, records_json, subprocess_env, toy_sweep
 from mixreg import provenance
 from mixreg.montecarlo import (
+    MANIFEST_NAME,
     ConfigMismatchError,
     DirectoryBusyError,
     ResultsDirectoryError,
     SweepWarning,
     run_sweep,
+    write_table,
 )
 from mixreg.montecarlo._store import _directory_lock
 
@@ -378,3 +381,20 @@ def test_a_directory_that_cannot_be_created_or_written_is_one_clear_error(tmp_pa
                 run_sweep(toy_sweep(n_trials=1), readonly / "sub", progress=False)
         finally:
             readonly.chmod(0o755)
+
+
+def test_a_resumed_run_keeps_no_checksum_of_the_tables_it_has_not_rewritten(tmp_path):
+    """The manifest records the sha256 of the tables written into the directory; a resume rewrites
+    trials.csv and summary.csv, so an experiment's table of the previous run is no longer vouched for
+    until it is written again."""
+    sweep = toy_sweep(n_trials=2)
+    first = run_sweep(sweep, tmp_path, progress=False)
+    write_table(tmp_path / "rates.csv", [{"rate": 0.5}], record=True)
+    checksums = json.loads((tmp_path / MANIFEST_NAME).read_text())["checksums"]
+    assert set(checksums) == {"sweep.config", "trials.csv", "summary.csv", "rates.csv"}
+    assert checksums["trials.csv"] == hashlib.sha256(first.trials_csv.read_bytes()).hexdigest()
+    run_sweep(sweep, tmp_path, progress=False)
+    assert set(json.loads((tmp_path / MANIFEST_NAME).read_text())["checksums"]) == {
+        "sweep.config", "trials.csv", "summary.csv"}
+    with pytest.raises(ValueError, match="record=True needs a results directory"):
+        write_table(tmp_path / "chunks" / "x.csv", [{"a": 1}], record=True)

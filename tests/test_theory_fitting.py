@@ -56,3 +56,14 @@ def test_fit_separation_constant_validates_its_inputs(name, kwargs):
     args = dict(observed_delta=[0.5, 0.6, 0.9], sigma=[0.1, 0.2, 0.3], p=0.5, d=10, m=20, n_prime=5)
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         theory.fit_separation_constant(**{**args, **kwargs})
+
+
+@pytest.mark.parametrize("rate,expected", [(0.2, np.inf), (0.8, 0.0)])
+def test_a_one_point_grid_has_no_crossing_inside_it(rate, expected):
+    """With one grid value a curve cannot rise between two: the crossing is beyond the grid
+    (rate below 1/2) or below it (at or above 1/2), never an error (it raised at 1603bac)."""
+    assert math.isnan(theory.half_crossing([1.0], [rate]))
+    draws = theory.crossing_draws([1.0], [round(10 * rate)], [10], n_draws=200, seed=1)
+    assert draws.shape == (200,)
+    assert set(np.unique(draws)) <= {0.0, np.inf}
+    assert np.mean(draws == expected) > 0.5

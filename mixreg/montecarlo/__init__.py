@@ -23,6 +23,11 @@ Never loses finished work
     whole file or none.  Re-running the same call loads the finished chunks and computes
     only the missing trials.  A truncated or corrupted chunk file (checksum or record count)
     is reported with a :class:`SweepWarning` and recomputed.
+Says when a file was changed after the run
+    The manifest records the sha256 of every table written into the directory and of its own
+    config section; :func:`read_results` refuses a table or config edited afterwards with
+    :class:`EditedFileError` naming the file (``accept_edited`` reads an edit made on
+    purpose), and names the chunk files missing from a complete run's directory.
 Never mixes two configurations
     ``manifest.json`` holds the sweep's identity (name, trial function, root seed, number of
     trials, cells, config).  Running a different sweep into the same directory raises
@@ -41,10 +46,10 @@ Every fault in one line
     reported with a :class:`TrialsFailedWarning`.  Interrupted or terminated, a run stops its
     worker processes and marks its manifest ``interrupted``.
 
-Layout of a results directory (read it back with :func:`mixreg.montecarlo.reader.read_results`)::
+Layout of a results directory (read it back with :func:`read_results`)::
 
     <outdir>/
-        manifest.json            identity + provenance + runs + failures
+        manifest.json            identity + provenance + runs + failures + checksums
         trials.csv               one row per (cell, trial), ordered by cell then trial
         summary.csv              one row per cell: counts and per-cell means
         chunks/
@@ -72,6 +77,7 @@ from mixreg.montecarlo._cells import ENGINE_COLUMNS, seed_from_record, trial_see
 from mixreg.montecarlo._errors import (
     ConfigMismatchError,
     DirectoryBusyError,
+    EditedFileError,
     ResultsDirectoryError,
     SweepInterrupted,
     SweepTerminated,
@@ -99,6 +105,7 @@ from mixreg.montecarlo._sweep import (
     run_sweep,
 )
 from mixreg.montecarlo._tables import write_table
+from mixreg.montecarlo.reader import Results, read_results
 
 __all__ = [
     "trial_seed",
@@ -110,8 +117,11 @@ __all__ = [
     "check_fits",
     "MAX_TRIALS",
     "write_table",
+    "read_results",
+    "Results",
     "replay_trial",
     "ConfigMismatchError",
+    "EditedFileError",
     "SweepTooLargeError",
     "DirectoryBusyError",
     "ResultsDirectoryError",

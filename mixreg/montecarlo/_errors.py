@@ -147,6 +147,20 @@ def raise_on_sigterm():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+class EditedFileError(ValueError):
+    """A file of a results directory differs from what its run wrote (its sha256 is not the one
+    that ``manifest.json`` records), or the manifest's own sweep section was changed.
+
+    Raised by :func:`mixreg.montecarlo.read_results` and :meth:`Results.table
+    <mixreg.montecarlo.reader.Results.table>`; ``accept_edited=(name,)`` reads a table edited
+    on purpose (with a :class:`SweepWarning`).
+    """
+
+    def __init__(self, directory, name, message):
+        self.directory, self.name = directory, name
+        super().__init__(f"results directory '{directory}': {message}")
+
+
 class SweepWarning(UserWarning):
     """Something in a sweep needs the user's attention but did not stop it."""
 

@@ -30,6 +30,40 @@ _CHUNK_RE = re.compile(r"^cell(\d+)_t(\d+)-(\d+)\.json$")
 _TMP_RE = re.compile(r"^\.cell\d+_t\d+-\d+\.json\.\d+\.tmp$")
 
 
+# --------------------------------------------------------------------------- checksums
+
+#: The key of ``manifest["checksums"]`` that holds the sha256 of the sweep's config section.
+CONFIG_CHECKSUM = "sweep.config"
+
+
+def file_checksum(path):
+    """The sha256 (hex) of the bytes of ``path``: what the manifest records of each table it wrote."""
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+def _json_checksum(obj):
+    """The sha256 (hex) of ``obj``'s canonical JSON text (sorted keys, no spaces)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sweep_key_of(identity):
+    """The sweep's key: the first 16 hex digits of its identity's sha256 (:attr:`Sweep.key`)."""
+    return _json_checksum(identity)[:16]
+
+
+def record_checksums(outdir, paths):
+    """Record the sha256 of each file of ``paths`` (inside ``outdir``) in ``outdir``'s manifest,
+    under ``manifest["checksums"][<file name>]``, so that a reader can tell a file edited after
+    the run from the one it wrote.  Rewrites the manifest atomically."""
+    path = outdir / MANIFEST_NAME
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    checksums = manifest.setdefault("checksums", {})
+    for table in paths:
+        checksums[pathlib.Path(table).name] = file_checksum(table)
+    _write_manifest(outdir, manifest)
+
+
 # --------------------------------------------------------------------------- chunk files
 
 
@@ -366,6 +400,9 @@ def _new_manifest(sweep, previous, run_info):
     """
     runs = list(previous.get("runs", [])) if previous else []
     runs.append(run_info)
+    # the sha256 of every table written into the directory is added as it is written; a resumed
+    # run rewrites them all, so none of the previous run's is kept
+    checksums = {CONFIG_CHECKSUM: _json_checksum(sweep.identity["config"])}
     environment = run_info["environment"]
     return {
         "format": FORMAT,
@@ -384,6 +421,7 @@ def _new_manifest(sweep, previous, run_info):
         "runs": runs,
         "n_failures": None,
         "failures": [],
+        "checksums": checksums,
     }
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
-import json
 import logging
 import math
 import os
@@ -51,6 +49,8 @@ from mixreg.montecarlo._store import (
     _write_atomic,
     _write_chunk,
     _write_manifest,
+    file_checksum,
+    sweep_key_of,
 )
 from mixreg.montecarlo._tables import _column_types, _columns, _csv_text, _summarise
 
@@ -180,8 +180,7 @@ class Sweep:
     @functools.cached_property
     def key(self):
         """Short hash of :attr:`identity`; stamped into every chunk file."""
-        text = json.dumps(self.identity, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return sweep_key_of(self.identity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -756,6 +755,7 @@ def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):
     _write_atomic(summary_csv, _csv_text(summary_columns, summary))
 
     run_info.update(status="complete", finished=provenance.utc_now())
+    manifest["checksums"].update({path.name: file_checksum(path) for path in (trials_csv, summary_csv)})
     manifest.update(
         status="complete",
         finished=run_info["finished"],

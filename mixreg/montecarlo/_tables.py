@@ -15,7 +15,7 @@ import pathlib
 import numpy as np
 
 from mixreg.montecarlo._cells import _tuple_text
-from mixreg.montecarlo._store import _write_atomic
+from mixreg.montecarlo._store import MANIFEST_NAME, _write_atomic, record_checksums
 
 
 def _columns(cell_keys, records):
@@ -60,19 +60,36 @@ def _csv_text(columns, rows):
     return buffer.getvalue()
 
 
-def write_table(path, rows):
+def write_table(path, rows, *, record=False):
     """Write ``rows`` (dicts with the keys of the first row) as CSV, atomically.
 
     Floats are written with ``repr`` so they read back exactly; ``None`` is an empty field;
     a tuple is its comma text ``",".join(repr(v) for v in value)``.  The format of the
     engine's own ``trials.csv`` and ``summary.csv``, for an experiment's derived tables;
     read one back with :meth:`mixreg.montecarlo.reader.Results.table`.
+
+    Parameters
+    ----------
+    path : path-like
+    rows : iterable of dict
+    record : bool, default False
+        Also record the file's sha256 in the ``manifest.json`` of its directory (a results
+        directory), as the engine does for ``trials.csv`` and ``summary.csv``: readers then
+        refuse the table if it is edited afterwards (:class:`mixreg.montecarlo.EditedFileError`).
+
+    Returns
+    -------
+    pathlib.Path
     """
     rows = list(rows)
     if not rows:
         raise ValueError(f"rows must hold at least one row to write {path}")
     path = pathlib.Path(path)
+    if record and not (path.parent / MANIFEST_NAME).is_file():
+        raise ValueError(f"record=True needs a results directory: {path.parent} holds no {MANIFEST_NAME}")
     _write_atomic(path, _csv_text(list(rows[0]), rows))
+    if record:
+        record_checksums(path.parent, [path])
     return path
 
 

@@ -7,6 +7,16 @@ with ``repr`` (exact), and the manifest's ``column_types`` says which type each 
 the trial function holds; tuple-valued cell parameters (the manifest's ``tuple_keys``) are
 tuples again.
 
+What is read is checked against what the run wrote, as the chunk files are: the manifest
+records the sha256 of every table written into the directory (``trials.csv``,
+``summary.csv`` and an experiment's tables written with ``write_table(..., record=True)``)
+and of its own config section, and its ``sweep_key`` hashes its whole sweep section.  A
+table or a config changed afterwards raises :class:`~mixreg.montecarlo.EditedFileError`
+naming the file; ``accept_edited=("rates.csv",)`` reads a table edited on purpose, with a
+warning.  Directories written before the manifest held checksums read as before: their
+tables' checksums are *not recorded* (:meth:`Results.recorded` says which), so they are not
+verified.
+
 Examples
 --------
 >>> import tempfile
@@ -34,16 +44,23 @@ import io
 import json
 import os
 import pathlib
+import warnings
 
 from mixreg.montecarlo._cells import _INT_RE, _cell_value, _parse_tuple_text
+from mixreg.montecarlo._errors import EditedFileError, SweepWarning
 from mixreg.montecarlo._store import (
     _CHUNK_RE,
     CHUNK_DIR_NAME,
+    CONFIG_CHECKSUM,
     FORMAT,
     MANIFEST_NAME,
     TRIALS_CSV_NAME,
+    _chunk_name,
+    _json_checksum,
     _read_chunk,
+    file_checksum,
     merge_chunk,
+    sweep_key_of,
 )
 from mixreg.montecarlo._tables import _columns, _format_value
 
@@ -72,6 +89,8 @@ class Results:
     failures : list of dict
         One entry per failed trial (``cell``, ``trial``, ``params``, ``seed_entropy``,
         ``spawn_key``, ``error``, ``traceback``).
+    accept_edited : tuple of str
+        File names read even if they differ from what the run wrote (see :func:`read_results`).
     """
 
     outdir: pathlib.Path
@@ -80,6 +99,12 @@ class Results:
     cells: tuple
     records: list
     failures: list
+    accept_edited: tuple = ()
+
+    def recorded(self, name):
+        """Whether the manifest records the sha256 of file ``name``, so that reading it checks
+        it (``False``: written by an earlier version, or never written; not verified)."""
+        return name in (self.manifest.get("checksums") or {})
 
     def table(self, name):
         """Return the rows of the CSV file ``name`` of the directory (``"rates.csv"``, say).
@@ -98,6 +123,14 @@ class Results:
         Returns
         -------
         rows : list of dict
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file in the directory.
+        mixreg.montecarlo.EditedFileError
+            The file differs from what the run wrote (its sha256 is not the one recorded in the
+            manifest), unless ``name`` is in :attr:`accept_edited` (then a warning).
         """
         name = os.fspath(name)
         if not name or pathlib.PurePath(name).name != name or name in (".", ".."):
@@ -106,6 +139,7 @@ class Results:
         path = self.outdir / name
         if not path.is_file():
             raise FileNotFoundError(f"results directory '{self.outdir}' holds no {name}")
+        _verify_file(self.outdir, self.manifest, path, self.accept_edited)
         header, rows = _read_csv(path, self.outdir)
         tuple_keys = set(self.manifest.get("tuple_keys") or [])
         parsed = {c: _parse_table_column(c in tuple_keys, [row[j] for row in rows])
@@ -113,7 +147,7 @@ class Results:
         return [{c: parsed[c][i] for c in header} for i in range(len(rows))]
 
 
-def read_results(outdir, *, from_chunks=False):
+def read_results(outdir, *, from_chunks=False, accept_edited=()):
     """Read a results directory written by :func:`mixreg.montecarlo.run_sweep`.
 
     Parameters
@@ -123,6 +157,13 @@ def read_results(outdir, *, from_chunks=False):
         Read the chunk files even when ``trials.csv`` exists: the trials a resumed run would
         load (``trials.csv`` is written by a run that completed, and a directory can keep it
         after a later run into it was cut short; its chunk files may also have been removed).
+        For a complete run, trials missing from the chunk files are named with a
+        :class:`~mixreg.montecarlo.SweepWarning` (the chunk files that would hold them and the
+        number of records missing): a resume would recompute them.
+    accept_edited : str or sequence of str
+        File names (``"rates.csv"``, ``"manifest.json"``) to read even though they differ from
+        what the run wrote, for a table edited on purpose; each is read with a
+        :class:`~mixreg.montecarlo.SweepWarning` instead of an error.
 
     Returns
     -------
@@ -133,18 +174,28 @@ def read_results(outdir, *, from_chunks=False):
     FileNotFoundError
         ``outdir`` does not exist, or holds no ``manifest.json``, or neither ``trials.csv``
         nor ``chunks/`` (no ``chunks/``, with ``from_chunks``).
+    NotADirectoryError
+        ``outdir`` is a file.
+    mixreg.montecarlo.EditedFileError
+        ``trials.csv`` or the manifest's sweep section differs from what the run wrote (a
+        ``ValueError``); the message names the file.
     ValueError
         A file is malformed (not JSON, another format, a row that does not parse, a damaged
         chunk file); the message names the directory and the file.
     """
     outdir = pathlib.Path(os.path.expanduser(os.fspath(outdir)))
     if not outdir.is_dir():
+        if outdir.exists():
+            raise NotADirectoryError(f"'{outdir}' is not a directory: read_results takes a results directory")
         raise FileNotFoundError(f"results directory '{outdir}' does not exist")
+    accept_edited = (accept_edited,) if isinstance(accept_edited, str) else tuple(accept_edited)
     manifest = _read_manifest(outdir)
+    _verify_sweep(outdir, manifest, accept_edited)
     sweep = manifest["sweep"]
     cells = _manifest_cells(outdir, sweep["cells"], manifest.get("tuple_keys") or [])
     trials_csv, chunk_dir = outdir / TRIALS_CSV_NAME, outdir / CHUNK_DIR_NAME
     if trials_csv.is_file() and not from_chunks:
+        _verify_file(outdir, manifest, trials_csv, accept_edited)
         records = _records_from_csv(trials_csv, outdir, cells, manifest.get("column_types"))
         failures = [_with_params(f, cells) for f in manifest.get("failures") or []]
     elif chunk_dir.is_dir():
@@ -154,7 +205,48 @@ def read_results(outdir, *, from_chunks=False):
                                 f"results directory '{outdir}' holds neither "
                                 f"{TRIALS_CSV_NAME} nor {CHUNK_DIR_NAME}/")
     return Results(outdir=outdir, manifest=manifest, config=sweep["config"], cells=cells,
-                   records=records, failures=failures)
+                   records=records, failures=failures, accept_edited=accept_edited)
+
+
+# --------------------------------------------------------------------------- checksums
+
+
+def _verify_file(outdir, manifest, path, accept_edited):
+    """Raise :class:`EditedFileError` if ``path`` differs from the sha256 the manifest records
+    (a warning if its name is in ``accept_edited``); nothing when none is recorded."""
+    recorded = (manifest.get("checksums") or {}).get(path.name)
+    if recorded is None or file_checksum(path) == recorded:
+        return
+    message = (f"{path.name} was changed after the run wrote it (its sha256 differs from the one "
+               f"{MANIFEST_NAME} records)")
+    if path.name in accept_edited:
+        warnings.warn(f"results directory '{outdir}': {message}; read as edited", SweepWarning, stacklevel=3)
+        return
+    raise EditedFileError(outdir, path.name, f"{message}; run its command again to rewrite it, or accept the "
+                                             f"edit with accept_edited=('{path.name}',) (--accept-edited "
+                                             f"{path.name} with --redraw)")
+
+
+def _verify_sweep(outdir, manifest, accept_edited):
+    """Raise :class:`EditedFileError` if the manifest's sweep section is not the one its run
+    recorded: its ``config`` against the recorded sha256 (when recorded), all of it against
+    ``sweep_key``.  The chunk files are stamped with that key, so an edited sweep section would
+    also disown them."""
+    sweep = manifest["sweep"]
+    recorded = (manifest.get("checksums") or {}).get(CONFIG_CHECKSUM)
+    if recorded is not None and _json_checksum(sweep["config"]) != recorded:
+        what = "the config in manifest.json (sweep.config) was changed after the run"
+    elif manifest.get("sweep_key") is not None and sweep_key_of(sweep) != manifest["sweep_key"]:
+        what = ("the sweep section of manifest.json (name, trial function, root seed, trials, cells or "
+                "config) was changed after the run: it no longer hashes to its sweep_key")
+    else:
+        return
+    if MANIFEST_NAME in accept_edited:
+        warnings.warn(f"results directory '{outdir}': {what}; read as edited", SweepWarning, stacklevel=3)
+        return
+    raise EditedFileError(outdir, MANIFEST_NAME, f"{what}; restore it (the tables are those of the run's own "
+                                                 f"config), or accept the edit with accept_edited=('{MANIFEST_NAME}',) "
+                                                 f"(--accept-edited {MANIFEST_NAME} with --redraw)")
 
 
 # --------------------------------------------------------------------------- manifest
@@ -226,10 +318,39 @@ def _records_from_chunks(chunk_dir, outdir, manifest, cells):
             raise ValueError(f"results directory '{outdir}': chunk file "
                              f"{CHUNK_DIR_NAME}/{path.name} is {exc}") from None
         merge_chunk(done, failures, ci, records, chunk_failures)
+    if manifest.get("status") == "complete":
+        _warn_missing_chunks(outdir, done, len(cells), n_trials)
     ordered = [done[k] for k in sorted(done)]
     head, middle, tail = _columns(cells[0], ordered)
     columns = head + middle + tail
     return [{c: r.get(c) for c in columns} for r in ordered], [failures[k] for k in sorted(failures)]
+
+
+_MAX_NAMED_CHUNKS = 5  # missing chunk files named one by one, then "and N more"
+
+
+def _warn_missing_chunks(outdir, done, n_cells, n_trials):
+    """Name the chunk files a complete run's directory lacks (each missing run of trials of a
+    cell, as the file that held it when the chunk size did not change) and the records missing."""
+    missing = []
+    for cell in range(n_cells):
+        trial = 0
+        while trial < n_trials:
+            if (cell, trial) in done:
+                trial += 1
+                continue
+            start = trial
+            while trial < n_trials and (cell, trial) not in done:
+                trial += 1
+            missing.append((cell, start, trial))
+    if not missing:
+        return
+    n_missing = sum(stop - start for _, start, stop in missing)
+    names = [f"{CHUNK_DIR_NAME}/{_chunk_name(*chunk)}" for chunk in missing[:_MAX_NAMED_CHUNKS]]
+    more = f" and {len(missing) - _MAX_NAMED_CHUNKS} more" if len(missing) > _MAX_NAMED_CHUNKS else ""
+    warnings.warn(f"results directory '{outdir}': {n_missing} of {n_cells * n_trials} records of this complete "
+                  f"run are missing from its chunk files: no {', '.join(names)}{more} (removed?); a resume "
+                  "would recompute them", SweepWarning, stacklevel=4)
 
 
 def _records_from_csv(path, outdir, cells, column_types):

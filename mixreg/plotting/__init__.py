@@ -6,7 +6,8 @@ object-oriented API only, so it works under any backend (``Agg`` in scripts and 
 
 One private module per figure family, every public name re-exported here:
 
-* :mod:`mixreg.plotting._common`: :func:`save_figure` and the helpers every figure shares;
+* :mod:`mixreg.plotting._common`: :func:`save_figure`, :func:`not_drawn` (a figure the tables
+  cannot give, said in one line) and the helpers every figure shares;
 * :mod:`mixreg.plotting._success`: IFCA's success probability against the separation, and the
   collapse of the noise levels on a predicted scale (``experiments/success_vs_R.py``);
 * :mod:`mixreg.plotting._success_mn`: IFCA's success probability against the number of clients
@@ -34,7 +35,7 @@ One private module per figure family, every public name re-exported here:
 
 from __future__ import annotations
 
-from ._common import save_figure
+from ._common import FigureNotDrawn, not_drawn, save_figure
 from ._compare import plot_comparison
 from ._error_floor import plot_error_floor
 from ._success import plot_success_collapse, plot_success_vs_separation
@@ -59,6 +60,8 @@ __all__ = [
     "plot_success_vs_m",
     "plot_success_heatmap",
     "save_figure",
+    "FigureNotDrawn",
+    "not_drawn",
     "plot_error_vs_rounds",
     "plot_two_phase_scaling",
     "plot_two_phase_rounds",

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 
 from .methods import METHODS, MethodStyle, method_label  # noqa: E402
 
-__all__ = ["save_figure"]
+__all__ = ["save_figure", "FigureNotDrawn", "not_drawn"]
 
 # Drawn for a key the registry does not know: matplotlib's colour cycle, no marker.
 _UNREGISTERED = MethodStyle("", "", None, None, "-")
@@ -29,6 +29,30 @@ def _label(key, label):
 def _plain(value, _pos=None):
     """Tick label without scientific notation: 0.03, 0.1, 2, 40."""
     return f"{value:g}"
+
+
+class FigureNotDrawn(UserWarning):
+    """A figure that the tables cannot give, and why, in the user's terms (see :func:`not_drawn`)."""
+
+
+def not_drawn(name, reason):
+    """Say that figure ``name`` is not drawn and why: a :class:`FigureNotDrawn` warning.
+
+    For a legal run whose tables cannot give a figure (a crossing panel with one separation,
+    a separation axis with one cluster): the tables are written all the same, the other figures
+    are drawn, and the command line shows this as one line ``<name> not drawn: <reason>``.
+
+    Parameters
+    ----------
+    name : str
+        The figure's file name without suffix (``"success_vs_R_collapse"``).
+    reason : str
+        What it needs and what the run gave, naming the flag (``"the collapse panels need two
+        r values; got --rs 1.0"``).
+    """
+    import warnings
+
+    warnings.warn(f"{name} not drawn: {reason}", FigureNotDrawn, stacklevel=2)
 
 
 def save_figure(fig, path_without_suffix, *more_paths):

@@ -83,6 +83,8 @@ def _first_rise(x, curves, level, below_grid, beyond_grid):
     out = np.full(curves.shape[0], beyond_grid)
     if x.size == 0:
         return out
+    if x.size == 1:  # no pair of grid values to rise between: at or above the level, below the grid
+        return np.where(curves[:, 0] >= level, below_grid, out)
     rise = (curves[:, :-1] < level) & (curves[:, 1:] >= level)
     has = rise.any(axis=1)
     i = np.argmax(rise, axis=1)  # first rise (0 where none; masked by has)
