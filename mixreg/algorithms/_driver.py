@@ -65,7 +65,16 @@ def check_initial_parameters(init, d, dtype):
     """``init`` of shape (B, k, d) or (k, d) as a new C-ordered (B, k, d) array of ``dtype``.
 
     Always a copy: a driver updates it in place and never modifies the caller's array.
+    Integer entries are cast; complex, boolean, text or ``None`` entries are refused (a cast
+    would drop an imaginary part or invent ``nan``).
     """
+    try:
+        kind = np.asarray(init).dtype.kind
+    except (TypeError, ValueError):  # ragged: check_array says so
+        kind = "f"
+    if kind not in "iuf":
+        raise ValueError(f"init must be a real-valued array (float or integer entries), got dtype "
+                         f"{np.asarray(init).dtype}")
     theta = check_array("init", init, dtype=np.float64)
     if theta.ndim == 2:
         theta = theta[None]
