@@ -37,7 +37,6 @@ Results are printed and written to ``results/bench/bench_ifca.json`` with the pr
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -48,6 +47,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from experiments import _cli
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, run_sweep
 from mixreg.problems import ProblemSpec
@@ -323,7 +323,7 @@ def bench_placement(tmp, quick=False, repeats=2):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_ifca", description=__doc__.split("\n\n")[0])
+    parser = _cli._OneLineParser(prog="python -m experiments.bench_ifca", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller rounds, first size only (smoke test)")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results") / "bench")
     args = parser.parse_args(argv)

@@ -199,8 +199,13 @@ class Config:
         if self.checkpoint_every > self.fmd_rounds + self.fx_rounds:
             raise ValueError(f"checkpoint_every must be at most the total rounds {self.fmd_rounds + self.fx_rounds}, "
                              f"got {self.checkpoint_every}")
-        for law in set(self.laws + (self.law_ref,)):  # the mean must be reachable by every law
-            size_law(law, n_min=1, n_max=self.n_max, mean=self.size_mean)
+        if not np.isfinite(self.size_mean) or not 1 <= self.size_mean <= self.n_max:
+            raise ValueError(f"size_mean must be in [1, n_max] = [1, {self.n_max}], got {self.size_mean!r}")
+        for law in sorted(set(self.laws + (self.law_ref,))):  # the mean must be reachable by every law
+            try:
+                size_law(law, n_min=1, n_max=self.n_max, mean=self.size_mean)
+            except ValueError as exc:
+                raise ValueError(f"size_mean={self.size_mean!r} with n_max={self.n_max}: {exc}") from None
         return self
 
 

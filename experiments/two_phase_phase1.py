@@ -108,6 +108,8 @@ class Config:
                 raise ValueError(f"{name} must hold integers >= 1, got {list(values)}")
         for name in ("nA_grid", "d_grid", "need_ds", "need_p_mins", "need_cs", "target_divisors"):
             values = list(getattr(self, name))
+            if not np.all(np.isfinite(values)):  # nan is no repeat, and sorts nowhere
+                raise ValueError(f"{name} must hold finite values, got {values}")
             if values != sorted(set(values)):
                 raise ValueError(f"{name} must be increasing without repeats, got {values}")
         if min(self.nA_grid + (self.nA_ref, self.need_nA)) < 2:
