@@ -611,6 +611,9 @@ EDGES = [
     edge("SMN-shared-draws", "success_vs_mn", ["--ms", "4", "8", "--ns", "2", "--rs", "0.5", "1.0", "--shared-draws"], 2),
     edge("SMN-sigma-0", "success_vs_mn", ["--sigma", "0", "--threshold-offset", "0.1", "--ms", "4", "--ns", "2",
                                           "--rs", "0.5"], 1),
+    # noise or offset at the top of the float range: the known-label prediction stays finite
+    edge("SMN-sigma-1e300", "success_vs_mn", ["--sigma", "1e300"], 42),
+    edge("SMN-offset-1e300", "success_vs_mn", ["--threshold-offset", "1e300"], 42),
     edge("EF-smallest", "error_floor", ["--k", "2", "--ms", "4", "8", "--n-primes", "1", "2", "--ds", "1", "2",
                                         "--sigmas", "0.1", "0.2", "--ps", "0.25", "0.5", "--m-ref", "4",
                                         "--n-prime-ref", "1", "--d-ref", "1", "--sigma-ref", "0.1", "--p-ref", "0.5",
