@@ -61,6 +61,14 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
     Returns
     -------
     list of dict, one per group, with the keys, ``trials`` and the rates.
+
+    Raises
+    ------
+    TypeError
+        If ``records`` is not a sequence of dicts.
+    ValueError
+        If a record that did not fail lacks a column of ``keys``, ``flags`` or ``mean_of`` (the
+        message names the record and the column).
     """
     try:
         records = list(records)
@@ -195,7 +203,11 @@ def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.
 
 def slope_verdict(predicted, fit, *, tolerance=0.0):
     """``"consistent"`` if ``predicted`` lies in the fit's interval widened by ``tolerance``,
-    ``"contradicts"`` if not, ``"undetermined"`` without an interval."""
+    ``"contradicts"`` if not, ``"undetermined"`` without an interval.
+
+    ``fit`` must be a :class:`SlopeFit` (``TypeError`` otherwise) and ``tolerance`` finite and
+    ``>= 0`` (``ValueError`` otherwise).
+    """
     if not isinstance(fit, SlopeFit):
         raise TypeError(f"fit must be a SlopeFit (from fit_slope), got {type(fit).__name__}")
     tolerance = check_real("tolerance", tolerance, low=0.0)
