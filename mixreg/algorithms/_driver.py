@@ -84,7 +84,16 @@ def check_initial_parameters(init, d, dtype):
 
 
 def check_step_sizes(step_size, B):
-    """A scalar or an array of shape (B,), finite and > 0, as a new float64 array of shape (B,)."""
+    """A scalar or an array of shape (B,), finite and > 0, as a new float64 array of shape (B,).
+
+    Text and booleans are refused, not parsed (``"0.1"`` and ``True`` are no step sizes).
+    """
+    try:
+        kind = np.asarray(step_size).dtype.kind
+    except (TypeError, ValueError):  # ragged: the cast below says so
+        kind = "f"
+    if kind not in "iuf":
+        raise TypeError(f"step_size must be a real number or an array of real numbers, got {step_size!r}")
     eta = np.asarray(step_size, dtype=np.float64)
     eta = np.broadcast_to(eta, (B,)).copy() if eta.ndim == 0 else eta.copy()
     if eta.shape != (B,):
