@@ -79,8 +79,9 @@ def resume_command(name, run):
 
 
 def _experiment(name):
-    """The experiment module ``experiments.<name>`` with a ``main``, or None if there is none."""
-    if name.startswith("_") or name == "redraw_figures":
+    """The experiment module ``experiments.<name>`` (one with a ``Config`` and a ``main``, whose
+    ``--redraw`` draws a results directory), or None if there is none."""
+    if not name.isidentifier():
         return None
     try:
         module = importlib.import_module(f"experiments.{name}")
@@ -88,7 +89,7 @@ def _experiment(name):
         if exc.name != f"experiments.{name}":  # the experiment exists but a module it imports does not
             raise
         return None
-    return module if callable(getattr(module, "main", None)) else None
+    return module if hasattr(module, "Config") and callable(getattr(module, "main", None)) else None
 
 
 def main(argv=None):
