@@ -93,6 +93,10 @@ class Config:
             raise ValueError(f"alphas must be finite and > 0 (at least one), got {list(self.alphas)}")
         if not self.directions or any(d not in DIRECTIONS for d in self.directions):
             raise ValueError(f"directions must be among {', '.join(DIRECTIONS)}, got {list(self.directions)}")
+        for name in ("ks", "alphas", "directions"):  # a repeated value would be a repeated cell
+            values = getattr(self, name)
+            if len(set(values)) < len(values):
+                raise ValueError(f"{name} must be distinct, got {list(values)}")
         if not np.isfinite(self.sigma) or self.sigma <= 0:
             raise ValueError(f"sigma must be finite and > 0 (the threshold is tied to the noise floor), "
                              f"got {self.sigma!r}")

@@ -85,6 +85,10 @@ class Config:
             raise ValueError(f"alphas must be finite and > 0 (at least one), got {list(self.alphas)}")
         if not self.n_primes or any(not isinstance(n, (int, np.integer)) or n < 1 for n in self.n_primes):
             raise ValueError(f"n_primes must be integers >= 1 (at least one), got {list(self.n_primes)}")
+        for name in ("rhos", "alphas", "n_primes"):  # a repeated value would be a repeated cell
+            values = getattr(self, name)
+            if len(set(values)) < len(values):
+                raise ValueError(f"{name} must be distinct, got {list(values)}")
         for name in ("c1", "c2", "c4"):
             value = getattr(self, name)
             if not np.isfinite(value) or value <= 0:

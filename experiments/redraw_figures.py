@@ -15,13 +15,13 @@ Such a directory has no figure; it is listed and skipped, and does not change th
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import pathlib
 import shlex
 import sys
 
+from experiments import _cli
 from mixreg.montecarlo.reader import read_results
 from mixreg.provenance import openblas_coretype, run_blas_kernels
 
@@ -78,8 +78,23 @@ def resume_command(name, run):
     return f"{prefix}python -m experiments.{name} --preset {shlex.quote(str(preset))} --out {shlex.quote(str(shown))}"
 
 
+def _experiment(name):
+    """The experiment module ``experiments.<name>`` (one with a ``Config`` and a ``main``, whose
+    ``--redraw`` draws a results directory), or None if there is none."""
+    if not name.isidentifier():
+        return None
+    try:
+        module = importlib.import_module(f"experiments.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"experiments.{name}":  # the experiment exists but a module it imports does not
+            raise
+        return None
+    return module if hasattr(module, "Config") and callable(getattr(module, "main", None)) else None
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.redraw_figures", description=__doc__.split("\n\n")[0])
+    parser = _cli._OneLineParser(prog="python -m experiments.redraw_figures",
+                                 description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=pathlib.Path, default=DATA, help="where the results directories are kept")
     args = parser.parse_args(argv)
     runs = results_directories(args.data)
@@ -96,7 +111,12 @@ def main(argv=None):
                 kept = f"trials kept unknown: {str(exc).splitlines()[0]}"
             print(f"{run}: unfinished ({kept}), no figure; resume it with {resume_command(name, run)}")
             continue
-        module = importlib.import_module(f"experiments.{name}")
+        module = _experiment(name)
+        if module is None:  # a directory named after no experiment: say so, redraw the others
+            print(f"{parser.prog}: error: {run}: no experiment named {name!r} (experiments.{name} does not exist); "
+                  "skipped", file=sys.stderr)
+            status = max(status, 1)
+            continue
         status = max(status, module.main(["--redraw", str(run)]))
     return status
 

@@ -144,6 +144,10 @@ class Config:
             raise ValueError(f"sigmas must be distinct with shared_draws, got {list(self.sigmas)}")
         if any(not np.isfinite(r) or r <= 0 for r in self.rs):
             raise ValueError(f"rs must be finite and > 0, got {list(self.rs)}")
+        for name in ("sigmas", "rs"):  # a repeated value would be a repeated cell
+            values = getattr(self, name)
+            if len(set(values)) < len(values):
+                raise ValueError(f"{name} must be distinct, got {list(values)}")
         check_ifca_protocol(self)
         return self
 

@@ -169,6 +169,9 @@ class Config:
         if min(self.Ms + (self.M_ref,)) < 2 * self.k:
             raise ValueError(f"Ms and M_ref must be at least 2k = {2 * self.k}, got {list(self.Ms)} and "
                              f"M_ref={self.M_ref}")
+        if self.d < self.k:  # Phase 1 estimates the span of the k models: at most d directions
+            raise ValueError(f"d must be at least k = {self.k} (Phase 1 estimates k directions in dimension d), "
+                             f"got d={self.d}")
         if not self.laws or any(law not in SIZE_LAWS for law in self.laws + (self.law_ref,)):
             raise ValueError(f"laws and law_ref must be among {', '.join(SIZE_LAWS)}; got {list(self.laws)} "
                              f"and law_ref={self.law_ref!r}")
@@ -199,8 +202,16 @@ class Config:
         if self.checkpoint_every > self.fmd_rounds + self.fx_rounds:
             raise ValueError(f"checkpoint_every must be at most the total rounds {self.fmd_rounds + self.fx_rounds}, "
                              f"got {self.checkpoint_every}")
-        for law in set(self.laws + (self.law_ref,)):  # the mean must be reachable by every law
-            size_law(law, n_min=1, n_max=self.n_max, mean=self.size_mean)
+        if self.n_max < 2:  # with one point per client there is no pair for Phase 1's moments
+            raise ValueError(f"n_max must be at least 2 (Phase 1 draws pairs of points from a client), got "
+                             f"{self.n_max}")
+        if not np.isfinite(self.size_mean) or not 1 <= self.size_mean <= self.n_max:
+            raise ValueError(f"size_mean must be in [1, n_max] = [1, {self.n_max}], got {self.size_mean!r}")
+        for law in sorted(set(self.laws + (self.law_ref,))):  # the mean must be reachable by every law
+            try:
+                size_law(law, n_min=1, n_max=self.n_max, mean=self.size_mean)
+            except ValueError as exc:
+                raise ValueError(f"size_mean={self.size_mean!r} with n_max={self.n_max}: {exc}") from None
         return self
 
 

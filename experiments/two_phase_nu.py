@@ -152,6 +152,9 @@ class Config:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.k < 2:
             raise ValueError(f"k must be at least 2 (the sweeps need clusters), got {self.k}")
+        if self.d < self.k:  # Phase 1 estimates the span of the k models: at most d directions
+            raise ValueError(f"d must be at least k = {self.k} (Phase 1 estimates k directions in dimension d), "
+                             f"got d={self.d}")
         if not isinstance(self.n_low, (int, np.integer)) or not 0 <= self.n_low < self.n_ref:
             raise ValueError(f"n_low must be an integer in [0, n_ref) = [0, {self.n_ref}) (0 = n_ref - 1), "
                              f"got {self.n_low!r}")

@@ -102,12 +102,17 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.k < 2:  # the far start lies far * Delta from theta*; one cluster has no separation Delta
+            raise ValueError(f"k must be at least 2 (the far start is placed at a multiple of the separation of "
+                             f"theta*, which one cluster does not have), got {self.k}")
         for name in ("nA_grid", "d_grid", "need_ds", "target_divisors"):
             values = getattr(self, name)
             if not values or any(not isinstance(v, (int, np.integer)) or v < 1 for v in values):
                 raise ValueError(f"{name} must hold integers >= 1, got {list(values)}")
         for name in ("nA_grid", "d_grid", "need_ds", "need_p_mins", "need_cs", "target_divisors"):
             values = list(getattr(self, name))
+            if not np.all(np.isfinite(values)):  # nan is no repeat, and sorts nowhere
+                raise ValueError(f"{name} must hold finite values, got {values}")
             if values != sorted(set(values)):
                 raise ValueError(f"{name} must be increasing without repeats, got {values}")
         if min(self.nA_grid + (self.nA_ref, self.need_nA)) < 2:

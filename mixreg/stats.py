@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from ._validation import check_real
+
 __all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict"]
 
 
@@ -59,11 +61,30 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
     Returns
     -------
     list of dict, one per group, with the keys, ``trials`` and the rates.
+
+    Raises
+    ------
+    TypeError
+        If ``records`` is not a sequence of dicts.
+    ValueError
+        If a record that did not fail lacks a column of ``keys``, ``flags`` or ``mean_of`` (the
+        message names the record and the column).
     """
+    try:
+        records = list(records)
+    except TypeError:
+        raise TypeError(f"records must be a list of dicts, got {type(records).__name__}") from None
+    columns = (*keys, *flags, *mean_of)
     groups = {}
-    for rec in records:
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise TypeError(f"records must be a list of dicts, got records[{i}] = {rec!r} ({type(rec).__name__})")
         if rec.get("error"):
             continue
+        missing = [c for c in columns if c not in rec]
+        if missing:
+            raise ValueError(f"records[{i}] has no column {', '.join(map(repr, missing))} "
+                             f"(named in keys, flags or mean_of); it has {sorted(rec)}")
         groups.setdefault(tuple(rec[k] for k in keys), []).append(rec)
     out = []
     for key in sorted(groups):
@@ -182,7 +203,14 @@ def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.
 
 def slope_verdict(predicted, fit, *, tolerance=0.0):
     """``"consistent"`` if ``predicted`` lies in the fit's interval widened by ``tolerance``,
-    ``"contradicts"`` if not, ``"undetermined"`` without an interval."""
+    ``"contradicts"`` if not, ``"undetermined"`` without an interval.
+
+    ``fit`` must be a :class:`SlopeFit` (``TypeError`` otherwise) and ``tolerance`` finite and
+    ``>= 0`` (``ValueError`` otherwise).
+    """
+    if not isinstance(fit, SlopeFit):
+        raise TypeError(f"fit must be a SlopeFit (from fit_slope), got {type(fit).__name__}")
+    tolerance = check_real("tolerance", tolerance, low=0.0)
     if not (np.isfinite(fit.low) and np.isfinite(fit.high)):
         return "undetermined"
     inside = fit.low - tolerance <= predicted <= fit.high + tolerance

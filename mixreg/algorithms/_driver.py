@@ -65,7 +65,16 @@ def check_initial_parameters(init, d, dtype):
     """``init`` of shape (B, k, d) or (k, d) as a new C-ordered (B, k, d) array of ``dtype``.
 
     Always a copy: a driver updates it in place and never modifies the caller's array.
+    Integer entries are cast; complex, boolean, text or ``None`` entries are refused (a cast
+    would drop an imaginary part or invent ``nan``).
     """
+    try:
+        kind = np.asarray(init).dtype.kind
+    except (TypeError, ValueError):  # ragged: check_array says so
+        kind = "f"
+    if kind not in "iuf":
+        raise ValueError(f"init must be a real-valued array (float or integer entries), got dtype "
+                         f"{np.asarray(init).dtype}")
     theta = check_array("init", init, dtype=np.float64)
     if theta.ndim == 2:
         theta = theta[None]
@@ -75,7 +84,16 @@ def check_initial_parameters(init, d, dtype):
 
 
 def check_step_sizes(step_size, B):
-    """A scalar or an array of shape (B,), finite and > 0, as a new float64 array of shape (B,)."""
+    """A scalar or an array of shape (B,), finite and > 0, as a new float64 array of shape (B,).
+
+    Text and booleans are refused, not parsed (``"0.1"`` and ``True`` are no step sizes).
+    """
+    try:
+        kind = np.asarray(step_size).dtype.kind
+    except (TypeError, ValueError):  # ragged: the cast below says so
+        kind = "f"
+    if kind not in "iuf":
+        raise TypeError(f"step_size must be a real number or an array of real numbers, got {step_size!r}")
     eta = np.asarray(step_size, dtype=np.float64)
     eta = np.broadcast_to(eta, (B,)).copy() if eta.ndim == 0 else eta.copy()
     if eta.shape != (B,):

@@ -201,6 +201,8 @@ def merge_chunk(done, failures, cell_index, records, chunk_failures):
 
 
 def _resolve_outdir(outdir, new_dir):
+    if not isinstance(outdir, (str, os.PathLike)):
+        raise TypeError(f"outdir must be a path (a str or os.PathLike), got {type(outdir).__name__}")
     outdir = pathlib.Path(os.path.expanduser(os.fspath(outdir)))
     if not new_dir or not outdir.exists() or (outdir.is_dir() and not any(outdir.iterdir())):
         return outdir

@@ -16,6 +16,7 @@ experiment (it is then not in the cell).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -270,7 +271,7 @@ class ProblemSpec:
             If a field the schema leaves out of the cell differs from the value the schema fixes
             (the cell could not say it).
         """
-        schema = CellSchema.default() if schema is None else schema
+        schema = _check_schema(schema)
         values = dataclasses.asdict(self)
         for name, fixed in schema.fixed.items():
             if values[name] != fixed:
@@ -283,7 +284,9 @@ class ProblemSpec:
     def from_cell(cls, cell, schema=None):
         """The spec a cell made by :meth:`to_cell` with the same schema stands for (other keys
         of the cell, the method's parameters, are ignored)."""
-        schema = CellSchema.default() if schema is None else schema
+        schema = _check_schema(schema)
+        if not isinstance(cell, Mapping):
+            raise TypeError(f"cell must be a dict (an engine cell), got {type(cell).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         keys = schema.keys or {name: name for name in names}
         values = {name: cell[key] for name, key in keys.items() if key in cell}
@@ -292,6 +295,15 @@ class ProblemSpec:
         if missing:
             raise ValueError(f"cell must hold the key(s) {missing} of a ProblemSpec, got keys {sorted(cell)}")
         return cls(**schema.fixed, **values)
+
+
+def _check_schema(schema):
+    """``schema``, the default :class:`CellSchema` for None, or ``TypeError``."""
+    if schema is None:
+        return CellSchema.default()
+    if not isinstance(schema, CellSchema):
+        raise TypeError(f"schema must be a CellSchema, got {type(schema).__name__}")
+    return schema
 
 
 @dataclass(frozen=True)

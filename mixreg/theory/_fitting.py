@@ -163,13 +163,14 @@ def crossing_draws(x, successes, trials, *, level=0.5, n_draws=4000, seed=0):
     if s.shape != x.shape or t.shape != x.shape or np.any(s < 0) or np.any(s > t):
         raise ValueError("successes and trials must have the shape of x, with 0 <= successes <= trials")
     n_draws = check_int("n_draws", n_draws, low=1)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, low=0))
     curves = rng.beta(s + 0.5, t - s + 0.5, size=(n_draws, x.size))
     return _first_rise(x, curves, level, 0.0, np.inf)
 
 
 def draws_interval(draws, level=0.95):
     """Central interval of draws that may hold 0 and ``inf`` (taken at observed values, no interpolation)."""
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False)
     draws = np.asarray(draws, dtype=float)
     draws = draws[~np.isnan(draws)]
     if draws.size == 0:
@@ -317,7 +318,7 @@ def stratified_homogeneity_test(successes, trials, *, n_permutations=20000, seed
         return 2.0 * terms.sum(axis=(-2, -1))
 
     g_obs = float(g_stat(s))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, low=0))
     draws = np.empty((n_permutations,) + s.shape, dtype=np.int64)
     for r in range(s.shape[0]):
         draws[:, r, :] = rng.multivariate_hypergeometric(t[r].astype(np.int64), int(s[r].sum()),

@@ -171,4 +171,8 @@ def ls_points_needed(sigma, d, threshold):
         return math.inf
     if sigma == 0.0:
         return float(d)
-    return float(d + 1 + d * sigma**2 / threshold**2)
+    try:
+        return float(d + 1 + d * sigma**2 / threshold**2)
+    except (OverflowError, ZeroDivisionError):  # a square outside the float range: the same number as a ratio
+        ratio = sigma / threshold
+        return float(d + 1 + d * ratio * ratio)
