@@ -283,14 +283,35 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
 def config_from_args(config_cls, presets, args):
     """The validated ``Config``: the chosen preset's values, replaced by the flags given.
 
-    Raises ``ValueError`` (from ``Config.validate``) naming the bad field and its allowed range.
+    Raises ``ValueError`` (from ``Config.validate``) naming the bad field and its allowed range;
+    the message is prefixed with the flags of the fields its subject names (``--n-inits: n_inits
+    must be an integer >= 1, got 0``), so the user reads the names they typed.
     """
     values = dict(presets[args.preset])
-    for field, _ in _option_fields(config_cls):
-        given = getattr(args, field.name, None)
+    fields = [field.name for field, _ in _option_fields(config_cls)]
+    for name in fields:
+        given = getattr(args, name, None)
         if given is not None:
-            values[field.name] = tuple(given) if isinstance(given, list) else given
-    return config_cls(preset=args.preset, **values).validate()
+            values[name] = tuple(given) if isinstance(given, list) else given
+    try:
+        return config_cls(preset=args.preset, **values).validate()
+    except ValueError as exc:
+        flags = _flags_named(str(exc), fields)
+        if not flags:
+            raise
+        raise ValueError(f"{', '.join(flags)}: {exc}") from exc
+
+
+def _flags_named(message, fields):
+    """The flags of the fields a ``validate`` message is about: those named in its subject (the
+    text before " must ", or its first word), in the order they appear there."""
+    subject = message.split(" must ", 1)[0] if " must " in message else message.split(" ", 1)[0]
+    found = {}
+    for name in fields:
+        hit = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", subject)
+        if hit:
+            found[hit.start()] = config_flag(name)
+    return [found[position] for position in sorted(found)]
 
 
 def _config_from_record(config_cls, record):
