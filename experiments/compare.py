@@ -42,7 +42,8 @@ from experiments import _cli
 from experiments._cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_comparison, save_figure
-from mixreg.trials_compare import METHODS, METRICS, REGIMES, STEPS, TOL, compare_trial, spec_of
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_compare import METHODS, METRICS, REGIMES, STEPS, TOL, compare_memory, compare_trial, spec_of
 
 NAME = "compare"
 TABLES = ("summary",)
@@ -106,6 +107,16 @@ def _spec(config, regime):
                    separation=config.separation)
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("m", "n", "d", "k", "n_inits")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_compare.compare_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + compare_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(
@@ -117,6 +128,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         config=dict(dataclasses.asdict(config), methods=list(METHODS), steps=list(STEPS), tol_relative=TOL,
                     tuning="per method, the replica (start x step) with the lowest final training objective",
                     regimes={name: REGIMES[name][0] for name in config.regimes}),
+        memory_fn=trial_memory,
+        size_names=SIZE_FLAGS,
     )
 
 

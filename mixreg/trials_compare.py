@@ -61,14 +61,14 @@ import time
 
 import numpy as np
 
-from .algorithms import ALGORITHMS, ProblemRefused, data_scales, get_algorithm
+from .algorithms import ALGORITHMS, ProblemRefused, RunSizes, data_scales, get_algorithm, trial_bytes
 from .algorithms.fesem import initial_centres
 from .baselines import known_label_least_squares
 from .local_solvers import local_least_squares
 from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
 from .problems import ProblemSpec
 
-__all__ = ["compare_trial", "spec_of", "REGIMES", "METHODS", "VARIANTS", "REFERENCES", "STEPS", "TOL", "METRICS"]
+__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "VARIANTS", "REFERENCES", "STEPS", "TOL", "METRICS"]
 
 #: Each regime: its description and the :class:`ProblemSpec` fields it changes from ``balanced``,
 #: as a function of the base sizes ``(m, n, d, k, sigma, separation)``.
@@ -119,6 +119,16 @@ def methods():
 
 
 METHODS = methods()
+
+
+def compare_memory(cell):
+    """Upper estimate of :func:`compare_trial`'s peak bytes from the cell's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`): the regime's problem, then the heaviest
+    of the methods, each a batched call of ``n_inits x len(STEPS)`` replicas, and the
+    least-squares reference points."""
+    spec = spec_of(cell["regime"], **{key: cell[key] for key in ("m", "n", "d", "k", "sigma", "separation")})
+    sizes = RunSizes.of(spec, replicas=int(cell["n_inits"]) * len(STEPS))
+    return trial_bytes([spec], [(name, sizes) for name in ALGORITHMS] + [("least_squares", RunSizes.of(spec))])
 
 
 def compare_trial(cell, seed):

@@ -39,6 +39,7 @@ from ._driver import (
     data_scales,
     level_scales,
 )
+from ._memory import TRIAL_OVERHEAD, WORK_ARRAYS, RunSizes, trial_bytes, work_bytes, work_methods
 from ._registry import ALGORITHMS, Algorithm, get_algorithm, register, register_builtin
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
@@ -51,6 +52,12 @@ from .moment_descent import AnchorClustering, MomentDescentResult, cluster_ancho
 
 __all__ = [
     "ALGORITHMS",
+    "RunSizes",
+    "TRIAL_OVERHEAD",
+    "WORK_ARRAYS",
+    "trial_bytes",
+    "work_bytes",
+    "work_methods",
     "Algorithm",
     "AnchorClustering",
     "DriverResult",
