@@ -40,7 +40,7 @@ from ._driver import (
     level_scales,
 )
 from ._memory import TRIAL_OVERHEAD, WORK_ARRAYS, RunSizes, trial_bytes, work_bytes, work_methods
-from ._registry import ALGORITHMS, Algorithm, get_algorithm, register, register_builtin
+from ._registry import ALGORITHMS, Algorithm, Unmet, get_algorithm, register, register_builtin, unmet_precondition
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
 from .ifca_points import IFCAPointsResult, ifca_points
@@ -54,6 +54,8 @@ __all__ = [
     "ALGORITHMS",
     "RunSizes",
     "TRIAL_OVERHEAD",
+    "Unmet",
+    "unmet_precondition",
     "WORK_ARRAYS",
     "trial_bytes",
     "work_bytes",
