@@ -155,6 +155,8 @@ class Sweep:
             raise TypeError(f"cost_fn must be callable or None, got {type(self.cost_fn).__name__}")
         if self.memory_fn is not None and not callable(self.memory_fn):
             raise TypeError(f"memory_fn must be callable or None, got {type(self.memory_fn).__name__}")
+        if isinstance(self.size_names, str):
+            raise TypeError(f"size_names must be a tuple of strings, got the string {self.size_names!r}")
         object.__setattr__(self, "size_names", tuple(self.size_names))
         if not all(isinstance(text, str) and text for text in self.size_names):
             raise TypeError(f"size_names must be non-empty strings, got {self.size_names!r}")
@@ -443,7 +445,8 @@ class _Estimate:
 
 
 def _smaller(sweep):
-    """The advice of a refusal for memory: what sets a trial's size, as the sweep names it."""
+    """The advice of a refusal for memory: lower what sets a trial's size, as the sweep names
+    it (``size_names``), or "smaller problems" when it names nothing."""
     names = sweep.size_names
     if not names:
         return "smaller problems"
@@ -486,7 +489,8 @@ def _estimate(sweep, workers, costs=None, *, time=True, other=True):
                        f"held in memory: about {_size(records_memory)}); use fewer trials or cells")
         elif physical and local_trials and trial_bytes > physical:
             refusal = (f"one trial of {name} needs about {_size(trial_bytes)} of memory, more than "
-                       f"this machine's {_size(physical)}; " + _smaller(sweep))
+                       f"this machine's {_size(physical)}; "
+                       + (_smaller(sweep) if sweep.size_names else "use smaller problems"))
         elif physical and memory > physical:
             refusal = (f"{name} needs about {_size(memory)} of memory for {what}, more than "
                        f"this machine's {_size(physical)}; use fewer trials, cells, workers or "
