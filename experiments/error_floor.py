@@ -60,7 +60,13 @@ from mixreg.problems import ProblemSpec, make_labels
 from mixreg.stats import fit_slope, slope_verdict
 from mixreg.theory import ifca_safe_step_size, ifca_stationary_error, ifca_step_size
 from mixreg.algorithms import TRIAL_OVERHEAD
-from mixreg.trials_error_floor import ERROR_FLOOR_CELLS, error_floor_memory, error_floor_trial, exact_labels, theory_rounds
+from mixreg.trials_error_floor import (
+    ERROR_FLOOR_CELLS,
+    error_floor_memory,
+    error_floor_trial,
+    exact_labels,
+    theory_rounds,
+)
 
 NAME = "error_floor"
 TABLES = ("points", "exponents")  # written as <name>.csv; the figure is drawn from them alone

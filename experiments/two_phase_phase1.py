@@ -220,7 +220,8 @@ def trial_flops(cell):
 
 
 #: The flags that set a trial's memory (a refusal for memory names them).
-SIZE_FLAGS = _cli.config_flags("c_ref", "d_ref", "d_grid", "nA_grid", "nA_ref", "need_ds", "need_cs", "need_nA", "fmd_rounds")
+SIZE_FLAGS = _cli.config_flags("c_ref", "d_ref", "d_grid", "nA_grid", "nA_ref", "need_ds", "need_cs", "need_nA",
+                               "fmd_rounds")
 
 
 def trial_memory(cell):

@@ -79,7 +79,8 @@ from .local_solvers import local_least_squares
 from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
 from .problems import ProblemSpec
 
-__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "VARIANTS", "REFERENCES", "STEPS", "TOL", "METRICS"]
+__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "VARIANTS", "REFERENCES", "STEPS", "TOL",
+           "METRICS"]
 
 #: Each regime: its description and the :class:`ProblemSpec` fields it changes from ``balanced``,
 #: as a function of the base sizes ``(m, n, d, k, sigma, separation)``.

@@ -63,7 +63,8 @@ from .metrics import matched_max_distance, misclustering_rate, oracle_ls_floor
 from .problems import CellSchema, ProblemSpec, make_problem_from_parameters
 from .theory import ifca_safe_step_size, ifca_step_size
 
-__all__ = ["error_floor_trial", "error_floor_memory", "theory_rounds", "exact_labels", "exact_counts", "ERROR_FLOOR_CELLS", "METHOD_KEYS"]
+__all__ = ["error_floor_trial", "error_floor_memory", "theory_rounds", "exact_labels", "exact_counts",
+           "ERROR_FLOOR_CELLS", "METHOD_KEYS"]
 
 #: How :func:`error_floor_trial` reads its problem from a cell: ``n_prime`` is the practical data
 #: set's points per client (the theorem's setting holds ``2 T n'``), ``separation`` the exact

@@ -486,7 +486,7 @@ def two_phase_memory(cell):
     anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
     runs = [("moment_descent", RunSizes(m=anchors, N=spec.max_rows, d=spec.d, k=spec.k, history_rounds=T1)),
             ("fedx", RunSizes.of(spec, replicas=L, history_rounds=T2)),
-            ("ifca", RunSizes.of(spec, replicas=T2 + 1)),  # decoded_labels: IFCA's losses along the path
+            ("training_loss", RunSizes.of(spec, replicas=T2 + 1)),  # decoded_labels along the path
             ("ifca", RunSizes.of(spec, replicas=(int(cell["ifca_restarts"]) + 1) * L, history_rounds=T1 + T2)),
             ("least_squares", RunSizes.of(spec)),
             8.0 * spec.max_rows * spec.d * (spec.d + 3)]  # LabelMapFixedPoints: every row's d x d block

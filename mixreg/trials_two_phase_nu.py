@@ -52,7 +52,13 @@ from .algorithms.fedx import fedx
 from .algorithms.moment_descent import moment_descent
 from .baselines import known_label_least_squares
 from .metrics import best_permutation, matched_max_distance, oracle_ls_floor
-from .problems import ProblemSpec, cluster_proportions, diagonal_covariances, make_problem_from_parameters, make_theta_star
+from .problems import (
+    ProblemSpec,
+    cluster_proportions,
+    diagonal_covariances,
+    make_problem_from_parameters,
+    make_theta_star,
+)
 from .theory import chi_square_from_uniform, sxy_nu_terms
 
 __all__ = [

@@ -402,7 +402,8 @@ def test_one_trial_above_the_machine_is_refused_naming_what_sets_its_size(tmp_pa
 
     monkeypatch.setattr(_sweep, "_physical_memory", lambda: 10**9)
     sweep = toy_sweep(n_trials=2, memory_fn=lambda cell: 1e12 * cell["R"], size_names=("--m", "--n", "--d"))
-    message = r"^one trial of sweep 'toy' needs about 2 TB of memory, more than this machine's 1 GB; lower --m, --n or --d$"
+    message = (r"^one trial of sweep 'toy' needs about 2 TB of memory, more than this machine's 1 GB; "
+               r"lower --m, --n or --d$")
     with pytest.raises(SweepTooLargeError, match=message):
         check_fits(sweep, jobs=1)
     with pytest.raises(SweepTooLargeError, match=message):

@@ -9,7 +9,7 @@ The estimates count the arrays of ``N`` rows (``N = sum_i n_i`` points) and of `
 times the ``B`` replicas, which are the ones that grow; each term below names the driver's
 array.  They are upper estimates of the large arrays, not of Python's small objects.
 :func:`trial_bytes` adds the problems a trial holds to the heaviest of its runs; against the
-tracemalloc peak of one small trial of each experiment it was 1.2 (compare) to 2.9 (two_phase)
+tracemalloc peak of one small trial of each experiment it was 1.1 (compare) to 2.9 (ifca_misclustering)
 times the peak, never below it.
 """
 
@@ -159,6 +159,13 @@ def _moment_descent(z):
             + 8 * (z.history_rounds + 1) * z.m * z.d * (z.k + 1))
 
 
+def _training_loss(z):
+    """IFCA's objective of ``B`` parameter sets (:func:`mixreg.algorithms.ifca.training_loss`,
+    e.g. along a run's path): the predictions ``(B k, N)`` in the dtype, the losses ``(B, m, k)``
+    and the assignments."""
+    return z.itemsize * z.replicas * z.k * z.N + 8 * z.replicas * z.m * (z.k + 2)
+
+
 def _least_squares(z):
     """Known-label (and client-weighted) least squares: a cluster's rows indexed and cast to
     float64 (at most ``(s + 8) N d``), its ``d x d`` Gram matrix and factor."""
@@ -172,13 +179,14 @@ TRIAL_OVERHEAD = 1.5e8
 
 #: Work-array estimate per driver: the registered algorithms by their registry names, and the
 #: drivers a study calls directly (``moment_descent``, ``least_squares``: the known-label
-#: baselines).  ``WORK_ARRAYS[name](RunSizes) -> bytes``.
+#: baselines, ``training_loss``: IFCA's objective of a batch of parameters).
+#: ``WORK_ARRAYS[name](RunSizes) -> bytes``.
 WORK_ARRAYS = {
     "ifca": _ifca, "ifca_data": _ifca, "ifca_model": _ifca_model,
     "fedavg": _fedx, "fedprox": _fedx, "fedx": _fedx,
     "oneshot": _oneshot, "fesem": _fesem, "pacfl": _pacfl, "pacfl_x": _pacfl,
     "ifca_points": _ifca_points, "kfed": _kfed,
-    "moment_descent": _moment_descent, "least_squares": _least_squares,
+    "moment_descent": _moment_descent, "least_squares": _least_squares, "training_loss": _training_loss,
 }
 
 
@@ -223,7 +231,8 @@ def work_bytes(method, sizes):
     ----------
     method : str
         A registered algorithm's name (:data:`mixreg.algorithms.ALGORITHMS`) or
-        ``"moment_descent"``, ``"fedx"``, ``"least_squares"`` (see :data:`WORK_ARRAYS`).
+        ``"moment_descent"``, ``"fedx"``, ``"least_squares"``, ``"training_loss"`` (see
+        :data:`WORK_ARRAYS`).
     sizes : RunSizes
 
     Returns
