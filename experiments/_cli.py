@@ -119,6 +119,7 @@ from mixreg.plotting import FigureNotDrawn
 __all__ = [
     "param",
     "config_flag",
+    "config_flags",
     "parser_from_config",
     "config_from_args",
     "add_engine_arguments",
@@ -168,6 +169,11 @@ def param(help, *, default=dataclasses.MISSING, choices=None, renamed_from=()):
 def config_flag(field_name):
     """The flag of a Config field: ``n_inits`` -> ``--n-inits``, ``M_ref`` -> ``--M-ref``."""
     return "--" + field_name.replace("_", "-")
+
+
+def config_flags(*field_names):
+    """The flags of several Config fields, as a tuple (see :func:`config_flag`)."""
+    return tuple(config_flag(name) for name in field_names)
 
 
 def _option_fields(config_cls):

@@ -35,14 +35,16 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import sys
+import warnings
 
 import numpy as np
 
 from experiments import _cli
 from experiments._cli import param
-from mixreg.montecarlo import Sweep
+from mixreg.algorithms import ALGORITHMS, TRIAL_OVERHEAD, unmet_precondition
+from mixreg.montecarlo import Sweep, SweepWarning
 from mixreg.plotting import plot_comparison, save_figure
-from mixreg.trials_compare import METHODS, METRICS, REGIMES, STEPS, TOL, compare_trial, spec_of
+from mixreg.trials_compare import METHODS, METRICS, REGIMES, STEPS, TOL, compare_memory, compare_trial, spec_of
 
 NAME = "compare"
 TABLES = ("summary",)
@@ -106,8 +108,61 @@ def _spec(config, regime):
                    separation=config.separation)
 
 
+def _given(config, regime, unmet):
+    """What the flags make of the size ``unmet`` falls short on, in the user's terms."""
+    if unmet.size == "d":
+        return f"--d {config.d}"
+    if unmet.size == "k":
+        return f"--k {config.k}"
+    if regime == "small_n":
+        return f"n_i = d/5 = {unmet.value} in the small_n regime (--d {config.d})"
+    return f"--n {config.n}"
+
+
+def method_refusals(config):
+    """The methods each regime's problems refuse whatever the draw, from the flags alone.
+
+    A method of the registry whose precondition
+    (:attr:`mixreg.algorithms.Algorithm.precondition`) fails on a regime's sizes is recorded as
+    refused in every trial of that regime (``<method>_refused``, the ``refused`` and
+    ``refusal`` columns of ``summary.csv``, a note on the figure) while the other methods run.
+    Under a size law (``unbalanced``) the smallest client is random: only what fails at every
+    client size is listed.
+
+    Returns
+    -------
+    list of str
+        One line per (regime, method): ``regime small_n: kfed needs ...; got n_i = d/5 = 1 in
+        the small_n regime (--d 7)``.
+    """
+    lines = []
+    for regime in config.regimes:
+        spec = _spec(config, regime)
+        n_min = spec.n if spec.size_law is None else spec.n_max
+        for name in ALGORITHMS:
+            unmet = unmet_precondition(name, d=spec.d, k=spec.k, n_min=n_min)
+            if unmet is not None:
+                lines.append(f"regime {regime}: {name} needs {unmet.needs}; got {_given(config, regime, unmet)} "
+                             "(recorded as refused; the other methods run)")
+    return lines
+
+
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("m", "n", "d", "k", "n_inits")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_compare.compare_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + compare_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
+    """The comparison's sweep; a :class:`SweepWarning` per method a regime refuses
+    (:func:`method_refusals`)."""
     config.validate()
+    for line in method_refusals(config):
+        warnings.warn(line, SweepWarning, stacklevel=2)
     return Sweep(
         name=NAME,
         trial_fn=compare_trial,
@@ -117,6 +172,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         config=dict(dataclasses.asdict(config), methods=list(METHODS), steps=list(STEPS), tol_relative=TOL,
                     tuning="per method, the replica (start x step) with the lowest final training objective",
                     regimes={name: REGIMES[name][0] for name in config.regimes}),
+        memory_fn=trial_memory,
+        size_names=SIZE_FLAGS,
     )
 
 

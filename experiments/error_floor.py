@@ -59,7 +59,14 @@ from mixreg.plotting import plot_error_floor, save_figure
 from mixreg.problems import ProblemSpec, make_labels
 from mixreg.stats import fit_slope, slope_verdict
 from mixreg.theory import ifca_safe_step_size, ifca_stationary_error, ifca_step_size
-from mixreg.trials_error_floor import ERROR_FLOOR_CELLS, error_floor_trial, exact_labels, theory_rounds
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_error_floor import (
+    ERROR_FLOOR_CELLS,
+    error_floor_memory,
+    error_floor_trial,
+    exact_labels,
+    theory_rounds,
+)
 
 NAME = "error_floor"
 TABLES = ("points", "exponents")  # written as <name>.csv; the figure is drawn from them alone
@@ -226,6 +233,12 @@ def trial_flops(cell):
     return float((k + 1) * 2 * m * n * d * (practical + 2 * T) + 4 * T * m * n * d)
 
 
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_error_floor.error_floor_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + error_floor_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(
@@ -236,6 +249,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         root_seed=root_seed,
         config=dataclasses.asdict(config),
         cost_fn=trial_flops,
+        memory_fn=trial_memory,
+        size_names=_cli.config_flags("m_ref", "n_prime_ref", "d_ref", "ms", "n_primes", "ds", "halvings"),
     )
 
 

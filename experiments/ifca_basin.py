@@ -53,7 +53,8 @@ from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_ifca_basin, save_figure
 from mixreg.problems import ProblemSpec
 from mixreg.stats import wilson_interval
-from mixreg.trials_ifca_mechanism import DIRECTIONS, MECHANISM_CELLS, ifca_basin_trial
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_ifca_mechanism import DIRECTIONS, MECHANISM_CELLS, ifca_basin_trial, mechanism_memory
 
 NAME = "ifca_basin"
 TABLES = ("rates", "edges")
@@ -146,10 +147,21 @@ def trial_flops(cell):
     return float((cell["k"] + 1) * 2 * Nd * cell["n_rounds"] * 1.1 + 100 * Nd)
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("ks", "m_per", "n_prime", "n_rounds", "d")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_ifca_mechanism.mechanism_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + mechanism_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(name=NAME, trial_fn=ifca_basin_trial, cells=cells_of(config), n_trials=config.trials,
-                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops)
+                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops,
+                 memory_fn=trial_memory, size_names=SIZE_FLAGS)
 
 
 def _ok(records):

@@ -45,7 +45,8 @@ from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_one_round_contraction, save_figure
 from mixreg.problems import ProblemSpec
 from mixreg.stats import wilson_interval
-from mixreg.trials_ifca_mechanism import MECHANISM_CELLS, ifca_contraction_trial
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_ifca_mechanism import MECHANISM_CELLS, ifca_contraction_trial, mechanism_memory
 
 NAME = "ifca_contraction"
 TABLES = ("ratios", "violations")
@@ -135,10 +136,21 @@ def trial_flops(cell):
     return float(((cell["k"] + 3) * 2 + 100) * Nd + 2 * SPLIT_COST * cell["m"])
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("m", "d", "n_primes")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_ifca_mechanism.mechanism_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + mechanism_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(name=NAME, trial_fn=ifca_contraction_trial, cells=cells_of(config), n_trials=config.trials,
-                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops)
+                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops,
+                 memory_fn=trial_memory, size_names=SIZE_FLAGS)
 
 
 def _ok(records):

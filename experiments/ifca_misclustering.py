@@ -53,7 +53,8 @@ from mixreg.theory import (
     misclustering_exponent_at_truth,
     misclustering_probability,
 )
-from mixreg.trials_ifca_mechanism import MECHANISM_CELLS, ifca_misclustering_trial
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_ifca_mechanism import MECHANISM_CELLS, ifca_misclustering_trial, mechanism_memory
 
 NAME = "ifca_misclustering"
 TABLES = ("rates", "exponents", "curves")
@@ -144,10 +145,21 @@ def trial_flops(cell):
     return float(104 * cell["m"] * cell["n"] * cell["d"] + 2 * SPLIT_COST * cell["m"])
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("m", "d", "rhos", "targets")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_ifca_mechanism.mechanism_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + mechanism_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(name=NAME, trial_fn=ifca_misclustering_trial, cells=cells_of(config), n_trials=config.trials,
-                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops)
+                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops,
+                 memory_fn=trial_memory, size_names=SIZE_FLAGS)
 
 
 def _ok(records):

@@ -50,6 +50,7 @@ from mixreg.montecarlo import Sweep
 from mixreg.metrics import oracle_ls_floor
 from mixreg.plotting import not_drawn, plot_success_collapse, plot_success_vs_separation, save_figure
 from mixreg.problems import THETA_PROTOCOLS, ProblemSpec, make_labels
+from mixreg.algorithms import TRIAL_OVERHEAD
 from mixreg.algorithms.ifca import INIT_METHODS
 from mixreg.stats import group_rates, wilson_interval
 from mixreg.theory import (
@@ -231,9 +232,6 @@ def trial_memory(cell):
     return TRIAL_OVERHEAD + float((16 + size) * N * d + size * (B * cell["k"] * N + B * N + cell["m"] * B * d))
 
 
-#: Bytes of a trial beyond its arrays: compiling the kernels (once per worker) and NumPy's and
-#: the scoring's temporaries, about 100 MB measured.
-TRIAL_OVERHEAD = 1.5e8
 
 
 #: Flop/s of one single-threaded worker running IFCA trials, per dtype, for the time estimate:
@@ -248,6 +246,10 @@ TRIAL_OVERHEAD = 1.5e8
 FLOP_RATE = {"float32": 6e10, "float64": 3e10}
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("m", "n", "d", "k", "n_inits", "step_sizes")
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(
@@ -259,6 +261,7 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         config=dict(dataclasses.asdict(config), success_rules=SUCCESS_RULES),
         cost_fn=trial_flops,
         memory_fn=trial_memory,
+        size_names=SIZE_FLAGS,
         flop_rate=FLOP_RATE[config.dtype],
     )
 

@@ -216,6 +216,7 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
                     predictions=dict(rule=PREDICTION_TEXT, cells=registered)),
         cost_fn=trial_flops,
         memory_fn=trial_memory,
+        size_names=_cli.config_flags("ms", "ns", "d", "k", "n_inits", "step_sizes"),
         flop_rate=FLOP_RATE[config.dtype],
     )
 

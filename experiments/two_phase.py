@@ -78,12 +78,14 @@ from mixreg.montecarlo import Sweep
 from mixreg.plotting import METHODS, method_label, plot_two_phase_contraction, plot_two_phase_rounds, save_figure
 from mixreg.problems import SIZE_LAWS, ProblemSpec, size_law
 from mixreg.theory import fit_log_constant, sxy_floor_term, sxy_phase2_recursion, sxy_rounds_to_floor
+from mixreg.algorithms import TRIAL_OVERHEAD
 from mixreg.trials_two_phase import (
     CURVE_METHODS,
     MIN_WINDOW,
     SOLVERS,
     TWO_PHASE_CELLS,
     curve_columns,
+    two_phase_memory,
     two_phase_trial,
 )
 
@@ -281,6 +283,16 @@ def trial_flops(cell):
     return float((cell["k"] + 1) * 2 * cell["M"] * cell["size_mean"] * cell["d"] * replicas * rounds)
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("M_ref", "Ms", "n_max", "d", "anchor_points", "fx_rounds", "ifca_restarts", "steps")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_two_phase.two_phase_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + two_phase_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(
@@ -291,6 +303,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         root_seed=root_seed,
         config=dict(dataclasses.asdict(config), curve_methods=list(CURVE_METHODS)),
         cost_fn=trial_flops,
+        memory_fn=trial_memory,
+        size_names=SIZE_FLAGS,
     )
 
 

@@ -76,7 +76,14 @@ from mixreg.montecarlo import Sweep
 from mixreg.plotting import method_label, plot_nu_sweeps, save_figure
 from mixreg.stats import fit_slope, slope_verdict
 from mixreg.theory import fit_log_constant, leave_group_out_constant, sxy_axis_exponent, sxy_bound_shape
-from mixreg.trials_two_phase_nu import DESIGN_KEYS, SizeDesign, design_quantities, two_phase_nu_trial
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_two_phase_nu import (
+    DESIGN_KEYS,
+    SizeDesign,
+    design_quantities,
+    two_phase_nu_memory,
+    two_phase_nu_trial,
+)
 
 NAME = "two_phase_nu"
 TABLES = ("axes", "exponents", "holdout")  # <name>.csv; the figure is drawn from them alone
@@ -262,6 +269,16 @@ def trial_flops(cell):
     return float(2 * 2 * 2 * cell["k"] * (cell["N"] + cell["k"] * cell["anchor_points"]) * cell["d"] * 150)
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("M_ref", "n_ref", "Ms_fixed_n", "Ms_fixed_N", "N_fixed", "d", "anchor_points")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_two_phase_nu.two_phase_nu_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + two_phase_nu_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(
@@ -272,6 +289,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         root_seed=root_seed,
         config=dataclasses.asdict(config),
         cost_fn=trial_flops,
+        memory_fn=trial_memory,
+        size_names=SIZE_FLAGS,
     )
 
 

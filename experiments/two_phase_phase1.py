@@ -50,7 +50,8 @@ from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_clients_needed, plot_phase1_error, save_figure
 from mixreg.problems import ANCHOR_MODES, ProblemSpec
 from mixreg.stats import SlopeFit, fit_slope, slope_verdict, wilson_interval
-from mixreg.trials_phase1 import PHASE1_CELLS, c_label, clients_for, fit_clients_needed, phase1_trial
+from mixreg.algorithms import TRIAL_OVERHEAD
+from mixreg.trials_phase1 import PHASE1_CELLS, c_label, clients_for, fit_clients_needed, phase1_memory, phase1_trial
 
 NAME = "two_phase_phase1"
 TABLES = ("errors", "exponents", "needed", "rates")  # <name>.csv; the figures are drawn from them alone
@@ -223,10 +224,22 @@ def trial_flops(cell):
     return float(cell["fmd_rounds"] * anchors * Ms * (8 * d + 2 * d * d))
 
 
+#: The flags that set a trial's memory (a refusal for memory names them).
+SIZE_FLAGS = _cli.config_flags("c_ref", "d_ref", "d_grid", "nA_grid", "nA_ref", "need_ds", "need_cs", "need_nA",
+                               "fmd_rounds")
+
+
+def trial_memory(cell):
+    """Upper estimate of one trial's peak bytes: its arrays
+    (:func:`mixreg.trials_phase1.phase1_memory`) and :data:`TRIAL_OVERHEAD`."""
+    return TRIAL_OVERHEAD + phase1_memory(cell)
+
+
 def build_sweep(config, root_seed=DEFAULT_SEED):
     config.validate()
     return Sweep(name=NAME, trial_fn=phase1_trial, cells=cells_of(config), n_trials=config.trials,
-                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops)
+                 root_seed=root_seed, config=dataclasses.asdict(config), cost_fn=trial_flops,
+                 memory_fn=trial_memory, size_names=SIZE_FLAGS)
 
 
 # --------------------------------------------------------------------------------------------

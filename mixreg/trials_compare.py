@@ -50,9 +50,12 @@ What is recorded per method (columns ``<method>_<what>``)
 ``diverged``
     Fraction of its replicas that diverged.
 ``refused``
-    Empty, or the one-line reason a method refused the problem
-    (:class:`mixreg.algorithms.ProblemRefused`, e.g. PACFL's ``p`` exceeding a client's size);
-    its metrics are then ``nan``.  Any other error fails the trial.
+    Empty, or the one-line reason a method refused the problem: a precondition of its registered
+    settings that the problem's sizes do not meet (:attr:`mixreg.algorithms.Algorithm.precondition`,
+    e.g. PACFL's ``p = 3`` signature vectors in dimension ``d < 4``, k-FED's ``k' = k`` local
+    groups on a client of fewer than ``k`` points; the method is then not run), or a refusal of
+    the drawn data (:class:`mixreg.algorithms.ProblemRefused`); its metrics are then ``nan`` and
+    the other methods run.  Any other error fails the trial.
 """
 
 from __future__ import annotations
@@ -61,14 +64,23 @@ import time
 
 import numpy as np
 
-from .algorithms import ALGORITHMS, ProblemRefused, data_scales, get_algorithm
+from .algorithms import (
+    ALGORITHMS,
+    ProblemRefused,
+    RunSizes,
+    data_scales,
+    get_algorithm,
+    trial_bytes,
+    unmet_precondition,
+)
 from .algorithms.fesem import initial_centres
 from .baselines import known_label_least_squares
 from .local_solvers import local_least_squares
 from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
 from .problems import ProblemSpec
 
-__all__ = ["compare_trial", "spec_of", "REGIMES", "METHODS", "VARIANTS", "REFERENCES", "STEPS", "TOL", "METRICS"]
+__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "VARIANTS", "REFERENCES", "STEPS", "TOL",
+           "METRICS"]
 
 #: Each regime: its description and the :class:`ProblemSpec` fields it changes from ``balanced``,
 #: as a function of the base sizes ``(m, n, d, k, sigma, separation)``.
@@ -121,6 +133,16 @@ def methods():
 METHODS = methods()
 
 
+def compare_memory(cell):
+    """Upper estimate of :func:`compare_trial`'s peak bytes from the cell's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`): the regime's problem, then the heaviest
+    of the methods, each a batched call of ``n_inits x len(STEPS)`` replicas, and the
+    least-squares reference points."""
+    spec = spec_of(cell["regime"], **{key: cell[key] for key in ("m", "n", "d", "k", "sigma", "separation")})
+    sizes = RunSizes.of(spec, replicas=int(cell["n_inits"]) * len(STEPS))
+    return trial_bytes([spec], [(name, sizes) for name in ALGORITHMS] + [("least_squares", RunSizes.of(spec))])
+
+
 def compare_trial(cell, seed):
     """One trial of the comparison (see the module docstring).
 
@@ -158,9 +180,11 @@ def compare_trial(cell, seed):
                n_max=summary["n_max"], p_min_realised=summary["p_min"],
                foreign_fraction=float(np.mean(rows != np.repeat(problem.labels, problem.sizes))))
 
+    n_min = int(problem.sizes.min())
     for name in ALGORITHMS:
+        unmet = unmet_precondition(name, d=d, k=k, n_min=n_min)
         out.update(_refusable(name, lambda seed_of_method: _run_method(
-            name, problem, init, eta, T, tol, seed_of_method), method_ss.spawn(1)[0]))
+            name, problem, init, eta, T, tol, seed_of_method), method_ss.spawn(1)[0], unmet=unmet))
     out.update(_references(problem, starts, steps, T, tol, method_ss.spawn(1)[0]))
     # the variants' streams come after every other method's, which are unchanged by them
     out.update(_refusable("fesem_paper", lambda seed_of_method: _fesem_paper(
@@ -168,9 +192,15 @@ def compare_trial(cell, seed):
     return out
 
 
-def _refusable(name, run, seed):
+def _refusable(name, run, seed, *, unmet=None):
     """``run(seed)``'s record of method ``name`` with ``<name>_refused`` empty, or blank metrics
-    and the one-line reason when the method refuses the problem (e.g. PACFL's p > n_i)."""
+    and the one-line reason when the method refuses the problem: a precondition of its settings
+    that the problem's sizes do not meet (``unmet``, :func:`mixreg.algorithms.unmet_precondition`;
+    then it is not run), or a refusal of the drawn data (e.g. PACFL's p > n_i)."""
+    if unmet is not None:
+        out = _prefixed(name, _blank())
+        out[f"{name}_refused"] = str(unmet)
+        return out
     try:
         out = run(seed)
         out[f"{name}_refused"] = ""

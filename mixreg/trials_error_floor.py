@@ -50,18 +50,21 @@ proportions are recorded either way.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from ._validation import check_int, check_real
+from .algorithms import RunSizes, trial_bytes
 from .algorithms.ifca import ifca, initial_parameters
 from .baselines import known_label_least_squares
 from .metrics import matched_max_distance, misclustering_rate, oracle_ls_floor
 from .problems import CellSchema, ProblemSpec, make_problem_from_parameters
 from .theory import ifca_safe_step_size, ifca_step_size
 
-__all__ = ["error_floor_trial", "theory_rounds", "exact_labels", "ERROR_FLOOR_CELLS", "METHOD_KEYS"]
+__all__ = ["error_floor_trial", "error_floor_memory", "theory_rounds", "exact_labels", "exact_counts",
+           "ERROR_FLOOR_CELLS", "METHOD_KEYS"]
 
 #: How :func:`error_floor_trial` reads its problem from a cell: ``n_prime`` is the practical data
 #: set's points per client (the theorem's setting holds ``2 T n'``), ``separation`` the exact
@@ -105,13 +108,17 @@ def exact_labels(m, k, p_min):
     >>> np.bincount(exact_labels(10, 2, 0.5)).tolist()
     [5, 5]
     """
+    return np.repeat(np.arange(k, dtype=np.int64), exact_counts(m, k, p_min))
+
+
+def exact_counts(m, k, p_min):
+    """The cluster sizes of :func:`exact_labels` (a list of ``k`` ints), without the labels."""
     m = check_int("m", m, low=2)
     k = check_int("k", k, low=2, high=m)
     p_min = check_real("p_min", p_min, low=0.0, high=1.0 / k + 1e-12, low_inclusive=False)
     small = min(max(1, int(round(p_min * m))), m // k)
     rest = m - small
-    counts = [small] + [rest // (k - 1) + (1 if j < rest % (k - 1) else 0) for j in range(k - 1)]
-    return np.repeat(np.arange(k, dtype=np.int64), counts)
+    return [small] + [rest // (k - 1) + (1 if j < rest % (k - 1) else 0) for j in range(k - 1)]
 
 
 def _check_method(cell):
@@ -139,6 +146,30 @@ def _check_method(cell):
 def _cluster_errors(theta, theta_star, index):
     """``||theta_index - theta*_index||`` of every replica (the theorem's labelling, no matching)."""
     return np.linalg.norm(theta[:, index, :] - theta_star[index], axis=1)
+
+
+def error_floor_memory(cell):
+    """Upper estimate of :func:`error_floor_trial`'s peak bytes from the cell's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`).
+
+    The trial holds the practical problem (twice while the unbalanced one replaces it) and the
+    theorem's problem of ``2 T n'`` points per client (``T`` from :func:`theory_rounds`, with the
+    resampling's row indices ``8 N d / d``), and runs IFCA with two replicas on the latter,
+    ``restarts x len(step_sizes)`` replicas on the former, and known-label least squares.
+    """
+    method = _check_method(cell)
+    k = method["k"]
+    spec = ProblemSpec.from_cell(cell, ERROR_FLOOR_CELLS)
+    unbalanced = method["p_min"] < 1.0 / k - 1e-12
+    counts = np.array(exact_counts(spec.m, k, method["p_min"]) if unbalanced else  # balanced: as make_labels
+                      [spec.m // k + (j < spec.m % k) for j in range(k)])
+    props = counts / counts.sum()
+    T = theory_rounds(method["halvings"], method["c1"], float(props.min()), float(props.max()))
+    theory = dataclasses.replace(spec, n=2 * T * spec.n)
+    replicas = method["restarts"] * len(method["step_sizes"])
+    runs = [("ifca", RunSizes.of(theory, replicas=2)), ("ifca", RunSizes.of(spec, replicas=replicas)),
+            ("least_squares", RunSizes.of(theory))]
+    return trial_bytes([spec] * (2 if unbalanced else 1) + [theory], runs) + 8.0 * theory.max_rows
 
 
 def error_floor_trial(cell, seed):

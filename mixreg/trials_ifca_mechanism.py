@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .algorithms import RunSizes, trial_bytes
 from .algorithms.ifca import IFCAResult, _resampled_rounds, ifca, initial_parameters, training_loss
 from .baselines import known_label_least_squares
 from .metrics import matched_max_distance, oracle_ls_floor
@@ -51,6 +52,7 @@ __all__ = [
     "ifca_basin_trial",
     "ifca_misclustering_trial",
     "ifca_contraction_trial",
+    "mechanism_memory",
 ]
 
 #: Directions of the initial displacement ``theta_j - theta*_j`` (see :func:`closeness_init`).
@@ -213,6 +215,18 @@ def identity_round(problem, theta, step_size, rng):
 
 def _spec(cell):
     return ProblemSpec.from_cell(cell, MECHANISM_CELLS)
+
+
+def mechanism_memory(cell):
+    """Upper estimate of the peak bytes of a trial of :func:`ifca_basin_trial`,
+    :func:`ifca_misclustering_trial` or :func:`ifca_contraction_trial` from the cell's sizes
+    (nothing is allocated; :func:`mixreg.algorithms.trial_bytes`): the problem, one IFCA replica
+    with resampling (the identity round copies the identity subset once more, ``s N d``), and
+    known-label least squares."""
+    spec = _spec(cell)
+    sizes = RunSizes.of(spec, replicas=1, resample=True, history_rounds=1)
+    rows = np.dtype(spec.dtype).itemsize * spec.max_rows * spec.d
+    return trial_bytes([spec], [("ifca", sizes), ("least_squares", RunSizes.of(spec))]) + rows
 
 
 def _same_index_distance(theta, theta_star):

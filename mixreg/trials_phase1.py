@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from ._validation import check_int, check_real
+from .algorithms import RunSizes, trial_bytes
 from .algorithms.moment_descent import cluster_anchors, moment_descent
 from .local_solvers import local_least_squares
 from .metrics import matched_max_distance
@@ -51,6 +52,7 @@ from .trials_two_phase import phase1_curve
 
 __all__ = [
     "PHASE1_CELLS",
+    "phase1_memory",
     "clients_for",
     "c_label",
     "far_init",
@@ -182,6 +184,20 @@ def anchor_least_squares(problem, anchors):
     rows = np.concatenate([np.arange(problem.offsets[a], problem.offsets[a + 1]) for a in anchors])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     return local_least_squares(problem.X[rows].astype(np.float64), problem.y[rows].astype(np.float64), offsets)
+
+
+def phase1_memory(cell):
+    """Upper estimate of :func:`phase1_trial`'s peak bytes from the cell's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`): the problem with its anchors and one
+    nested copy of its rows (:func:`nested_problem`), then Phase 1 with its history on it, or
+    the anchors' least squares."""
+    spec = ProblemSpec.from_cell(cell, PHASE1_CELLS)
+    T = int(cell["fmd_rounds"])
+    nested = (np.dtype(spec.dtype).itemsize * spec.d + 24) * spec.max_rows
+    anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
+    runs = [("moment_descent", RunSizes(m=anchors, N=spec.max_rows, d=spec.d, k=spec.k, history_rounds=T)),
+            ("least_squares", RunSizes.of(spec))]
+    return trial_bytes([spec], runs) + float(nested)
 
 
 def phase1_trial(cell, seed):

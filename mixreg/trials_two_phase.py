@@ -70,6 +70,7 @@ import time
 
 import numpy as np
 
+from .algorithms import RunSizes, trial_bytes
 from .algorithms.fedx import fedx, fedx_linear_rates
 from .algorithms.ifca import ifca, initial_parameters, training_loss
 from .algorithms.moment_descent import moment_descent
@@ -81,6 +82,7 @@ from .theory import chi_square_from_uniform, sxy_contraction_constant, sxy_nu_te
 
 __all__ = [
     "two_phase_trial",
+    "two_phase_memory",
     "cluster_proportions",
     "checkpoint_rounds",
     "curve_columns",
@@ -468,6 +470,27 @@ def _ifca_runs(problem, cell, init_ss, total, rounds):
             out[f"{name}_step"] = step
     out["ifca_diverged"] = diverged
     return out
+
+
+def two_phase_memory(cell):
+    """Upper estimate of :func:`two_phase_trial`'s peak bytes from the cell's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`): the problem with its anchors and the
+    decoded labels of every round, then Phase 1 with its history, Phase 2 over the step grid with
+    its history, the losses of its path (:func:`decoded_labels`: the path's rounds as replicas),
+    the IFCA runs (``(ifca_restarts + 1) x len(steps)`` replicas), the least-squares baselines
+    and :class:`LabelMapFixedPoints` (every row's ``d x d`` block in float64, ``8 N d^2``), one
+    after the other."""
+    spec = ProblemSpec.from_cell(cell, TWO_PHASE_CELLS)
+    T1, T2 = int(cell["fmd_rounds"]), int(cell["fx_rounds"])
+    L = len(cell["steps"])
+    anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
+    runs = [("moment_descent", RunSizes(m=anchors, N=spec.max_rows, d=spec.d, k=spec.k, history_rounds=T1)),
+            ("fedx", RunSizes.of(spec, replicas=L, history_rounds=T2)),
+            ("training_loss", RunSizes.of(spec, replicas=T2 + 1)),  # decoded_labels along the path
+            ("ifca", RunSizes.of(spec, replicas=(int(cell["ifca_restarts"]) + 1) * L, history_rounds=T1 + T2)),
+            ("least_squares", RunSizes.of(spec)),
+            8.0 * spec.max_rows * spec.d * (spec.d + 3)]  # LabelMapFixedPoints: every row's d x d block
+    return trial_bytes([spec], runs) + 8.0 * 2 * (T1 + T2 + 1) * spec.m
 
 
 def two_phase_trial(cell, seed):

@@ -47,11 +47,18 @@ from functools import cached_property
 import numpy as np
 
 from ._validation import check_int, check_real
+from .algorithms import RunSizes, trial_bytes
 from .algorithms.fedx import fedx
 from .algorithms.moment_descent import moment_descent
 from .baselines import known_label_least_squares
 from .metrics import best_permutation, matched_max_distance, oracle_ls_floor
-from .problems import cluster_proportions, diagonal_covariances, make_problem_from_parameters, make_theta_star
+from .problems import (
+    ProblemSpec,
+    cluster_proportions,
+    diagonal_covariances,
+    make_problem_from_parameters,
+    make_theta_star,
+)
 from .theory import chi_square_from_uniform, sxy_nu_terms
 
 __all__ = [
@@ -59,6 +66,7 @@ __all__ = [
     "DESIGN_KEYS",
     "nu_problem",
     "two_phase_nu_trial",
+    "two_phase_nu_memory",
     "design_quantities",
 ]
 
@@ -289,6 +297,21 @@ def _misclustered_data(problem, theta, assignments):
         return float("nan")
     wrong = assignments != perm[problem.labels]
     return float(problem.sizes[wrong].sum() / problem.N)
+
+
+def two_phase_nu_memory(cell):
+    """Upper estimate of :func:`two_phase_nu_trial`'s peak bytes from the cell's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`): the problem of ``M + k`` clients and ``N``
+    points plus the anchors' (the design's sizes and labels, ``24 (M + k)``), Phase 1, one
+    Phase-2 replica, known-label least squares."""
+    M, N, k = int(cell["M"]), int(cell["N"]), int(cell["k"])
+    clients, rows = M + k, N + k * int(cell["anchor_points"])
+    spec = ProblemSpec(m=clients, k=k, d=int(cell["d"]), n=-(-rows // clients), sigma=float(cell["sigma"]),
+                       scale=float(cell["separation"]), protocol="gaussian", cov_low=float(cell["cov_low"]),
+                       cov_high=float(cell["cov_high"]))
+    runs = [("moment_descent", RunSizes(m=k, N=spec.max_rows, d=spec.d, k=k)), ("fedx", RunSizes.of(spec)),
+            ("least_squares", RunSizes.of(spec))]
+    return trial_bytes([spec], runs) + 24.0 * clients
 
 
 def two_phase_nu_trial(cell, seed):

@@ -180,3 +180,21 @@ def test_results_are_frozen():
     res = _run("ifca", pb, _inits(pb, 1), 0.3)
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.n_rounds = 3
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_precondition_says_exactly_when_the_driver_refuses_the_sizes(name):
+    """A registered precondition holds on a problem's (d, k, min n_i) exactly when the driver
+    accepts the problem's sizes (a comparison then skips the method, recording why)."""
+    from mixreg.algorithms import unmet_precondition
+
+    for d, n in ((1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 2)):
+        pb = make_problem(m=6, k=2, n=n, d=d, sigma=0.2, scale=1.5, protocol="gaussian",
+                          rng=np.random.default_rng(3))
+        unmet = unmet_precondition(name, d=pb.d, k=pb.k, n_min=int(pb.sizes.min()))
+        try:
+            _run(name, pb, _inits(pb, 1), _step(name), n_rounds=2)
+            refused = None
+        except ValueError as exc:
+            refused = exc
+        assert (unmet is None) == (refused is None), (name, d, n, unmet, refused)

@@ -106,3 +106,53 @@ def test_communication_is_counted_from_each_protocol(run):
 
 def test_redraw_from_the_tables_alone(run, tmp_path):
     assert compare.main(["--redraw", str(run["out"])]) == 0
+
+
+# --------------------------------------------------------------------------- refusals per method
+
+
+def _tiny(tmp_path, *flags):
+    """A one-trial comparison at tiny sizes; its exit status and summary table."""
+    out = tmp_path / "tiny"
+    status = compare.main(["--out", str(out), "--no-progress", "--trials", "1", "--m", "10", "--n", "10",
+                           "--n-inits", "1", "--n-rounds", "5", *flags])
+    return status, read_results(out)
+
+
+def _refused_alone(results, regime, method, reason):
+    """``method`` is recorded as refused for ``reason`` in every trial; every other method ran."""
+    assert all(not r["error"] for r in results.records)
+    summary = {row["method"]: row for row in results.table("summary.csv") if row["regime"] == regime}
+    assert set(summary) == set(METHODS)
+    row = summary[method]
+    assert (row["trials"], row["refused"], row["refusal"]) == (1, 1, reason)
+    assert np.isnan(row["err_mean_mean"])
+    assert all(row["refused"] == 0 for name, row in summary.items() if name != method)
+    assert all(np.isfinite(row["err_mean_mean"]) for name, row in summary.items()
+               if name != method and not row["all_diverged"])
+
+
+def test_pacfl_x_refused_in_dimension_3_while_the_others_run(tmp_path, capsys):
+    status, results = _tiny(tmp_path, "--d", "3", "--regimes", "balanced")
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert ("warning: regime balanced: pacfl_x needs d >= 4 for p = 3 signature vectors; got --d 3 "
+            "(recorded as refused; the other methods run)") in err
+    assert "pacfl needs" not in err  # the joint (x, y) signature has d + 1 = 4 dimensions
+    _refused_alone(results, "balanced", "pacfl_x", "needs d >= 4 for p = 3 signature vectors; got d = 3")
+
+
+def test_kfed_refused_on_clients_of_one_point_while_the_others_run(tmp_path, capsys):
+    status, results = _tiny(tmp_path, "--d", "7", "--regimes", "small_n")
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert ("warning: regime small_n: kfed needs every client to hold at least k' = k = 2 points (it splits its "
+            "points into k' local groups); got n_i = d/5 = 1 in the small_n regime (--d 7)") in err
+    assert "local_clusters" not in err  # no internal default named
+    _refused_alone(results, "small_n", "kfed", "needs every client to hold at least k' = k = 2 points (it splits "
+                                               "its points into k' local groups); got min n_i = 1")
+
+
+def test_no_refusal_warned_at_the_quick_presets_sizes():
+    config = compare.Config(preset="quick", **compare.PRESETS["quick"])
+    assert compare.method_refusals(config) == []

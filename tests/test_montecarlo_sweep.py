@@ -469,6 +469,30 @@ def test_a_trial_too_large_for_the_machine_is_refused(tmp_path, monkeypatch):
         check_fits(toy_sweep(memory_fn=lambda cell: -1.0))
 
 
+def test_one_trial_above_the_machine_is_refused_naming_what_sets_its_size(tmp_path, monkeypatch):
+    """A trial that alone exceeds the machine's memory is refused with its estimate and the
+    names the sweep gives for what sets its size (an experiment's flags), before anything is
+    written; the names are not part of the sweep's identity."""
+    from mixreg.montecarlo import SweepTooLargeError, check_fits
+    from mixreg.montecarlo import _sweep
+
+    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 10**9)
+    sweep = toy_sweep(n_trials=2, memory_fn=lambda cell: 1e12 * cell["R"], size_names=("--m", "--n", "--d"))
+    message = (r"^one trial of sweep 'toy' needs about 2 TB of memory, more than this machine's 1 GB; "
+               r"lower --m, --n or --d$")
+    with pytest.raises(SweepTooLargeError, match=message):
+        check_fits(sweep, jobs=1)
+    with pytest.raises(SweepTooLargeError, match=message):
+        run_sweep(sweep, tmp_path / "out", jobs=1, progress=False)
+    assert not (tmp_path / "out").exists()
+    assert "Refused: one trial of sweep 'toy' needs about 2 TB" in dry_run(sweep, jobs=1)
+    with pytest.raises(SweepTooLargeError, match="; use smaller problems$"):
+        check_fits(dataclasses.replace(sweep, size_names=()), jobs=1)
+    assert dataclasses.replace(sweep, size_names=()).key == sweep.key
+    with pytest.raises(TypeError, match="size_names must be a tuple of strings"):
+        toy_sweep(size_names="--m")
+
+
 def test_a_sweeps_own_flop_rate_sets_its_time_estimate(tmp_path):
     """flop_rate (what the trials' kernels reach per worker) replaces the engine's cautious
     default in the time estimate; it is not part of the sweep's identity."""

@@ -256,3 +256,23 @@ def test_theta_levels_of_make_problem_from_parameters():
         make_problem_from_parameters((theta, theta[:, :1]), labels, 4, 0.1, rng=np.random.default_rng(1))
     with pytest.raises(ValueError, match="at least one level"):
         make_problem_from_parameters((), labels, 4, 0.1, rng=np.random.default_rng(1))
+
+
+def test_max_rows_bounds_the_rows_drawn_and_memory_bytes_the_arrays():
+    """max_rows bounds N (anchors included) without the worst case m n_max of a heavy-tailed
+    law; memory_bytes is at least the bytes of X, y and the offsets the problem holds."""
+    rng = np.random.default_rng(0)
+    base = dict(d=3, sigma=0.1, scale=1.0, protocol="gaussian")
+    heavy = ProblemSpec(m=400, k=3, size_law="zipf", size_mean=6.0, n_max=200, **base)
+    for spec in (ProblemSpec(m=50, k=2, n=7, **base), heavy,
+                 ProblemSpec(m=400, k=3, size_law="lognormal", size_mean=20.0, n_max=200, n_min=2, dtype="float32",
+                             **base),
+                 ProblemSpec(m=60, k=3, n=4, anchor_mode="per_cluster", anchor_points=50, **base)):
+        for seed in range(5):
+            problem = spec.generate(np.random.default_rng(seed))
+            if spec.anchor_mode is not None:
+                problem, _ = spec.with_anchors(problem, rng)
+            assert problem.N <= spec.max_rows
+            assert spec.memory_bytes() >= problem.X.nbytes + problem.y.nbytes + problem.offsets.nbytes
+    assert heavy.max_rows < 400 * 200 / 4
+    assert dataclasses.replace(heavy, d=300).memory_bytes() > 60 * heavy.memory_bytes()  # (24 d + 32) N: N d dominates

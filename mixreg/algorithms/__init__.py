@@ -39,7 +39,8 @@ from ._driver import (
     data_scales,
     level_scales,
 )
-from ._registry import ALGORITHMS, Algorithm, get_algorithm, register, register_builtin
+from ._memory import TRIAL_OVERHEAD, WORK_ARRAYS, RunSizes, trial_bytes, work_bytes, work_methods
+from ._registry import ALGORITHMS, Algorithm, Unmet, get_algorithm, register, register_builtin, unmet_precondition
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
 from .ifca_points import IFCAPointsResult, ifca_points
@@ -51,6 +52,14 @@ from .moment_descent import AnchorClustering, MomentDescentResult, cluster_ancho
 
 __all__ = [
     "ALGORITHMS",
+    "RunSizes",
+    "TRIAL_OVERHEAD",
+    "Unmet",
+    "unmet_precondition",
+    "WORK_ARRAYS",
+    "trial_bytes",
+    "work_bytes",
+    "work_methods",
     "Algorithm",
     "AnchorClustering",
     "DriverResult",

@@ -18,7 +18,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Algorithm", "ALGORITHMS", "register", "get_algorithm"]
+__all__ = ["Algorithm", "ALGORITHMS", "Unmet", "register", "get_algorithm", "unmet_precondition"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +46,12 @@ class Algorithm:
         ``result`` (its ``n_rounds`` rounds, its ``k`` models and, for the point-level methods,
         its estimated point labels), counted from the protocol in :attr:`sends` (an index or a
         count is one float).  ``None`` when not stated.
+    precondition : callable, optional
+        ``precondition(d=, k=, n_min=) -> Unmet or None``: what this entry's fixed options
+        require of a problem's dimension ``d``, clusters ``k`` and smallest client size
+        ``n_min`` (the driver raises ``ValueError`` on such a problem).  A comparison checks it
+        before running the method and records the refusal (:func:`unmet_precondition`); ``None``:
+        no requirement beyond a valid problem.
     """
 
     name: str
@@ -55,6 +61,39 @@ class Algorithm:
     uses_rng: bool = False
     options: dict = field(default_factory=dict)
     communication: Callable | None = None
+    precondition: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Unmet:
+    """A requirement of a method's settings that a problem's sizes do not meet.
+
+    Attributes
+    ----------
+    size : {"d", "k", "n_min"}
+        The size that falls short: the dimension, the clusters or the smallest client size.
+    value : int
+        Its value in the problem.
+    needs : str
+        The requirement and why, e.g. ``"d >= 4 for p = 3 signature vectors"``.
+    """
+
+    size: str
+    value: int
+    needs: str
+
+    def __str__(self):
+        return f"needs {self.needs}; got {_SIZE_NAMES[self.size]} = {self.value}"
+
+
+_SIZE_NAMES = {"d": "d", "k": "k", "n_min": "min n_i"}
+
+
+def unmet_precondition(name, *, d, k, n_min):
+    """The :class:`Unmet` requirement of algorithm ``name`` on a problem of dimension ``d``, ``k``
+    clusters and smallest client size ``n_min``, or ``None`` when it can run (or states none)."""
+    check = get_algorithm(name).precondition
+    return None if check is None else check(d=int(d), k=int(k), n_min=int(n_min))
 
 
 ALGORITHMS: dict[str, Algorithm] = {}

@@ -72,7 +72,7 @@ from ._driver import (
     elapsed,
 )
 from ._fixed_labels import clusters_held, train_on_labels
-from ._registry import Algorithm, _bind
+from ._registry import Algorithm, Unmet, _bind
 
 __all__ = ["KFEDResult", "kfed", "LOCAL_STEPS", "STARTS"]
 
@@ -422,6 +422,15 @@ def _communication(problem, result, replica):
     return float(k * problem.d + held * (problem.d + 1) * n_rounds), float(k + k * problem.d * n_rounds)
 
 
+def _precondition(*, d, k, n_min):
+    """The registry's precondition: with ``k' = k`` every client splits its points into ``k``
+    local groups, so it needs ``n_i >= k`` (:func:`kfed`'s ``local_clusters``)."""
+    if n_min >= k:
+        return None
+    return Unmet("n_min", n_min, f"every client to hold at least k' = k = {k} points (it splits its points "
+                                 "into k' local groups)")
+
+
 def registrations():
     """The registry entry: k-FED with local regressions (``k' = k``) and a FedAvg finish."""
     return [
@@ -431,6 +440,7 @@ def registrations():
             uses_rng=True,
             options={"local": "regressions"},
             communication=_communication,
+            precondition=_precondition,
             source=("IFCA thesis ch. 4, Algorithm 2 'k-FED algorithm' (Dennis, Li, Smith, ICML 2021), with "
                     "k' local linear models as centroids, then FedAvg on the point labels"),
             sends=("once: its k' local models (k' d floats), receiving their server clusters (its point labels stay "

@@ -125,7 +125,7 @@ from ._driver import (
     elapsed,
 )
 from ._fixed_labels import train_on_labels
-from ._registry import Algorithm, _bind
+from ._registry import Algorithm, Unmet, _bind
 
 __all__ = [
     "PACFLResult",
@@ -837,6 +837,19 @@ def _communication(matrix):
     return communication
 
 
+def _precondition(matrix, p):
+    """The registry's precondition: ``p`` vectors need a space of dimension ``D > p`` (``D = d + 1``
+    for the joint matrix, ``d`` for the features alone), see :func:`client_signatures`."""
+    extra = 1 if matrix == "joint" else 0
+
+    def precondition(*, d, k, n_min):
+        if d + extra - 1 >= p:
+            return None
+        return Unmet("d", d, f"d >= {p - extra + 1} for p = {p} signature vectors")
+
+    return precondition
+
+
 def registrations():
     """The registry entries: PACFL on the joint (x, y) matrix and on the features alone."""
     common = dict(measure="smallest", linkage="average", p=3, small_clients="reduce")
@@ -847,6 +860,7 @@ def registrations():
             uses_rng=False,
             options={"matrix": "joint", **common},
             communication=_communication("joint"),
+            precondition=_precondition("joint", common["p"]),
             source=("Vahidian et al. 2023 (AAAI), Algorithm 1 with Eq. 2 and HC cut into k clusters; "
                     "signatures of the joint (x, y) data matrix; clients of n_i < p send n_i vectors (ours)"),
             sends=("once: its p leading left singular vectors of the (d+1) x n_i matrix of its (x, y) samples "
@@ -860,6 +874,7 @@ def registrations():
             uses_rng=False,
             options={"matrix": "x", **common},
             communication=_communication("x"),
+            precondition=_precondition("x", common["p"]),
             source=("Vahidian et al. 2023 (AAAI), Algorithm 1 with Eq. 2 and HC cut into k clusters; "
                     "signatures of the features alone (the paper's data matrix); clients of n_i < p send n_i "
                     "vectors (ours)"),

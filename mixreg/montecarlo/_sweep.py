@@ -112,6 +112,10 @@ class Sweep:
         whose heaviest trial times the number of workers exceeds the machine's memory is
         refused before it starts (above half of it, warned).  Neither function is part of
         the sweep's identity.
+    size_names : tuple of str, optional
+        What sets a trial's size, in the caller's terms (an experiment gives its flags, e.g.
+        ``("--m", "--n", "--d")``): a refusal for memory names them.  Not part of the sweep's
+        identity.
     flop_rate : float, optional
         Flop/s one single-threaded worker reaches on this sweep's trials (as measured by a
         benchmark of its kernels), for the time estimate; default :data:`_FLOPS_PER_WORKER`.
@@ -135,6 +139,7 @@ class Sweep:
     cost_fn: Callable[[dict], float] | None = None
     memory_fn: Callable[[dict], float] | None = None
     flop_rate: float | None = None
+    size_names: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -153,6 +158,11 @@ class Sweep:
             raise TypeError(f"cost_fn must be callable or None, got {type(self.cost_fn).__name__}")
         if self.memory_fn is not None and not callable(self.memory_fn):
             raise TypeError(f"memory_fn must be callable or None, got {type(self.memory_fn).__name__}")
+        if isinstance(self.size_names, str):
+            raise TypeError(f"size_names must be a tuple of strings, got the string {self.size_names!r}")
+        object.__setattr__(self, "size_names", tuple(self.size_names))
+        if not all(isinstance(text, str) and text for text in self.size_names):
+            raise TypeError(f"size_names must be non-empty strings, got {self.size_names!r}")
         if self.flop_rate is not None:
             object.__setattr__(self, "flop_rate", check_real("flop_rate", self.flop_rate, low=0.0,
                                                              low_inclusive=False))
@@ -436,6 +446,15 @@ class _Estimate:
             warnings.warn(text, SweepWarning, stacklevel=stacklevel + 1)
 
 
+def _smaller(sweep):
+    """The advice of a refusal for memory: lower what sets a trial's size, as the sweep names
+    it (``size_names``), or "smaller problems" when it names nothing."""
+    names = sweep.size_names
+    if not names:
+        return "smaller problems"
+    return "lower " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1])
+
+
 def _estimate(sweep, workers, costs=None, *, time=True, other=True):
     """The work, memory and time of a sweep, and whether it fits.
 
@@ -470,10 +489,14 @@ def _estimate(sweep, workers, costs=None, *, time=True, other=True):
             refusal = (f"{name} has {n_cells} cells x {n_trials} trials = {total:.3g} trials, "
                        f"more than the engine's limit of {MAX_TRIALS:.0e} (every record is "
                        f"held in memory: about {_size(records_memory)}); use fewer trials or cells")
+        elif physical and local_trials and trial_bytes > physical:
+            refusal = (f"one trial of {name} needs about {_size(trial_bytes)} of memory, more than "
+                       f"this machine's {_size(physical)}; "
+                       + (_smaller(sweep) if sweep.size_names else "use smaller problems"))
         elif physical and memory > physical:
             refusal = (f"{name} needs about {_size(memory)} of memory for {what}, more than "
                        f"this machine's {_size(physical)}; use fewer trials, cells, workers or "
-                       "smaller problems")
+                       + (_smaller(sweep) if local_trials else "smaller problems"))
         elif physical and memory > _WARN_MEMORY_FRACTION * physical:
             notes.append(f"{name} needs about {_size(memory)} of memory for {what}, more than "
                          f"half of this machine's {_size(physical)}")

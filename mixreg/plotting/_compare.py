@@ -30,6 +30,8 @@ def plot_comparison(rows, *, title, footnote=""):
         One per method (the regime's rows of ``summary.csv``): ``method`` and, for each column
         ``c`` of the panels, ``c_mean`` with ``c_low`` / ``c_high`` (95% interval of the mean;
         drawn as a bar when present).  ``floats`` is ``upload_mean + download_mean``.
+        ``refused`` (trials the method refused, noted on its row) and ``refusal`` (the reason,
+        added to the footnote) when present.
     title, footnote : str
 
     Returns
@@ -59,7 +61,8 @@ def plot_comparison(rows, *, title, footnote=""):
                 note = ", ".join(text for count, text in ((refused, "refused"), (diverged, "all runs diverged"))
                                  if count)
                 if note:
-                    ax.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials", (0.02, yi),
+                    below = " (why: below)" if refused and row.get("refusal") else ""
+                    ax.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials{below}", (0.02, yi),
                                 xycoords=("axes fraction", "data"), fontsize=7, va="center", color="0.3")
         ax.set_xlabel(xlabel, fontsize=9)
         if log:
@@ -76,6 +79,9 @@ def plot_comparison(rows, *, title, footnote=""):
     axes[1].set_xlim(-0.02, 0.62)
     axes[1].axvline(0.5, color="0.6", ls=":", lw=1)
     fig.suptitle(title, fontsize=11)
+    reasons = [f"{COMPARE[row['method']].short} refused: {row['refusal']}." for row in rows
+               if int(float(row.get("refused") or 0)) and row.get("refusal")]
+    footnote = " ".join([footnote, *reasons]).strip()
     if footnote:
         fig.text(0.01, 0.01, footnote, fontsize=7.5, wrap=True, va="bottom")
     fig.tight_layout(rect=(0, 0.12 if footnote else 0, 1, 0.95))

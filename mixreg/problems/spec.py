@@ -16,6 +16,7 @@ experiment (it is then not in the cell).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -168,6 +169,57 @@ class ProblemSpec:
     def identity_covariance(self) -> bool:
         """``True`` when every cluster's features are N(0, I)."""
         return self.cov_low == self.cov_high == 1.0
+
+    @property
+    def max_rows(self) -> int:
+        """The most rows ``N`` a generated problem has, anchors included: ``m n``; under a size
+        law, ``m`` times the law's mean plus six standard deviations of the sum of the ``m``
+        sizes (exceeded with probability about 1e-9 where the sum is nearly normal), at most
+        ``m n_max``; plus ``anchor_points`` rows per anchor (:meth:`with_anchors` tops an anchor
+        up to at least that many; counted as new rows)."""
+        if self.size_law is None:
+            rows = self.m * self.n
+        else:
+            law = self._size_law
+            sd = math.sqrt(max(law.second_moment - law.mean ** 2, 0.0))
+            rows = min(self.m * self.n_max, math.ceil(self.m * law.mean + 6.0 * sd * math.sqrt(self.m)))
+        if self.anchor_mode is not None:
+            rows += (self.k if self.anchor_mode == "per_cluster" else self.n_anchors) * self.anchor_points
+        return int(rows)
+
+    def memory_bytes(self, *, levels=1):
+        """Upper estimate of the peak bytes of drawing the problem and holding it, from the sizes
+        alone (nothing is allocated): a trial's data before any algorithm runs.
+
+        The draw holds ``X`` in float64 and a cluster's rows copied for the responses
+        (``16 N d``), then ``X`` in :attr:`dtype` (``s N d``, ``s`` its size in bytes); with
+        anchors, :meth:`with_anchors` copies ``X`` once more (``s N d``).  Per row: the
+        responses of each level, the noise and the row labels (``8 (levels + 3) N``); per
+        client: sizes, offsets, labels (``24 m``); the covariances ``k d`` when not the
+        identity.  ``N`` is :attr:`max_rows`.
+
+        Parameters
+        ----------
+        levels : int >= 1, default=1
+            Problems drawn at once by :meth:`generate_levels` (they share ``X``).
+
+        Returns
+        -------
+        float
+            Bytes.
+
+        Examples
+        --------
+        >>> spec = ProblemSpec(m=100, k=2, n=100, d=1000, sigma=0.1, scale=0.25)
+        >>> f"{spec.memory_bytes() / 1e6:.0f} MB"  # (16 + 8) N d with N d = 1e7
+        '240 MB'
+        """
+        levels = check_int("levels", levels, low=1)
+        N, d = self.max_rows, self.d
+        size = np.dtype(self.dtype).itemsize
+        copies = 16 + size + (size if self.anchor_mode is not None else 0)
+        covariances = 0 if self.identity_covariance else 8 * self.k * d
+        return float(copies * N * d + 8 * (levels + 3) * N + 24 * self.m + covariances + 16 * self.k * d)
 
     def generate(self, rng):
         """Draw the problem, in the order theta*, labels, client sizes, covariances, the mixed
