@@ -250,7 +250,8 @@ def build_sweep(config, root_seed=DEFAULT_SEED):
         config=dataclasses.asdict(config),
         cost_fn=trial_flops,
         memory_fn=trial_memory,
-        size_names=_cli.config_flags("m_ref", "n_prime_ref", "d_ref", "ms", "n_primes", "ds", "halvings"),
+        size_names=_cli.config_flags("m_ref", "n_prime_ref", "d_ref", "ms", "n_primes", "ds", "halvings", "k",
+                                     "restarts", "step_sizes"),
     )
 
 

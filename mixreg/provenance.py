@@ -10,8 +10,8 @@ Examples
 --------
 >>> from mixreg.provenance import environment_record
 >>> rec = environment_record()
->>> sorted(rec)[:3]
-['blas', 'cpu_count', 'git']
+>>> sorted(rec)[:4]
+['blas', 'cpu_count', 'cpu_model', 'git']
 """
 
 from __future__ import annotations
