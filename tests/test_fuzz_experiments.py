@@ -21,6 +21,7 @@ import dataclasses
 import importlib
 import json
 import typing
+import warnings
 
 import pytest
 
@@ -675,7 +676,10 @@ def test_a_legal_edge_is_accepted_with_the_grid_its_axes_give(name, argv, n_cell
         assert line.startswith(f"python -m experiments.{name}: warning: regime ") and refusal in line, line
         assert line.endswith("(recorded as refused; the other methods run)"), line
     assert "Traceback" not in out
-    sweep = module.build_sweep(module.config_from_args(module.build_parser().parse_args(argv)))
+    with warnings.catch_warnings(record=True) as caught:  # the refusals again, as SweepWarnings
+        warnings.simplefilter("always")
+        sweep = module.build_sweep(module.config_from_args(module.build_parser().parse_args(argv)))
+    assert [str(w.message) for w in caught] == [line.split(": warning: ", 1)[1] for line in lines]
     assert len(sweep.cells) == n_cells
     assert f"Grid: {n_cells} cells x " in out
     assert not (tmp_path / "out").exists()
