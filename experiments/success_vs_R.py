@@ -586,7 +586,8 @@ def draw(config, tables, outdir):
         title=f"IFCA success probability vs separation (k = {config.k}, m = {config.m}, n = {config.n}, "
               f"d = {config.d})",
         footnote=" ".join(t for t in (setup, oracle_text, test_text,
-                                      f"Scales and held-out checks: {NAME}_collapse.png.") if t),
+                                      f"Scales and held-out checks: {NAME}_collapse.png." if len(separations) > 1
+                                      else "") if t),
     )
     paths = save_figure(fig, pathlib.Path(outdir) / NAME)
     if len(separations) < 2:
