@@ -533,6 +533,11 @@ def test_ctrl_c_during_an_in_process_run_reaches_the_caller_and_stops_the_worker
     and no worker is left (trial 0 returns, the later ones block until killed)."""
     import threading
 
+    from joblib.externals.loky import get_reusable_executor
+
+    # Workers that an earlier test left in joblib's reusable pool kept the environment they started
+    # with, so they would not see the variables set here and the trials would not block.
+    get_reusable_executor().shutdown(wait=True)
     monkeypatch.setenv(toys.STOP_ENV, "block")
     monkeypatch.setenv(toys.STOP_AT_ENV, "1")
     out = tmp_path / "out"
