@@ -54,12 +54,12 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from experiments import _cli
+from mixreg import cli as _cli
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.montecarlo import Sweep, Terminated, raise_on_sigterm, run_sweep
 from mixreg.problems import ProblemSpec
 from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, environment_record
-from mixreg.trials import ifca_success_trial
+from experiments.success_vs_R.trial import IfcaSuccessSpec, ifca_success_trial
 
 SIZES = ((100, 100, 1000, 2), (400, 100, 1000, 4))
 #: Rounds of an IFCA run in the paper presets (the official code's 300).
@@ -192,11 +192,11 @@ def bench_engine(tmp, trials=8):
                 step_sizes=(1.0, 0.1, 0.01), init="official", init_scale=1.0, threshold_offset=0.001,
                 dtype="float64")
     cells = tuple(dict(cell, r=r) for r in (0.1, 0.2))
-    sweep = Sweep(name="bench", trial_fn=ifca_success_trial, cells=cells, n_trials=trials, root_seed=1,
+    sweep = Sweep(name="bench", trial_fn=ifca_success_trial, spec_type=IfcaSuccessSpec, cells=cells, n_trials=trials, root_seed=1,
                   config={"bench": True}, chunk_size=1)
     out = {}
     # start the worker processes first (loky reuses them), so the timing is of the sweep only
-    warm = Sweep(name="warm", trial_fn=ifca_success_trial, cells=(dict(cell, d=10, m=10, n_rounds=2),),
+    warm = Sweep(name="warm", trial_fn=ifca_success_trial, spec_type=IfcaSuccessSpec, cells=(dict(cell, d=10, m=10, n_rounds=2),),
                  n_trials=2, root_seed=0, config={"warm": True}, chunk_size=1)
     run_sweep(warm, pathlib.Path(tmp) / "warm", jobs=2, kernel_threads=1, progress=False, overwrite=True)
     for jobs in (1, 2):
@@ -293,9 +293,9 @@ def bench_placement(tmp, quick=False, repeats=2):
     cell = dict(size, sigma=0.1, r=0.25, protocol="official", n_inits=10, step_sizes=(1.0, 0.1, 0.01),
                 init="official", init_scale=1.0, threshold_offset=0.001, dtype="float32")
     cells = tuple(dict(cell, r=r) for r in (0.25, 0.5))
-    sweep = Sweep(name="bench-placement", trial_fn=ifca_success_trial, cells=cells, n_trials=2, root_seed=2,
+    sweep = Sweep(name="bench-placement", trial_fn=ifca_success_trial, spec_type=IfcaSuccessSpec, cells=cells, n_trials=2, root_seed=2,
                   config={"bench": "placement"}, chunk_size=1)
-    warm = Sweep(name="warm", trial_fn=ifca_success_trial, cells=(dict(cell, d=10, m=10, n=10, n_rounds=2),),
+    warm = Sweep(name="warm", trial_fn=ifca_success_trial, spec_type=IfcaSuccessSpec, cells=(dict(cell, d=10, m=10, n=10, n_rounds=2),),
                  n_trials=4, root_seed=0, config={"warm": True}, chunk_size=1)
     tmp = pathlib.Path(tmp)
     seconds, records = {}, {}

@@ -39,8 +39,8 @@ import warnings
 
 import numpy as np
 
-from experiments import _cli
-from experiments._cli import param
+from mixreg import cli as _cli
+from mixreg.cli import param
 from mixreg.algorithms import ALGORITHMS, TRIAL_OVERHEAD, unmet_precondition
 from mixreg.montecarlo import Sweep, SweepWarning
 from mixreg.plotting import plot_comparison, save_figure

@@ -39,8 +39,8 @@ import sys
 
 import numpy as np
 
-from experiments import _cli
-from experiments._cli import param
+from mixreg import cli as _cli
+from mixreg.cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_one_round_contraction, save_figure
 from mixreg.problems import ProblemSpec

@@ -21,7 +21,7 @@ import pathlib
 import shlex
 import sys
 
-from experiments import _cli
+from mixreg import cli as _cli
 from mixreg.montecarlo.reader import read_results
 from mixreg.provenance import openblas_coretype, run_blas_kernels
 
@@ -124,7 +124,7 @@ def main(argv=None):
 if __name__ == "__main__":
     try:
         status = main()
-    except KeyboardInterrupt:  # an experiment's main, called in-process, raises Ctrl-C (see experiments._cli)
+    except KeyboardInterrupt:  # an experiment's main, called in-process, raises Ctrl-C (see mixreg.cli)
         print("python -m experiments.redraw_figures: interrupted", file=sys.stderr)
         status = 130
     sys.exit(status)

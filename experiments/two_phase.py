@@ -72,8 +72,8 @@ import sys
 
 import numpy as np
 
-from experiments import _cli
-from experiments._cli import param
+from mixreg import cli as _cli
+from mixreg.cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import METHODS, method_label, plot_two_phase_contraction, plot_two_phase_rounds, save_figure
 from mixreg.problems import SIZE_LAWS, ProblemSpec, size_law

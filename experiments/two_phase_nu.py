@@ -70,8 +70,8 @@ import sys
 
 import numpy as np
 
-from experiments import _cli
-from experiments._cli import param
+from mixreg import cli as _cli
+from mixreg.cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import method_label, plot_nu_sweeps, save_figure
 from mixreg.stats import fit_slope, slope_verdict

@@ -44,8 +44,8 @@ import sys
 
 import numpy as np
 
-from experiments import _cli
-from experiments._cli import param
+from mixreg import cli as _cli
+from mixreg.cli import param
 from mixreg.montecarlo import Sweep
 from mixreg.plotting import plot_clients_needed, plot_phase1_error, save_figure
 from mixreg.problems import ANCHOR_MODES, ProblemSpec

@@ -40,7 +40,7 @@ import warnings
 import pytest
 
 from experiments import redraw_figures
-from experiments._cli import _config_from_record
+from mixreg.cli import _config_from_record
 from mixreg.montecarlo import replay_trial
 from mixreg.montecarlo._cells import _scalar
 from mixreg.montecarlo.reader import read_results

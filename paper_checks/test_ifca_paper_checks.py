@@ -9,15 +9,16 @@ import numpy as np
 import pytest
 
 from mixreg.metrics import oracle_ls_floor
-from mixreg.trials import ifca_success_trial
+from experiments.success_vs_R.trial import IfcaSuccessSpec, ifca_success_trial
 
 pytestmark = pytest.mark.slow
 
 
 def _cell(m, n, r, sigma=0.1, k=2, d=1000):
-    return dict(m=m, k=k, n=n, d=d, sigma=sigma, r=r, protocol="official", n_rounds=300, n_inits=10,
-                step_sizes=(1.0, 0.1, 0.01) if k == 2 else (2.0, 1.0, 0.5), init="official", init_scale=1.0,
-                threshold_offset=0.0, dtype="float32")
+    return IfcaSuccessSpec.from_cell(dict(
+        m=m, k=k, n=n, d=d, sigma=sigma, r=r, protocol="official", n_rounds=300, n_inits=10,
+        step_sizes=(1.0, 0.1, 0.01) if k == 2 else (2.0, 1.0, 0.5), init="official", init_scale=1.0,
+        threshold_offset=0.0, dtype="float32"))
 
 
 @pytest.mark.parametrize("m,n", [(50, 50), (70, 100)])

@@ -1,4 +1,4 @@
-"""A toy experiment on the command line of experiments._cli, for the tests of stopping a run.
+"""A toy experiment on the command line of mixreg.cli, for the tests of stopping a run.
 
 ``python -m _toy_experiment`` (with ``tests/`` on the path, see ``_toy_trials.subprocess_env``)
 runs one cell of :func:`_toy_trials.stoppable_trial`, one trial per chunk; the environment
@@ -11,8 +11,8 @@ import pathlib
 import sys
 
 import _toy_trials as toys
-from experiments import _cli
-from experiments._cli import param
+from mixreg import cli as _cli
+from mixreg.cli import param
 from mixreg.montecarlo import Sweep
 
 NAME = "toy_experiment"

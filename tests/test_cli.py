@@ -1,4 +1,4 @@
-"""Tests of experiments._cli: an experiment's Config is its command line; --redraw draws from tables; every
+"""Tests of mixreg.cli: an experiment's Config is its command line; --redraw draws from tables; every
 fault of a command ends in one line (failed trials, figures, directories, Ctrl-C, SIGTERM)."""
 
 import argparse
@@ -22,8 +22,9 @@ import pytest
 import _toy_experiment as toy
 import _toy_trials as toys
 from _toy_trials import HANG, REPO_DIR, subprocess_env
-from experiments import _cli, success_vs_R, two_phase
-from experiments._cli import config_flag, param, parser_from_config
+from experiments import success_vs_R, two_phase
+from mixreg import cli as _cli
+from mixreg.cli import config_flag, param, parser_from_config
 from mixreg.montecarlo import Sweep, SweepInterrupted, SweepTerminated
 
 EXPERIMENTS = {"success_vs_R": success_vs_R, "two_phase": two_phase}
@@ -60,7 +61,7 @@ def test_flag_names():
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_every_field_has_exactly_one_flag_named_after_it(name):
     exp = EXPERIMENTS[name]
-    parser = exp.build_parser()
+    parser = exp.STUDY.parser()
     actions = parser._actions  # argparse keeps its arguments there
     fields = {f.name for f, _ in _fields(exp)}
     for field in fields:
@@ -83,15 +84,18 @@ def test_help_lists_every_field_with_its_help_and_the_preset_default(name, capsy
     for field, _ in _fields(exp):
         assert config_flag(field.name) in text
         assert " ".join(field.metadata["help"].split()) in text, field.name
-    assert text.count("(default: the preset's)") == len(_fields(exp))
+    quick = exp.Config(preset="quick", **exp.PRESETS["quick"])
+    for field, _ in _fields(exp):  # the default preset's actual value, as the user would type it
+        assert f"(default: {_cli._shown(getattr(quick, field.name))}" in text, field.name
+    assert "the preset's" not in text
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_presets_values_are_the_defaults(name):
     exp = EXPERIMENTS[name]
-    assert exp.build_parser().parse_args([]).preset == "quick"
+    assert exp.STUDY.parser().parse_args([]).preset == "quick"
     for preset, values in exp.PRESETS.items():
-        config = exp.config_from_args(exp.build_parser().parse_args(["--preset", preset]))
+        config = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(["--preset", preset]))
         assert config == exp.Config(preset=preset, **values)
 
 
@@ -108,7 +112,7 @@ def _other_value(kind, value, choices):
 def test_every_flag_sets_its_field(name):
     exp = EXPERIMENTS[name]
     quick = exp.Config(preset="quick", **exp.PRESETS["quick"])
-    parser = exp.build_parser()
+    parser = exp.STUDY.parser()
     for field, hint in _fields(exp):
         current = getattr(quick, field.name)
         choices = field.metadata.get("choices")
@@ -138,7 +142,7 @@ def test_every_flag_sets_its_field(name):
 def test_a_flag_overrides_the_preset(name, argv, changes):
     exp = EXPERIMENTS[name]
     preset = argv[1]
-    config = exp.config_from_args(exp.build_parser().parse_args(argv))
+    config = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(argv))
     assert config == dataclasses.replace(exp.Config(preset=preset, **exp.PRESETS[preset]), **changes)
 
 
@@ -214,31 +218,23 @@ PAPER_PRESETS = {"compare": (), "success_vs_R": ("paper-a", "paper-b"), "success
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
-def test_entry_points_read_the_module_when_called_not_when_made(name, monkeypatch, tmp_path):
-    """``main`` passes the module's attributes as they are at the call (a test patches ``REPO``)."""
+def test_every_study_is_run_through_its_study_object(name, monkeypatch, tmp_path):
+    """``python -m experiments.<name>`` is ``STUDY.main(command_line=True)`` (its ``__main__``), and
+    the module's ``main`` reads ``STUDY`` when called, so a test may replace it (its figures
+    directory, say)."""
     exp = importlib.import_module(f"experiments.{name}")
-    for function in ("build_parser", "config_from_args", "main"):
-        assert getattr(exp, function).__name__ == function and getattr(exp, function).__module__ == exp.__name__
-    assert exp.build_parser().prog == f"python -m experiments.{name}"
-    patched = {attr: object() for attr in ("NAME", "Config", "PRESETS", "build_sweep", "summarise", "draw")}
-    parser = object()
+    assert exp.STUDY.name == name and exp.STUDY.command == f"python -m experiments.{name}"
+    assert exp.STUDY.parser().prog == exp.STUDY.command
+    main_file = pathlib.Path(exp.__file__).with_name("__main__.py")
+    assert "STUDY.main(command_line=True)" in main_file.read_text()
+    assert exp.STUDY.paper_presets == PAPER_PRESETS.get(name, ("paper",))
     calls = []
-    for attr, value in patched.items():
-        monkeypatch.setattr(exp, attr, value)
-    monkeypatch.setattr(exp, "TABLES", ("a", "b"))
-    monkeypatch.setattr(exp, "REPO", tmp_path)
-    monkeypatch.setattr(exp, "build_parser", lambda: parser)
+    monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     monkeypatch.setattr(_cli, "experiment_main", lambda *args, **kwargs: calls.append((args, kwargs)) or 7)
     assert exp.main(["--dry-run"]) == 7
-    (got_parser, argv), kwargs = calls[0]
-    assert got_parser is parser and argv == ["--dry-run"]
-    keywords = {"name": "NAME", "config_cls": "Config", "presets": "PRESETS", "build_sweep": "build_sweep",
-                "summarise": "summarise", "draw": "draw"}
-    assert all(kwargs[key] is patched[attr] for key, attr in keywords.items())
-    assert kwargs["tables"] == ("a", "b")
-    paper = PAPER_PRESETS.get(name, ("paper",))
-    assert kwargs["paper_presets"] == paper
-    assert kwargs["figures_dir"] == (tmp_path / "figures" if paper else None)
+    (_, argv), kwargs = calls[0]
+    assert argv == ["--dry-run"] and kwargs["name"] == name and kwargs["config_cls"] is exp.Config
+    assert kwargs["figures_dir"] == (tmp_path / "figures" if exp.STUDY.paper_presets else None)
 
 
 # --------------------------------------------------------------------------- --redraw
@@ -384,8 +380,9 @@ def test_paper_preset_figures_are_copied_only_for_the_unchanged_preset(monkeypat
     """A complete run of a paper preset (here shrunk) writes and redraws figures/; a changed one does not."""
     tiny = dict(k=2, m=8, n=10, d=5, sigmas=(0.0, 0.5), rs=(0.3, 1.0), trials=2, n_inits=2, step_sizes=(1.0, 0.1),
                 n_rounds=10, dtype="float64")
-    monkeypatch.setitem(success_vs_R.PRESETS, "paper-a", tiny)
-    monkeypatch.setattr(success_vs_R, "REPO", tmp_path)
+    presets = {**success_vs_R.PRESETS, "paper-a": tiny}
+    monkeypatch.setattr(success_vs_R, "STUDY", dataclasses.replace(success_vs_R.STUDY, presets=presets,
+                                                                   figures_dir=tmp_path / "figures"))
     figures = tmp_path / "figures"
     copies = [figures / "success_vs_R_paper-a.png", figures / "success_vs_R_paper-a.pdf"]
     out = tmp_path / "paper-a"

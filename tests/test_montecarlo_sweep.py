@@ -1,5 +1,5 @@
 """Tests of mixreg.montecarlo._sweep (the sweep, its run and its result), of the engine's
-command-line options (experiments._cli) and of mixreg.provenance.
+command-line options (mixreg.cli) and of mixreg.provenance.
 """
 
 import argparse
@@ -12,7 +12,7 @@ import pytest
 
 import _toy_trials as toys
 from _toy_trials import CELLS, records_json, toy_sweep
-from experiments._cli import add_engine_arguments, run_engine_from_args
+from mixreg.cli import add_engine_arguments, run_engine_from_args
 from mixreg import provenance
 from mixreg.montecarlo import (
     SweepWarning,

@@ -7,7 +7,9 @@ import numpy as np
 
 matplotlib.use("Agg")
 
-from mixreg.plotting import plot_success_vs_separation, save_figure  # noqa: E402
+from experiments.success_vs_R.figures import plot_success_collapse, plot_success_vs_separation  # noqa: E402
+from experiments.success_vs_mn.figures import plot_success_heatmap, plot_success_vs_m  # noqa: E402
+from mixreg.plotting import save_figure  # noqa: E402
 from mixreg.plotting._common import _plain  # noqa: E402
 
 
@@ -65,8 +67,6 @@ def test_ceiling_is_drawn_only_when_asked_and_the_prediction_is_labelled():
 
 
 def test_collapse_figure_draws_every_sigma_on_every_scale_and_the_held_out_predictions(tmp_path):
-    from mixreg.plotting import plot_success_collapse
-
     scales = [dict(divisor={0.0: 1.0, 0.5: 2.0}, xlabel="Δ / s(σ)", title="a predicted scale", verdict="verdict A"),
               dict(divisor={0.0: 1.0, 0.5: 1.0}, xlabel="Δ", title="σ-free", verdict="verdict B")]
     fig = plot_success_collapse(_summary(), scales, crossings={0.0: (1.0, 0.5, 2.0), 0.5: (1.0, 0.0, float("inf"))},
@@ -85,8 +85,6 @@ def test_collapse_figure_draws_every_sigma_on_every_scale_and_the_held_out_predi
 def test_a_curve_dozens_of_decades_from_the_others_is_named_not_drawn():
     """The separation condition's root at sigma = 0 is exp(-n'): that curve sits ~44 decades
     from the others; drawing it on one log axis would leave every other curve a vertical stroke."""
-    from mixreg.plotting import plot_success_collapse
-
     summary = [dict(row, sigma=s) for s in (0.0, 0.25, 0.5) for row in _summary() if row["sigma"] == 0.5]
     scale = dict(divisor={0.0: 1e-44, 0.25: 1.0, 0.5: 2.0}, xlabel="Δ / Δ_sep(σ)", title="degenerate at σ = 0")
     fig = plot_success_collapse(summary, [scale])
@@ -105,7 +103,7 @@ def test_a_curve_dozens_of_decades_from_the_others_is_named_not_drawn():
 
 
 def test_only_a_minority_of_curves_is_ever_named_off_the_axis():
-    from mixreg.plotting._success import _far_curves
+    from experiments.success_vs_R.figures import _far_curves
 
     x = np.array([0.5, 1.0, 2.0])
     assert _far_curves({0: x * 1e44, 1: x, 2: x * 2, 3: x * 4}) == {0: 1}
@@ -117,8 +115,6 @@ def test_only_a_minority_of_curves_is_ever_named_off_the_axis():
 
 
 def test_m_n_figures_have_one_panel_per_rule_and_r_and_say_what_is_predicted(tmp_path):
-    from mixreg.plotting import plot_success_heatmap, plot_success_vs_m
-
     rates, predictions = [], []
     for n in (5, 20):
         for m in (10, 40, 120):

@@ -22,7 +22,7 @@ from mixreg.problems import (
     make_problem_from_parameters,
     make_theta_star,
 )
-from mixreg.trials import IFCA_SUCCESS_CELLS
+from experiments.success_vs_R.trial import IFCA_SUCCESS_CELLS
 from mixreg.trials_two_phase import TWO_PHASE_CELLS
 
 TWO_PHASE = dict(m=60, k=2, d=5, sigma=0.5, scale=2.0, protocol="gaussian", size_law="zipf", size_mean=4.0,

@@ -1,5 +1,6 @@
 """Every committed paper-scale figure is redrawn from its committed tables, and looks the same."""
 
+import dataclasses
 import importlib
 import json
 import shutil
@@ -23,7 +24,8 @@ def test_committed_figures_are_redrawn_from_their_committed_tables(tmp_path, mon
     data = tmp_path / "data"
     shutil.copytree(COMMITTED, data)
     for name, _ in redraw_figures.results_directories(data):  # redraws land in tmp_path/figures
-        monkeypatch.setattr(importlib.import_module(f"experiments.{name}"), "REPO", tmp_path)
+        module = importlib.import_module(f"experiments.{name}")
+        monkeypatch.setattr(module, "STUDY", dataclasses.replace(module.STUDY, figures_dir=tmp_path / "figures"))
     assert redraw_figures.main(["--data", str(data)]) == 0
     redrawn = sorted((tmp_path / "figures").glob("*.png"))
     assert redrawn, "a complete paper-preset run must redraw its figures into figures/"
@@ -67,7 +69,7 @@ def test_an_unfinished_run_is_listed_with_its_resume_command_and_not_drawn(tmp_p
 
 
 def test_ctrl_c_during_a_redraw_is_one_line_and_exit_130(tmp_path):
-    """An experiment's main, called in-process, raises Ctrl-C (experiments._cli); the command says it in
+    """An experiment's main, called in-process, raises Ctrl-C (mixreg.cli); the command says it in
     one line instead of a traceback, and draws no other experiment."""
     run = tmp_path / "data" / "success_vs_R" / "paper-a"
     run.mkdir(parents=True)

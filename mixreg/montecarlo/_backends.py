@@ -135,7 +135,7 @@ class _Backend:
 
     def run(self, sweep, tasks):
         for ci, start, stop in tasks:
-            yield _run_chunk(sweep.trial_fn, sweep.root_seed, ci, sweep.cells[ci], start,
+            yield _run_chunk(sweep.function(), sweep.root_seed, ci, sweep.cells[ci], start,
                              stop, self.kernel_threads, True)
 
 
@@ -186,7 +186,7 @@ class _JoblibBackend(_Backend):
         from joblib import Parallel, delayed, parallel_config
 
         calls = (
-            delayed(_run_chunk)(sweep.trial_fn, sweep.root_seed, ci, sweep.cells[ci], start,
+            delayed(_run_chunk)(sweep.function(), sweep.root_seed, ci, sweep.cells[ci], start,
                                 stop, self.kernel_threads, False)
             for ci, start, stop in tasks
         )

@@ -72,6 +72,17 @@ def _function_name(fn):
 
 
 @dataclasses.dataclass(frozen=True)
+class OnSpec:
+    """``fn`` called with ``spec_type.from_cell(cell)`` in place of the engine's cell dict."""
+
+    fn: Callable
+    spec_type: type
+
+    def __call__(self, cell, *args):
+        return self.fn(self.spec_type.from_cell(cell), *args)
+
+
+@dataclasses.dataclass(frozen=True)
 class Sweep:
     """A grid of cells times trials, and the function that runs one trial.
 
@@ -120,6 +131,13 @@ class Sweep:
         Flop/s one single-threaded worker reaches on this sweep's trials (as measured by a
         benchmark of its kernels), for the time estimate; default :data:`_FLOPS_PER_WORKER`.
         Not part of the sweep's identity.
+    spec_type : type, optional
+        A typed trial spec (:class:`mixreg.study.TrialSpec`): a class whose instances have
+        ``to_cell()`` and whose ``from_cell(cell)`` rebuilds the instance.  With it, ``cells``
+        may be given as spec instances (stored as their cells, so seeds and files are those of
+        the dicts), and ``trial_fn``, ``cost_fn`` and ``memory_fn`` receive
+        ``spec_type.from_cell(cell)`` instead of the dict.  Not part of the sweep's identity
+        (the cells are).
 
     Raises
     ------
@@ -140,12 +158,19 @@ class Sweep:
     memory_fn: Callable[[dict], float] | None = None
     flop_rate: float | None = None
     size_names: tuple = ()
+    spec_type: type | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         if not callable(self.trial_fn):
             raise TypeError(f"trial_fn must be callable, got {type(self.trial_fn).__name__}")
+        if self.spec_type is not None:
+            if not (isinstance(self.spec_type, type) and callable(getattr(self.spec_type, "from_cell", None))):
+                raise TypeError(f"spec_type must be a class with a from_cell classmethod, got {self.spec_type!r}")
+            cells = self.cells if isinstance(self.cells, (list, tuple)) else tuple(self.cells)
+            object.__setattr__(self, "cells", tuple(
+                c.to_cell() if isinstance(c, self.spec_type) else c for c in cells))
         object.__setattr__(self, "cells", _check_cells(self.cells))
         object.__setattr__(self, "n_trials", check_int("n_trials", self.n_trials, low=1))
         object.__setattr__(self, "root_seed", check_int("root_seed", self.root_seed, low=0))
@@ -186,6 +211,15 @@ class Sweep:
             "cells": [_text_cell(c) for c in self.cells],
             "config": _normalise_json("config", self.config),
         }
+
+    def function(self, name="trial_fn"):
+        """``trial_fn`` (or ``cost_fn``, ``memory_fn``) as the engine calls it, with a cell dict:
+        the function itself, or, with :attr:`spec_type`, the function of the spec rebuilt from the
+        cell (a picklable wrapper that workers import by the names of both)."""
+        fn = getattr(self, name)
+        if fn is None or self.spec_type is None:
+            return fn
+        return OnSpec(fn, self.spec_type)
 
     @functools.cached_property
     def key(self):
@@ -330,7 +364,7 @@ class _Plan:
 
 
 def _cell_costs(sweep, name="cost_fn"):
-    fn = getattr(sweep, name)
+    fn = sweep.function(name)
     if fn is None:
         return None
     costs = []
@@ -842,7 +876,7 @@ def replay_trial(sweep, cell, trial, *, kernel_threads=1):
         kernel_threads = check_int("kernel_threads", kernel_threads, low=1)
     params = sweep.cells[cell]
     with _kernel_threads(kernel_threads, True):
-        return sweep.trial_fn(dict(params), trial_seed(sweep.root_seed, params, trial))
+        return sweep.function()(dict(params), trial_seed(sweep.root_seed, params, trial))
 
 
 def _dry_run_workers(jobs, warn=True):

@@ -8,11 +8,6 @@ One private module per figure family, every public name re-exported here:
 
 * :mod:`mixreg.plotting._common`: :func:`save_figure`, :func:`not_drawn` (a figure the tables
   cannot give, said in one line) and the helpers every figure shares;
-* :mod:`mixreg.plotting._success`: IFCA's success probability against the separation, and the
-  collapse of the noise levels on a predicted scale (``experiments/success_vs_R.py``);
-* :mod:`mixreg.plotting._success_mn`: IFCA's success probability against the number of clients
-  and the points per client, with the predicted region where the known-label least-squares
-  error misses the threshold (``experiments/success_vs_mn.py``);
 * :mod:`mixreg.plotting._two_phase`: Su-Xu-Yang's two-phase algorithm, error against rounds
   with the controls, the measured Phase-2 contraction (``experiments/two_phase.py``), and the
   scaling in ``M``, the size law and ``p_min``;
@@ -38,8 +33,6 @@ from __future__ import annotations
 from ._common import FigureNotDrawn, not_drawn, save_figure
 from ._compare import plot_comparison
 from ._error_floor import plot_error_floor
-from ._success import plot_success_collapse, plot_success_vs_separation
-from ._success_mn import plot_success_heatmap, plot_success_vs_m
 from ._two_phase import (
     plot_error_vs_rounds,
     plot_two_phase_contraction,
@@ -55,10 +48,6 @@ __all__ = [
     "plot_comparison",
     "COMPARE",
     "plot_error_floor",
-    "plot_success_vs_separation",
-    "plot_success_collapse",
-    "plot_success_vs_m",
-    "plot_success_heatmap",
     "save_figure",
     "FigureNotDrawn",
     "not_drawn",

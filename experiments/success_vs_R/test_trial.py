@@ -1,4 +1,4 @@
-"""The IFCA success trials (mixreg.trials): one draw at several noise levels as one batch."""
+"""The IFCA success trials (experiments.success_vs_R.trial): one draw at several noise levels as one batch."""
 
 import dataclasses
 
@@ -7,7 +7,8 @@ import pytest
 
 from mixreg.algorithms.ifca import ifca
 from mixreg.problems import ProblemSpec
-from mixreg.trials import (
+from experiments.success_vs_R.trial import (
+    IfcaSuccessSpec,
     IFCA_LEVELS_CELLS,
     IFCA_SCALE_LEVELS_CELLS,
     IFCA_SUCCESS_CELLS,
@@ -47,7 +48,7 @@ def test_a_shared_draw_batch_equals_separate_runs_on_the_same_draw(dtype):
 def test_the_levels_trial_scores_every_level_as_a_separate_trial_on_its_draw():
     cell = {**_spec().to_cell(IFCA_LEVELS_CELLS), "sigma_levels": LEVELS, **METHOD}
     seed = np.random.SeedSequence(11)
-    record = ifca_success_levels_trial(cell, seed)
+    record = ifca_success_levels_trial(IfcaSuccessSpec.from_cell(cell), seed)
     rows = unpack_levels([dict(record, r=cell["r"], trial=0)], LEVELS)
     assert [row["sigma"] for row in rows] == list(LEVELS) and all(row["trial"] == 0 for row in rows)
     for row, sigma in zip(rows, LEVELS):
@@ -63,7 +64,7 @@ def _assert_scored_as_alone(row, spec, method, entropy):
         def spawn(self, n):
             return [data_ss, init_ss]
 
-    alone = ifca_success_trial({**spec.to_cell(IFCA_SUCCESS_CELLS), **method}, Same(0))
+    alone = ifca_success_trial(IfcaSuccessSpec.from_cell({**spec.to_cell(IFCA_SUCCESS_CELLS), **method}), Same(0))
     for key in ("official_success", "honest_success", "oracle_success", "n_diverged", "threshold"):
         assert row[key] == alone[key], key
     for key in ("official_best_dist", "honest_dist", "oracle_dist", "separation"):
@@ -86,7 +87,7 @@ def test_the_scale_levels_trial_scores_every_r_as_a_separate_trial_on_its_draw(i
     spec = dataclasses.replace(_spec(), sigma=0.1, scale=1.0)
     cell = {**spec.to_cell(IFCA_SCALE_LEVELS_CELLS), "r_levels": SCALES, **method}
     assert "r" not in cell
-    record = ifca_success_levels_trial(cell, np.random.SeedSequence(11))
+    record = ifca_success_levels_trial(IfcaSuccessSpec.from_cell(cell), np.random.SeedSequence(11))
     rows = unpack_levels([dict(record, sigma=0.1, trial=0)], SCALES, key="r")
     assert [row["r"] for row in rows] == list(SCALES)
     assert rows[0]["separation"] < rows[1]["separation"] < rows[2]["separation"]
@@ -98,4 +99,4 @@ def test_a_levels_cell_holds_one_kind_of_level():
     cell = {**dataclasses.replace(_spec(), scale=1.0).to_cell(IFCA_SCALE_LEVELS_CELLS), "r_levels": SCALES,
             "sigma_levels": LEVELS, **METHOD}
     with pytest.raises(ValueError, match="exactly one"):
-        ifca_success_levels_trial(cell, np.random.SeedSequence(0))
+        ifca_success_levels_trial(IfcaSuccessSpec.from_cell(cell), np.random.SeedSequence(0))

@@ -1,28 +1,33 @@
-"""Trial functions: one Monte Carlo trial of an experiment, from a seed to a record of scalars.
+"""The IFCA success trial (IFCA paper, Fig. 3): its typed spec and the trial, from a seed to a record.
 
-A trial function takes ``(cell, seed)``, where ``cell`` is a dict of scalar parameters and
-``seed`` a :class:`numpy.random.SeedSequence`, and returns a dict of scalars.  It is the unit of
-work of :mod:`mixreg.montecarlo` and knows nothing about sweeps, files or plots.
+:class:`IfcaSuccessSpec` is one cell of the success studies (``success_vs_R``,
+``success_vs_mn``): the problem (a :class:`mixreg.problems.ProblemSpec`, stored under the official
+code's names) and IFCA's settings.  :func:`ifca_success_trial` runs one trial of it;
+:func:`ifca_success_levels_trial` runs the noise levels (or separation scales) of one draw as
+one batch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from typing import ClassVar
 
 import numpy as np
 
-from .baselines import known_label_least_squares
-from .algorithms.ifca import ifca, initial_parameters
-from .metrics import (
+from mixreg.algorithms.ifca import INIT_METHODS, ifca, initial_parameters
+from mixreg.baselines import known_label_least_squares
+from mixreg.metrics import (
     matched_mean_distance,
     misclustering_rate,
     nearest_truth_distance,
     oracle_ls_floor,
 )
-from .problems import CellSchema, ProblemSpec
+from mixreg.problems import CellSchema
+from mixreg.study import TrialSpec, param
 
-__all__ = ["ifca_success_trial", "ifca_success_levels_trial", "unpack_levels", "SUCCESS_RULES",
-           "IFCA_SUCCESS_CELLS", "IFCA_LEVELS_CELLS", "IFCA_SCALE_LEVELS_CELLS"]
+__all__ = ["IfcaSuccessSpec", "ifca_success_trial", "ifca_success_levels_trial", "unpack_levels",
+           "SUCCESS_RULES", "IFCA_SUCCESS_CELLS", "IFCA_LEVELS_CELLS", "IFCA_SCALE_LEVELS_CELLS", "COLUMNS"]
 
 #: How :func:`ifca_success_trial` reads its problem from a cell: the official code's names
 #: (``r`` is the protocol's scale).  Changing a key would change the seeds of every trial.
@@ -38,6 +43,68 @@ IFCA_LEVELS_CELLS = CellSchema(keys={key: value for key, value in IFCA_SUCCESS_C
 #: :data:`IFCA_SUCCESS_CELLS` without ``r`` (the cell's ``r_levels`` share one draw).
 IFCA_SCALE_LEVELS_CELLS = CellSchema(keys={key: value for key, value in IFCA_SUCCESS_CELLS.keys.items()
                                            if key != "scale"}, fixed={"scale": 1.0})
+
+#: trials.csv's column order of the cell parameters (the order results directories were written in).
+COLUMNS = ("k", "m", "n", "d", "protocol", "n_rounds", "n_inits", "step_sizes", "init", "init_scale",
+           "threshold_offset", "dtype", "sigma", "r")
+
+_LEVEL_SCHEMAS = {None: IFCA_SUCCESS_CELLS, "sigma": IFCA_LEVELS_CELLS, "r": IFCA_SCALE_LEVELS_CELLS}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IfcaSuccessSpec(TrialSpec):
+    """One cell of an IFCA success study: the problem and IFCA's settings (the official code's
+    protocol: IFCA option I, full batch, full participation, every init times every step size).
+
+    With ``sigma_levels`` (or ``r_levels``) the cell's levels of the noise (or of the separation
+    scale) share one draw (:func:`ifca_success_levels_trial`); the problem's own ``sigma`` (or
+    ``scale``) is then fixed at 0 (1) and unused.
+    """
+
+    schema: ClassVar[CellSchema] = IFCA_SUCCESS_CELLS
+
+    n_rounds: int = param("IFCA rounds T", low=1)
+    n_inits: int = param("random initialisations per trial", low=1)
+    step_sizes: tuple[float, ...] = param("IFCA step sizes, each run from every initialisation", low=0,
+                                          low_open=True)
+    init: str = param("initialisation", choices=INIT_METHODS)
+    init_scale: float = param("scale of the random initialisation", low=0, low_open=True)
+    threshold_offset: float = param("success threshold: distance < 0.6 sigma + this offset", low=0)
+    sigma_levels: tuple[float, ...] | None = param("noise levels sharing one draw", default=None, low=0,
+                                                   distinct=True)
+    r_levels: tuple[float, ...] | None = param("separation scales sharing one draw", default=None, low=0,
+                                               low_open=True, distinct=True)
+
+    def check(self):
+        if self.sigma_levels is not None and self.r_levels is not None:
+            raise ValueError("a levels cell holds exactly one of sigma_levels and r_levels")
+
+    @property
+    def levels_key(self):
+        """``"sigma"``, ``"r"`` or ``None``: which parameter's levels share the cell's draw."""
+        return "sigma" if self.sigma_levels is not None else "r" if self.r_levels is not None else None
+
+    @property
+    def batch(self):
+        """Replicas of one trial's batch: inits x step sizes x the levels of its one draw."""
+        levels = self.sigma_levels or self.r_levels or (None,)
+        return self.n_inits * len(self.step_sizes) * len(levels)
+
+    def cell_schema(self):
+        return _LEVEL_SCHEMAS[self.levels_key]
+
+    @classmethod
+    def schema_of(cls, cell):
+        if "sigma_levels" in cell and "r_levels" in cell:
+            raise ValueError("a levels cell holds exactly one of sigma_levels and r_levels")
+        return _LEVEL_SCHEMAS["sigma" if "sigma_levels" in cell else "r" if "r_levels" in cell else None]
+
+    def columns(self):
+        key = self.levels_key
+        if key is None:
+            return COLUMNS
+        return tuple(column for column in COLUMNS if column != key) + (f"{key}_levels",)
+
 
 SUCCESS_RULES = {
     "official": (
@@ -57,7 +124,7 @@ SUCCESS_RULES = {
 }
 
 
-def ifca_success_trial(cell, seed):
+def ifca_success_trial(spec, seed):
     """One trial of the IFCA success-probability experiment (IFCA paper, Fig. 3).
 
     The protocol of the official code: draw a problem, run IFCA option I (gradient averaging,
@@ -67,11 +134,9 @@ def ifca_success_trial(cell, seed):
 
     Parameters
     ----------
-    cell : dict
-        The problem, a :class:`mixreg.problems.ProblemSpec` under :data:`IFCA_SUCCESS_CELLS`
-        (``m, k, n, d, sigma, r, protocol, dtype``), and the method: ``n_rounds``, ``n_inits``,
-        ``step_sizes`` (a tuple), ``init`` (initialisation method), ``init_scale``,
-        ``threshold_offset`` (0.001 in the official r-sigma sweeps).
+    spec : IfcaSuccessSpec
+        The problem and IFCA's settings (``threshold_offset`` is 0.001 in the official r-sigma
+        sweeps).
     seed : numpy.random.SeedSequence
         Spawns two streams: the problem (data seed) and the initialisations (train seed).
 
@@ -80,13 +145,13 @@ def ifca_success_trial(cell, seed):
     dict of scalars
     """
     data_ss, init_ss = seed.spawn(2)
-    problem = ProblemSpec.from_cell(cell, IFCA_SUCCESS_CELLS).generate(np.random.default_rng(data_ss))
-    theta0, gammas = _starts(problem, cell, init_ss)
-    res = ifca(problem, theta0, gammas, n_rounds=int(cell["n_rounds"]))
-    return _score(problem, res, np.arange(gammas.size), float(cell["threshold_offset"]))
+    problem = spec.problem.generate(np.random.default_rng(data_ss))
+    theta0, gammas = _starts(problem, spec, init_ss)
+    res = ifca(problem, theta0, gammas, n_rounds=spec.n_rounds)
+    return _score(problem, res, np.arange(gammas.size), spec.threshold_offset)
 
 
-def ifca_success_levels_trial(cell, seed):
+def ifca_success_levels_trial(spec, seed):
     """One trial of the IFCA success experiment at several noise levels, or at several
     separation scales, on ONE draw.
 
@@ -102,10 +167,8 @@ def ifca_success_levels_trial(cell, seed):
 
     Parameters
     ----------
-    cell : dict
-        As for :func:`ifca_success_trial`, with either ``sigma_levels`` (a tuple) in place of
-        ``sigma`` (:data:`IFCA_LEVELS_CELLS`), or ``r_levels`` (a tuple) in place of ``r``
-        (:data:`IFCA_SCALE_LEVELS_CELLS`).
+    spec : IfcaSuccessSpec
+        With ``sigma_levels`` or ``r_levels``.
     seed : numpy.random.SeedSequence
         Spawns the same two streams as :func:`ifca_success_trial`.
 
@@ -117,21 +180,21 @@ def ifca_success_levels_trial(cell, seed):
         ``L<g>_r``; see :func:`unpack_levels` for one record per level.
     """
     data_ss, init_ss = seed.spawn(2)
-    key, schema = ("sigma", IFCA_LEVELS_CELLS) if "sigma_levels" in cell else ("r", IFCA_SCALE_LEVELS_CELLS)
-    if ("sigma_levels" in cell) == ("r_levels" in cell):
-        raise ValueError("a levels cell holds exactly one of sigma_levels and r_levels")
-    levels = tuple(float(s) for s in cell[f"{key}_levels"])
-    spec = ProblemSpec.from_cell(cell, schema)
+    key = spec.levels_key
+    if key is None:
+        raise ValueError("a levels trial needs sigma_levels or r_levels")
+    levels = tuple(float(s) for s in (spec.sigma_levels if key == "sigma" else spec.r_levels))
     rng = np.random.default_rng(data_ss)
-    problems = spec.generate_levels(rng, levels) if key == "sigma" else spec.generate_levels(rng, scales=levels)
-    starts = [_starts(pb, cell, init_ss) for pb in problems]  # each level's own, from the same stream
+    problems = (spec.problem.generate_levels(rng, levels) if key == "sigma"
+                else spec.problem.generate_levels(rng, scales=levels))
+    starts = [_starts(pb, spec, init_ss) for pb in problems]  # each level's own, from the same stream
     B, G = starts[0][1].size, len(levels)
     res = ifca(problems[0], np.concatenate([theta0 for theta0, _ in starts]),
-               np.concatenate([gammas for _, gammas in starts]), n_rounds=int(cell["n_rounds"]),
+               np.concatenate([gammas for _, gammas in starts]), n_rounds=spec.n_rounds,
                responses=np.stack([pb.y for pb in problems]), response_of=np.repeat(np.arange(G), B))
     out = {}
     for g, (pb, level) in enumerate(zip(problems, levels)):
-        record = _score(pb, res, np.arange(g * B, (g + 1) * B), float(cell["threshold_offset"]))
+        record = _score(pb, res, np.arange(g * B, (g + 1) * B), spec.threshold_offset)
         out[f"L{g}_{key}"] = level
         out.update({f"L{g}_{name}": value for name, value in record.items()})
     return out
@@ -160,12 +223,12 @@ def unpack_levels(records, levels, key="sigma"):
 _LEVEL_KEY = re.compile(r"L(\d+)_(.+)")
 
 
-def _starts(problem, cell, init_ss):
+def _starts(problem, spec, init_ss):
     """The batch of one trial: replica ``b = (init b // L, step size b % L)``."""
-    step_sizes = np.asarray(cell["step_sizes"], dtype=np.float64)
-    n_inits = int(cell["n_inits"])
+    step_sizes = np.asarray(spec.step_sizes, dtype=np.float64)
+    n_inits = spec.n_inits
     inits = initial_parameters(
-        problem, n_inits, cell["init"], rng=np.random.default_rng(init_ss), scale=cell["init_scale"]
+        problem, n_inits, spec.init, rng=np.random.default_rng(init_ss), scale=spec.init_scale
     )
     return np.repeat(inits, step_sizes.size, axis=0), np.tile(step_sizes, n_inits)
 

@@ -9,7 +9,7 @@ import pytest
 
 from experiments import success_vs_mn as exp
 from mixreg.theory import ls_oracle_success_probability
-from mixreg.trials import ifca_success_levels_trial
+from experiments.success_vs_R.trial import ifca_success_levels_trial
 
 # A reduced quick preset (one r, two n, four m, 8 trials; d = 50 as the quick preset): a few
 # seconds of work, and it crosses the predicted boundary for both n.
@@ -24,11 +24,11 @@ def _read(path):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--ms", "1", "10"], "every m must be at least k"),
-        (["--ns", "0"], "ns must be distinct integers >= 1"),
-        (["--ms", "10", "10"], "ms must be distinct integers >= 1"),
+        (["--ms", "1", "10"], "every value of ms must be at least k"),
+        (["--ns", "0"], "ns must be an integer >= 1"),
+        (["--ms", "10", "10"], "ms must be distinct"),
         (["--sigma", "-1"], "sigma must be finite and >= 0"),
-        (["--rs", "0"], "rs must be distinct, finite and > 0"),
+        (["--rs", "0"], "rs must be finite and > 0"),
         (["--threshold-offset", "-1"], "threshold_offset must be finite and >= 0"),
         (["--preset", "paper-a"], "invalid choice"),
     ],
@@ -41,24 +41,24 @@ def test_bad_options_exit_with_a_clear_message(argv, message, capsys, tmp_path):
 
 
 def test_presets_are_the_official_grids():
-    c = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-c"]))
+    c = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(["--preset", "paper-c"]))
     assert (c.k, c.d, c.sigma, c.trials, c.n_inits, c.n_rounds, c.dtype) == (2, 1000, 0.1, 40, 10, 300, "float32")
     assert c.ms == (50, 70, 100, 150, 200, 300, 400) and c.ns == (50, 100, 200) and c.rs == (0.1, 0.25)
     assert c.step_sizes == (1.0, 0.1, 0.01) and c.threshold_offset == 0.0 and c.protocol == "official"
-    d = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-d"]))
+    d = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(["--preset", "paper-d"]))
     assert (d.k, d.ms, d.ns, d.rs, d.step_sizes) == (4, (100, 200, 300, 400, 800), (50, 100, 200), (0.5, 0.75),
                                                      (2.0, 1.0, 0.5))
     # the official protocol: the two r of a trial share one draw (theta* = r b), one cell per (n, m)
     assert c.shared_draws and d.shared_draws
     cells = exp.cells_of(d)
-    assert len(cells) == 3 * 5 and all(cell["r_levels"] == (0.5, 0.75) for cell in cells) and "r" not in cells[0]
+    assert len(cells) == 3 * 5 and all(cell.r_levels == (0.5, 0.75) for cell in cells) and "r" not in cells[0].to_cell()
     independent = exp.cells_of(dataclasses.replace(d, shared_draws=False))
     assert len(independent) == 2 * 3 * 5 and exp.trial_flops(cells[0]) == 2 * exp.trial_flops(independent[0])
     assert exp.build_sweep(c).trial_fn is ifca_success_levels_trial
 
 
 def test_shared_draws_run_end_to_end_and_give_one_rate_per_r(tmp_path, monkeypatch):
-    monkeypatch.setattr(exp, "REPO", tmp_path)
+    monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
     argv = ["--ms", "10", "20", "--ns", "5", "--rs", "0.1", "0.5", "--trials", "3", "--n-rounds", "20",
             "--no-progress", "--shared-draws", "--out", str(out), "--jobs", "1"]
@@ -75,7 +75,7 @@ def test_shared_draws_run_end_to_end_and_give_one_rate_per_r(tmp_path, monkeypat
 def test_the_prediction_is_the_papers_floor_table():
     """papers_spec 3.8: for (c) the floor / sigma is 0.82 at (n, m) = (50, 100), 0.60 at (50, 150), 0.50 at
     (100, 100); success must be ~0 for (n = 50, m <= 100) and (n = 100, m <= 70)."""
-    config = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-c"]))
+    config = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(["--preset", "paper-c"]))
     rows = {(row["n"], row["m"]): row for row in exp.predictions(config)}
     assert rows[50, 100]["ls_rms_over_threshold"] * 0.6 == pytest.approx(0.82, abs=0.005)
     assert rows[100, 100]["ls_rms_over_threshold"] * 0.6 == pytest.approx(0.50, abs=0.005)
@@ -109,7 +109,7 @@ def test_dry_run_prints_the_plan(capsys, tmp_path):
 
 def test_reduced_run_shows_the_predicted_structure(tmp_path, monkeypatch):
     figures = tmp_path / "figures"
-    monkeypatch.setattr(exp, "REPO", tmp_path)
+    monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
     assert exp.main(REDUCED + ["--out", str(out), "--jobs", "2"]) == 0
     names = ["trials.csv", "rates.csv", "theory.csv", "crossings.csv", "manifest.json",
@@ -188,9 +188,9 @@ def test_shared_draws_off_is_not_part_of_the_identity():
     the field reads back with its default (results directories written before the option redraw).
     The quick key is pinned: it changes only with the registered predictions (their text and
     the oracle's success probabilities were added to them after 691ca527b8e1a218)."""
-    from experiments._cli import _config_from_record
+    from mixreg.cli import _config_from_record
 
-    quick = exp.config_from_args(exp.build_parser().parse_args([]))
+    quick = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args([]))
     sweep = exp.build_sweep(quick)
     assert sweep.key == "69badef56e1a8b86" and "shared_draws" not in sweep.config
     record = json.loads(json.dumps(sweep.config))
@@ -223,7 +223,7 @@ def test_the_region_check_reports_the_edge_cells_apart_and_the_papers_r_first():
     edge = [pred for pred in theory if pred["ls_unlikely"] and pred["oracle_success_probability"] >= exp.EDGE_PROBABILITY]
     assert [(pred["m"], pred["n"]) for pred in edge] == [(150, 50)]
     assert edge[0]["oracle_success_probability"] == pytest.approx(0.396, abs=0.01)
-    text = exp._prediction_check(rates, theory, paper_r=0.25)
+    text = exp.figures._prediction_check(rates, theory, paper_r=0.25)
     assert text.index("r = 0.25 (the paper's)") < text.index("r = 0.1:")
     assert "5 cells deep inside (predicted oracle success < 0.05), highest official 0.01, honest 0.01, oracle 0.01" in text
     assert "5 cells deep inside (predicted oracle success < 0.05), highest official 0.02" in text
@@ -234,9 +234,9 @@ def test_a_crossing_outside_the_grid_says_on_which_side():
     config, theory, rates = _paper_c_tables(lambda r, pred: 1.0 if pred["n"] == 200 else 0.0 if pred["n"] == 50 else
                                             float(pred["m"] >= 100))
     row = dict(r=0.1, m_half=None)
-    assert exp._crossing_text(dict(row, n=200), rates) == "below the grid (rate 1 at m = 50)"
-    assert exp._crossing_text(dict(row, n=50), rates) == "beyond the grid (rate 0 at m = 400)"
-    assert exp._crossing_text(dict(row, n=100, m_half=83.7), rates) == "83.7"
+    assert exp.figures._crossing_text(dict(row, n=200), rates) == "below the grid (rate 1 at m = 50)"
+    assert exp.figures._crossing_text(dict(row, n=50), rates) == "beyond the grid (rate 0 at m = 400)"
+    assert exp.figures._crossing_text(dict(row, n=100, m_half=83.7), rates) == "83.7"
 
 
 def test_the_papers_r_is_named_in_its_panels_titles():

@@ -1,4 +1,4 @@
-"""The command line of every experiment: its Config's flags, the engine's flags and ``--redraw``.
+"""The command line of every study: its Config's flags, the engine's flags and ``--redraw``.
 
 An experiment declares each of its parameters once, as a field of its frozen ``Config``
 dataclass, with a real type annotation and a help text (:func:`param`)::
@@ -115,6 +115,7 @@ from mixreg.montecarlo import (
 )
 from mixreg.montecarlo.reader import read_results
 from mixreg.plotting import FigureNotDrawn
+from mixreg.study._params import param
 
 __all__ = [
     "param",
@@ -140,32 +141,6 @@ _EXIT_TERMINATED = 143  # 128 + SIGTERM
 # --------------------------------------------------------------------------- a Config's flags
 
 
-def param(help, *, default=dataclasses.MISSING, choices=None, renamed_from=()):
-    """A ``Config`` field that is also a command-line flag.
-
-    Parameters
-    ----------
-    help : str
-        What the parameter is; the flag's help text (argparse's ``%`` must be written ``%%``).
-    default : optional
-        The field's default when no preset sets it (immutable: a tuple, not a list).
-    choices : sequence, optional
-        Allowed values (of every element, for a tuple field); argparse refuses others.
-    renamed_from : str or sequence of str
-        Flags of earlier versions (``"--inits"``); they exit with a message naming the new one.
-
-    Returns
-    -------
-    dataclasses.Field
-        With ``metadata={"help": ..., "choices": ..., "renamed_from": ...}``.
-    """
-    if isinstance(renamed_from, str):
-        renamed_from = (renamed_from,)
-    metadata = {"help": help, "choices": None if choices is None else tuple(choices),
-                "renamed_from": tuple(renamed_from)}
-    return dataclasses.field(default=default, metadata=metadata)
-
-
 def config_flag(field_name):
     """The flag of a Config field: ``n_inits`` -> ``--n-inits``, ``M_ref`` -> ``--M-ref``."""
     return "--" + field_name.replace("_", "-")
@@ -179,7 +154,8 @@ def config_flags(*field_names):
 def _option_fields(config_cls):
     """The fields that are flags (all but ``preset``), with their resolved annotations."""
     hints = typing.get_type_hints(config_cls)
-    return [(f, hints[f.name]) for f in dataclasses.fields(config_cls) if f.name != "preset"]
+    return [(f, hints[f.name]) for f in dataclasses.fields(config_cls)
+            if f.name != "preset" and f.metadata.get("flag", True)]
 
 
 def _element_type(config_cls, name, hint):
@@ -259,7 +235,9 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
             raise TypeError(f"{config_cls.__name__}.{field.name} has no help text; declare it with "
                             "param(help, ...) or metadata={'help': ...}")
         kind, is_tuple = _element_type(config_cls, field.name, hint)
-        flag, text = config_flag(field.name), f"{meta['help']} (default: the preset's)"
+        flag = config_flag(field.name)
+        defaults = _preset_defaults(field, presets, default_preset)
+        text = f"{meta['help']} ({defaults})"
         if kind is bool:
             group.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction, default=None,
                                help=text)
@@ -268,7 +246,7 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
             if choices and not is_tuple:
                 metavar = None  # argparse shows {a,b,c}
             elif choices:
-                text = f"{meta['help']}, among {', '.join(map(str, choices))} (default: the preset's)"
+                text = f"{meta['help']}, among {', '.join(map(str, choices))} ({defaults})"
             group.add_argument(flag, dest=field.name, type=kind, nargs="+" if is_tuple else None, default=None,
                                choices=choices, metavar=metavar, help=text)
         for old in meta.get("renamed_from", ()):
@@ -284,6 +262,33 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
              "although they differ from what the run wrote; without it an edited file is refused")
     add_engine_arguments(parser)
     return parser
+
+
+def _shown(value):
+    """A value as the user would type it: ``1 0.1 0.01`` for a tuple, ``on``/``off`` for a bool."""
+    if isinstance(value, tuple):
+        return " ".join(_shown(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _preset_defaults(field, presets, default_preset):
+    """``--help``'s default of a flag: the default preset's value, and where other presets differ,
+    theirs (``default: 16; paper-a, paper-b: 40``).  ``%`` is escaped for argparse."""
+    def value_in(preset):
+        if field.name in presets[preset]:
+            return _shown(presets[preset][field.name])
+        return None if field.default is dataclasses.MISSING else _shown(field.default)
+
+    main = value_in(default_preset)
+    others = {}
+    for preset in presets:
+        value = value_in(preset)
+        if preset != default_preset and value != main:
+            others.setdefault(value, []).append(preset)
+    text = f"default: {main}" + "".join(f"; {', '.join(names)}: {value}" for value, names in others.items())
+    return text.replace("%", "%%")
 
 
 def config_from_args(config_cls, presets, args):

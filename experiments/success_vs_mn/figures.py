@@ -1,18 +1,25 @@
-"""IFCA's success probability against the number of clients ``m`` and points per client ``n``
-(IFCA paper, Fig. 3(c)/(d); ``experiments/success_vs_mn.py``), with the known-label least-squares
-prediction of where success is out of reach."""
+"""success_vs_mn's figures: success against m per n, and the (m, n) heatmap, with the prediction shaded.
+
+:func:`draw` makes them from the tables of :func:`.summary.summarise` alone (so ``--redraw``
+repeats them exactly).
+"""
 
 from __future__ import annotations
+
+import pathlib
 
 import matplotlib.lines
 import matplotlib.patches
 import matplotlib.ticker
 import numpy as np
 
-from ._common import _plain, plt
-from .methods import RULES, method_label, rule_title
+from mixreg.plotting import save_figure
+from mixreg.plotting._common import _plain, plt
+from mixreg.plotting.methods import RULES, method_label, rule_title
 
-__all__ = ["plot_success_vs_m", "plot_success_heatmap"]
+from .summary import EDGE_PROBABILITY, NAME, PAPER_R, RULES_DRAWN
+
+__all__ = ["draw", "plot_success_vs_m", "plot_success_heatmap"]
 
 _REGION = ("known-label LS RMS error > threshold (prediction, before the runs): success improbable "
            "even with the true labels (the edge cells' predicted probability: footnote)")
@@ -195,3 +202,75 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
         cax = fig.add_axes((0.93, bottom + 0.05, 0.015, 0.8 - bottom))
         fig.colorbar(image, cax=cax, label="success rate")
     return fig
+
+
+def _prediction_check(rates, theory, paper_r=None):
+    """Text: the success rates seen inside the predicted region, per r (the paper's first): the
+    highest over the cells deep inside (predicted oracle success probability below
+    :data:`EDGE_PROBABILITY`), and each edge cell's rates beside its predicted probability."""
+    region = {(row["m"], row["n"]): row["oracle_success_probability"] for row in theory if row["ls_unlikely"]}
+    if not region:
+        return "The predicted region is empty on this grid."
+    deep = {key for key, p in region.items() if p < EDGE_PROBABILITY}
+    edge = sorted((key for key in region if key not in deep), key=lambda key: (key[1], key[0]))
+    rs = sorted({row["r"] for row in rates}, key=lambda r: (paper_r is None or not np.isclose(r, paper_r), r))
+
+    def seen(row):
+        return ", ".join(f"{rule} {row[f'{rule}_success_rate']:.2g}" for rule in RULES_DRAWN)
+
+    parts = []
+    for r in rs:
+        at = {(row["m"], row["n"]): row for row in rates if row["r"] == r}
+        pieces = []
+        inside = [at[key] for key in deep if key in at]
+        if inside:
+            highest = {f"{rule}_success_rate": max(row[f"{rule}_success_rate"] for row in inside) for rule in RULES_DRAWN}
+            pieces.append(f"{len(inside)} cells deep inside (predicted oracle success < {EDGE_PROBABILITY:g}), "
+                          f"highest {seen(highest)}")
+        pieces += [f"edge cell (m, n) = ({m}, {n}), predicted oracle {region[m, n]:.2g}: {seen(at[m, n])}"
+                   for m, n in edge if (m, n) in at]
+        mark = " (the paper's)" if paper_r is not None and np.isclose(r, paper_r) else ""
+        parts.append(f"r = {r:g}{mark}: " + "; ".join(pieces))
+    return "Seen inside it: " + ". ".join(parts) + "."
+
+
+def _crossing_text(row, rates):
+    """The official rule's 1/2-crossing in m, or where it lies when the grid does not hold it."""
+    if row["m_half"] is not None and np.isfinite(row["m_half"]):
+        return _fmt(row["m_half"])
+    curve = sorted((r_ for r_ in rates if r_["r"] == row["r"] and r_["n"] == row["n"]), key=lambda r_: r_["m"])
+    if curve and curve[0]["official_success_rate"] >= 0.5:
+        return f"below the grid (rate {curve[0]['official_success_rate']:.2g} at m = {curve[0]['m']})"
+    return f"beyond the grid (rate {curve[-1]['official_success_rate']:.2g} at m = {curve[-1]['m']})" if curve else "–"
+
+
+def _fmt(value):
+    return "–" if value is None or not np.isfinite(value) else f"{value:.3g}"
+
+
+def draw(config, tables, outdir):
+    """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
+    rates, theory, crossings = tables["rates"], tables["theory"], tables["crossings"]
+    setup = (f"{config.preset}: k={config.k}, d={config.d}, sigma={config.sigma:g}, T={config.n_rounds}, "
+             f"{config.n_inits} inits x step sizes {list(config.step_sizes)}, {config.trials} trials per point, "
+             f"{config.dtype}; theta* protocol '{config.protocol}' (r per coordinate, Δ ≈ r √(d/2)), init "
+             f"'{config.init}'. Success: distance < 0.6 sigma"
+             + (f" + {config.threshold_offset:g}." if config.threshold_offset else " (strict, no offset: the official "
+                                                                               "m-n sweeps)."))
+    offset = f" + {config.threshold_offset:g}" if config.threshold_offset else ""
+    paper_r = PAPER_R.get(config.preset)
+    shading = (f"Shaded / hatched: PREDICTION made from the sizes before the runs: known-label LS RMS error "
+               f"σ√(d/(N−d−1)) > 0.6σ{offset} with N = "
+               f"m n / k, i.e. m below m_needed(n) = k (d + 1 + d σ²/t²) / n (dotted). "
+               + _prediction_check(rates, theory, paper_r))
+    official = [row for row in crossings if row["rule"] == "official"]
+    half = "; ".join(f"r={row['r']:g}, n={row['n']}: {_crossing_text(row, rates)} (needed {row['m_needed']:.3g})"
+                     for row in official)
+    footnote = f"{setup} {shading} Official rule crosses 1/2 at m = {half}."
+    title = (f"IFCA success probability vs clients m and points per client n (k = {config.k}, d = {config.d}, "
+             f"σ = {config.sigma:g})")
+    fig = plot_success_vs_m(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title, footnote=footnote)
+    paths = save_figure(fig, pathlib.Path(outdir) / NAME)
+    fig = plot_success_heatmap(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title,
+                               footnote=f"{setup} {shading}")
+    return paths + save_figure(fig, pathlib.Path(outdir) / f"{NAME}_heatmap")

@@ -59,28 +59,28 @@ def test_an_empty_grid_is_refused(grid, message):
 
 
 def test_presets_are_the_official_grids():
-    args = exp.build_parser().parse_args(["--preset", "paper-a"])
-    a = exp.config_from_args(args)
+    args = exp.STUDY.parser().parse_args(["--preset", "paper-a"])
+    a = exp.STUDY.config_from_args(args)
     assert (a.k, a.m, a.n, a.d, a.trials, a.n_inits, a.n_rounds) == (2, 100, 100, 1000, 40, 10, 300)
     assert a.sigmas == (0.0, 0.1, 0.2, 0.4) and a.rs == (0.1, 0.25, 0.5, 0.75, 1.0)
     assert a.step_sizes == (1.0, 0.1, 0.01) and a.dtype == "float32" and a.threshold_offset == 0.001
-    b = exp.config_from_args(exp.build_parser().parse_args(["--preset", "paper-b"]))
+    b = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(["--preset", "paper-b"]))
     assert (b.k, b.m, b.step_sizes) == (4, 400, (2.0, 1.0, 0.5))
     # the official protocol: the four noise levels of a trial share one draw, one cell per r
     assert a.shared_draws and b.shared_draws
     cells = exp.cells_of(b)
-    assert len(cells) == 5 and all(cell["sigma_levels"] == (0.0, 0.1, 0.2, 0.4) for cell in cells)
-    assert "sigma" not in cells[0]
+    assert len(cells) == 5 and all(cell.sigma_levels == (0.0, 0.1, 0.2, 0.4) for cell in cells)
+    assert "sigma" not in cells[0].to_cell()
     independent = exp.cells_of(dataclasses.replace(b, shared_draws=False))
     assert len(independent) == 20 and exp.trial_flops(cells[0]) == 4 * exp.trial_flops(independent[0])
 
 
 def test_shared_draws_run_end_to_end_and_give_one_rate_per_sigma(tmp_path, monkeypatch):
-    monkeypatch.setattr(exp, "REPO", tmp_path)
+    monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
     assert exp.main(TINY + ["--shared-draws", "--out", str(out), "--jobs", "1"]) == 0
     rates = read_results(out).table("rates.csv")
-    config = exp.config_from_args(exp.build_parser().parse_args(TINY + ["--shared-draws"]))
+    config = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(TINY + ["--shared-draws"]))
     assert sorted({(row["sigma"], row["r"]) for row in rates}) == sorted(
         (float(s), float(r)) for s in config.sigmas for r in config.rs)
     assert all(row["trials"] == config.trials for row in rates)
@@ -95,7 +95,7 @@ def test_dry_run_prints_the_plan(capsys, tmp_path):
 
 def test_end_to_end_writes_table_manifest_and_figure(tmp_path, monkeypatch):
     figures = tmp_path / "figures"
-    monkeypatch.setattr(exp, "REPO", tmp_path)  # a quick run must never write into figures/
+    monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))  # a quick run must never write into figures/
     out = tmp_path / "run"
     assert exp.main(TINY + ["--out", str(out), "--jobs", "1"]) == 0
     for name in ("trials.csv", "rates.csv", "theory.csv", "manifest.json", "success_vs_R.png", "success_vs_R.pdf",
@@ -198,14 +198,16 @@ def test_theory_checks_can_agree_with_sigma_free_data():
 def test_figures_never_credit_theorem_1_outside_its_regime(tmp_path, monkeypatch):
     """Every text of both figures that names Theorem 1 says the runs are outside its assumptions."""
     texts = []
-    real_save = exp.save_figure
+    from experiments.success_vs_R import figures
+
+    real_save = figures.save_figure
 
     def capture(fig, *paths):
         for artist in fig.findobj(lambda a: hasattr(a, "get_text")):
             texts.append(artist.get_text())
         return real_save(fig, *paths)
 
-    monkeypatch.setattr(exp, "save_figure", capture)
+    monkeypatch.setattr(figures, "save_figure", capture)
     records = _synthetic_records(SYNTHETIC, lambda s: 2.8)
     paths = exp.draw(SYNTHETIC, exp.summarise(SYNTHETIC, records), tmp_path)
     assert [p.name for p in paths] == ["success_vs_R.png", "success_vs_R.pdf", "success_vs_R_collapse.png",
@@ -218,11 +220,9 @@ def test_figures_never_credit_theorem_1_outside_its_regime(tmp_path, monkeypatch
 
 
 def test_official_rule_never_counts_a_fully_diverged_trial():
-    cell = dict(exp.cells_of(exp.Config(preset="t", k=2, m=6, n=8, d=4, sigmas=(0.1,), rs=(1.0,), trials=1,
-                                        n_inits=2, step_sizes=(1e9,), n_rounds=60, dtype="float64"))[0])
-    from mixreg.trials import ifca_success_trial
-
-    rec = ifca_success_trial(cell, np.random.SeedSequence(1))
+    spec = exp.cells_of(exp.Config(preset="t", k=2, m=6, n=8, d=4, sigmas=(0.1,), rs=(1.0,), trials=1,
+                                   n_inits=2, step_sizes=(1e9,), n_rounds=60, dtype="float64"))[0]
+    rec = exp.ifca_success_trial(spec, np.random.SeedSequence(1))
     assert rec["n_diverged"] == rec["n_runs"] == 2
     assert rec["official_success"] is False and rec["honest_success"] is False
     assert np.isnan(rec["official_best_dist"]) and np.isnan(rec["honest_dist"])
@@ -244,7 +244,7 @@ def test_ifca_sweep_is_bit_identical_across_backends(tmp_path):
 MEASURE = """
 import sys, numpy as np
 from threadpoolctl import threadpool_limits
-from mixreg.trials import ifca_success_levels_trial
+from experiments.success_vs_R.trial import IfcaSuccessSpec, ifca_success_levels_trial
 
 def high_water():  # this process's peak resident memory (ru_maxrss would include a parent's)
     with open("/proc/self/status") as fh:
@@ -254,7 +254,7 @@ cell = dict(m=200, k=2, n=50, d=1000, protocol="official", n_rounds=2, n_inits=1
             init="official", init_scale=1.0, threshold_offset=0.0, dtype=sys.argv[1], sigma=0.1, r_levels=(0.1, 0.25))
 base = high_water()
 with threadpool_limits(1):
-    ifca_success_levels_trial(cell, np.random.SeedSequence(1))
+    ifca_success_levels_trial(IfcaSuccessSpec.from_cell(cell), np.random.SeedSequence(1))
 print(high_water() - base)
 """
 
@@ -269,10 +269,13 @@ def test_trial_memory_bounds_a_measured_trial_peak(dtype):
 
     if not os.path.exists("/proc/self/status"):
         pytest.skip("measures the peak through /proc (Linux)")
-    cell = dict(m=200, k=2, n=50, d=1000, n_inits=10, step_sizes=(1.0, 0.1, 0.01), dtype=dtype, r_levels=(0.1, 0.25))
+    cell = exp.IfcaSuccessSpec.from_cell(dict(
+        m=200, k=2, n=50, d=1000, protocol="official", n_rounds=2, n_inits=10, step_sizes=(1.0, 0.1, 0.01),
+        init="official", init_scale=1.0, threshold_offset=0.0, dtype=dtype, sigma=0.1, r_levels=(0.1, 0.25)))
     out = subprocess.run([sys.executable, "-c", MEASURE, dtype], capture_output=True, text=True, check=True)
     peak = float(out.stdout.split()[-1])
-    assert 0.3 * exp.trial_memory(cell) <= peak <= exp.trial_memory(cell), (peak, exp.trial_memory(cell))
+    estimate = exp.STUDY.overhead + exp.trial_memory(cell)
+    assert 0.3 * estimate <= peak <= estimate, (peak, estimate)
 
 
 # Legal grids the tables must survive: (flags replacing TINY's, figures not drawn with the words
@@ -317,7 +320,7 @@ def test_a_legal_grid_always_writes_its_tables(grid, tmp_path, monkeypatch, caps
     grid cannot support a blank with its reason, what cannot be drawn one line naming the flag,
     and ``--redraw`` on the directory says the same."""
     flags, not_drawn, reasons = DEGENERATE_GRIDS[grid]
-    monkeypatch.setattr(exp, "REPO", tmp_path)
+    monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
     assert exp.main(_with(TINY, flags) + ["--out", str(out), "--jobs", "1"]) == 0
     err = capsys.readouterr().err

@@ -1,16 +1,25 @@
-"""IFCA's success probability against the separation, one panel per success rule, and the
-collapse of the noise levels' curves on a predicted scale."""
+"""success_vs_R's figures: success against the separation, and the collapse on predicted scales.
+
+:func:`draw` makes them from the tables of :func:`.summary.summarise` alone (so ``--redraw``
+repeats them exactly); :func:`plot_success_vs_separation` and :func:`plot_success_collapse` draw
+from a rates table.
+"""
 
 from __future__ import annotations
+
+import pathlib
 
 import matplotlib.lines
 import matplotlib.ticker
 import numpy as np
 
-from ._common import _plain, plt
-from .methods import RULES, method_label, rule_title
+from mixreg.plotting import not_drawn, save_figure
+from mixreg.plotting._common import _plain, plt
+from mixreg.plotting.methods import RULES, method_label, rule_title
 
-__all__ = ["plot_success_vs_separation", "plot_success_collapse"]
+from .summary import CHECKED_RULES, NAME, _flag, _given
+
+__all__ = ["draw", "plot_success_vs_separation", "plot_success_collapse"]
 
 
 def _log_tick(value, _pos=None):
@@ -268,3 +277,134 @@ def plot_success_collapse(summary, scales, *, rule="official", crossings=None, h
         fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
     fig.tight_layout(rect=(0, bottom + 0.035 * ((len(handles) + 2) // 3) + 0.01, 1, 1))
     return fig
+
+
+def _number(value):
+    """A table's number for a figure: a blank field (``None``) is ``nan``."""
+    return float("nan") if value is None else value
+
+
+def _fmt(value):
+    if value is None or np.isnan(value):
+        return "–"
+    return ("∞" if value > 0 else "−∞") if np.isinf(value) else f"{value:.3g}"
+
+
+def _theory_rows(theory):
+    """``select(quantity, rule=...)`` over theory.csv; refuses a table of an earlier version."""
+    if not theory or "quantity" not in theory[0]:
+        raise ValueError("theory.csv was written by an earlier version of this experiment; run its command "
+                         "again: it resumes without recomputing a trial and rewrites the tables")
+
+    def select(quantity, **match):
+        return [row for row in theory if row["quantity"] == quantity
+                and all(row.get(key) == value for key, value in match.items())]
+    return select
+
+
+def draw(config, tables, outdir):
+    """The two figures, from the tables of :func:`summarise` only; returns the paths written.
+
+    ``success_vs_R``: success against the separation per rule, the oracle ceiling only where it
+    says something.  ``success_vs_R_collapse``: the official rule's curves on the separation
+    condition's scale and on the separation itself, and the 1/2-crossings against sigma with
+    the held-out predictions.  A figure the tables cannot give is not drawn, and
+    :func:`mixreg.plotting.not_drawn` says why: both need a realised separation (none with
+    ``--k 1``), the collapse needs it at two r values or more.
+    """
+    rates, select = tables["rates"], _theory_rows(tables["theory"])
+    separations = {row["r"] for row in rates if _given(row["separation_mean"]) and row["separation_mean"] > 0}
+    if not separations:
+        reason = ("--k 1: one cluster has no separation Δ to draw the success against" if config.k == 1
+                  else "no trial recorded a separation Δ > 0 to draw the success against")
+        for figure in (NAME, f"{NAME}_collapse"):
+            not_drawn(figure, reason)
+        return []
+    delta_per_r = select("delta_per_r")
+    r_per_delta = delta_per_r[0]["value"] if delta_per_r else None
+    predicted = {row["sigma"]: row["value"] for row in select("oracle_success_probability")}
+    ratio = {row["sigma"]: row["value"] for row in select("ls_rms_over_threshold")}
+    observed = select("oracle_success_rate")
+    hits = [f"{round(sum(r['oracle_success_rate'] * r['trials'] for r in rates if r['sigma'] == row['sigma']))}/"
+            f"{sum(r['trials'] for r in rates if r['sigma'] == row['sigma'])}" for row in observed]
+    trivial = all(row["value"] == 1.0 for row in observed) and all(v >= 0.99 for v in predicted.values())
+    if trivial:
+        oracle_text = (f"Known-label LS (oracle): RMS error / threshold = {', '.join(_fmt(v) for v in ratio.values())} "
+                       f"(σ = {', '.join(f'{s:g}' for s in ratio)}), predicted success probability ≥ "
+                       f"{np.floor(min(predicted.values()) * 1e4) / 1e4:.4f} before the runs; observed "
+                       f"{', '.join(hits)} successes: the ceiling is 1 everywhere and is not drawn.")
+    else:
+        oracle_text = ("Oracle ceiling: observed known-label LS success (thick) and its probability predicted from the "
+                       "sizes before the runs (dash-dot).")
+    tests = {row["rule"]: row for row in select("sigma_homogeneity") if row["r"] is None and row["p_value"] is not None}
+    test_text = "; ".join(f"{rule}: p = {_fmt(row['p_value'])}" for rule, row in tests.items())
+    test_text = (f"Do the noise levels differ? Exact test stratified by r ({test_text}): "
+                 f"{'; '.join(sorted({row['verdict'] for row in tests.values()}))}." if tests else "")
+    setup = (f"{config.preset}: k={config.k}, m={config.m}, n={config.n}, d={config.d}, T={config.n_rounds}, "
+             f"{config.n_inits} inits x step sizes {list(config.step_sizes)}, {config.trials} trials per point, "
+             f"{config.dtype}; theta* protocol '{config.protocol}', init '{config.init}' (random, no resampling: "
+             f"outside Theorem 1's assumptions). Success: distance < 0.6 sigma + {config.threshold_offset:g}.")
+    fig = plot_success_vs_separation(
+        rates, rules=CHECKED_RULES,
+        r_per_delta=r_per_delta if _given(r_per_delta) else None,
+        ceiling=not trivial,
+        predicted_ceiling=None if trivial else ("known-label LS success probability, predicted before the runs",
+                                                predicted),
+        title=f"IFCA success probability vs separation (k = {config.k}, m = {config.m}, n = {config.n}, "
+              f"d = {config.d})",
+        footnote=" ".join(t for t in (setup, oracle_text, test_text,
+                                      f"Scales and held-out checks: {NAME}_collapse.png." if len(separations) > 1
+                                      else "") if t),
+    )
+    paths = save_figure(fig, pathlib.Path(outdir) / NAME)
+    if len(separations) < 2:
+        not_drawn(f"{NAME}_collapse", "the collapse panels and the 1/2-crossings need the success rate at two "
+                                      f"separations or more; got {_flag('rs', sorted(separations))}")
+        return paths
+
+    rule = "official"
+
+    def verdict(name):
+        every, noisy = select(f"collapse_{name}", rule=rule)[0], select(f"collapse_{name}_noisy", rule=rule)
+        crossings = select("half_crossing" if name == "delta" else "half_crossing_scaled", rule=rule)
+        values = ", ".join(f"σ={row_['sigma']:g}: {_fmt(row_['value'])}" for row_ in crossings)
+        text = (f"1/2-crossings {values}\nall σ: {every['verdict']} (spread ×{_fmt(every['value'])}, common range "
+                f"[{_fmt(every['low'])}, {_fmt(every['high'])}])")
+        if noisy and any(row_["sigma"] == 0 for row_ in crossings):
+            text += (f"\nσ > 0: {noisy[0]['verdict']} (spread ×{_fmt(noisy[0]['value'])}, common range "
+                     f"[{_fmt(noisy[0]['low'])}, {_fmt(noisy[0]['high'])}])")
+        return text
+
+    scale = {row["sigma"]: row["value"] for row in select("separation_scale")}
+    scales = [
+        dict(divisor=scale, xlabel="Δ / Δ_sep(σ)   (Δ_sep: root of the separation condition, unit constants)",
+             title="scale suggested by Thm 1's separation condition\n(unit constants, n' = n; outside its "
+                   "assumptions: random init, no resampling)",
+             verdict=verdict("separation_scale")),
+        dict(divisor={s: 1.0 for s in scale}, xlabel="realised separation Δ",
+             title="σ-free scale Δ (prediction: σ² adds alike to every model's loss,\nand σ ≪ initial "
+                   "distance ≈ √(d/2), so σ should not matter)", verdict=verdict("delta")),
+    ]
+    crossings = {row["sigma"]: tuple(_number(row[key]) for key in ("value", "low", "high"))
+                 for row in select("half_crossing", rule=rule)}
+    held = {}
+    residuals = []
+    for quantity, label in (
+        ("noise_term_crossing", "held-out prediction, C (σ/p)√(d/(mn)), C fitted on the other σ"),
+        ("sigma_free_crossing", "held-out prediction, σ-free constant fitted on the other σ"),
+    ):
+        rows = select(quantity, rule=rule)
+        held[label] = {row["sigma"]: _number(row["value"]) for row in rows}
+        residuals.append(f"{'noise term' if quantity.startswith('noise') else 'σ-free'}: "
+                         + ", ".join(f"σ={row['sigma']:g} {_fmt(row['residual'])} [{_fmt(row['low'])}, "
+                                     f"{_fmt(row['high'])}] {row['verdict']}" for row in rows))
+    footnote = (f"{setup} Official rule. Both x-scales are fixed before the runs. Crossing intervals: 95%, from "
+                f"Jeffreys-posterior draws of every cell. Held-out residuals log10(predicted/observed crossing) "
+                f"[95% interval]: {'; '.join(residuals)}. {test_text}")
+    fig = plot_success_collapse(
+        rates, scales, rule=rule, crossings=crossings, held_out=held,
+        title=f"Do the noise levels collapse on a predicted scale? (k = {config.k}, m = {config.m}, n = {config.n}, "
+              f"d = {config.d})",
+        footnote=footnote,
+    )
+    return paths + save_figure(fig, pathlib.Path(outdir) / f"{NAME}_collapse")

@@ -1,0 +1,208 @@
+"""Parameters declared once, with their constraints: :func:`param` and :class:`Spec`.
+
+A study's ``Config`` (the command line) and its trial spec (one cell of the grid) are frozen,
+keyword-only dataclasses whose fields are made with :func:`param`: the help text, the allowed
+range or choices, and the relation to another field stand next to the field, and
+:meth:`Spec.validate` checks them all, in the order of the fields, with one message per fault
+naming the field, its allowed range and the value received::
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Config(Spec):
+        preset: str = param("quick or paper")
+        m: int = param("clients", low=1)
+        k: int = param("clusters", low=1, at_most="m", why="every cluster needs a client")
+        sigmas: tuple[float, ...] = param("noise levels", low=0, distinct=True)
+        step_sizes: tuple[float, ...] = param("step sizes", low=0, low_open=True)
+        dtype: str = param("floating-point type", default="float64", choices=("float32", "float64"))
+
+A constraint across fields that no keyword says ("a slope needs two points") is a method
+``check(self)`` raising ``ValueError``; it runs after the fields' own checks.  A spec is
+validated when it is made (``__post_init__``), so every instance is a valid one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import typing
+
+import numpy as np
+
+__all__ = ["param", "Spec", "spec_fields"]
+
+_SCALARS = (bool, int, float, str)
+
+
+def param(help, *, default=dataclasses.MISSING, choices=None, low=None, high=None, low_open=False,
+          high_open=False, distinct=False, allow_empty=False, at_most=None, at_least=None, why=None,
+          renamed_from=(), flag=True):
+    """A spec field with its help text and constraints (also a command-line flag of a ``Config``).
+
+    Parameters
+    ----------
+    help : str
+        What the parameter is (the flag's help; argparse's ``%`` is written ``%%``).
+    default : optional
+        Default when no preset sets it (immutable: a tuple, not a list).
+    choices : sequence, optional
+        Allowed values (of every element, for a tuple field).
+    low, high : number, optional
+        Bounds of a number (of every element, for a tuple field); inclusive unless ``low_open``
+        / ``high_open``.  A float field must also be finite.
+    distinct : bool, default=False
+        A tuple field's values must be distinct (a repeated value would be a repeated cell).
+    allow_empty : bool, default=False
+        A tuple field may be empty.
+    at_most, at_least : str, optional
+        The name of another field this one must not exceed (``at_most``) or fall below.
+    why : str, optional
+        The reason of the relation, appended to its message.
+    renamed_from : str or sequence of str
+        Flags of earlier versions (``"--inits"``); the command line refuses them, naming the new one.
+    flag : bool, default=True
+        Whether the field is a flag of a study's command line.
+
+    Returns
+    -------
+    dataclasses.Field
+        Its ``metadata`` holds ``help``, ``choices``, ``renamed_from``, ``flag`` and ``check``
+        (the constraints).
+    """
+    if isinstance(renamed_from, str):
+        renamed_from = (renamed_from,)
+    check = dict(low=low, high=high, low_open=low_open, high_open=high_open, distinct=distinct,
+                 allow_empty=allow_empty, at_most=at_most, at_least=at_least, why=why,
+                 choices=None if choices is None else tuple(choices))
+    metadata = {"help": help, "choices": check["choices"], "renamed_from": tuple(renamed_from),
+                "flag": bool(flag), "check": check}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def spec_fields(cls):
+    """``[(field, resolved annotation)]`` of a spec class, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls)]
+
+
+def _kind(hint):
+    """``(element type, is a tuple, may be None)`` of ``T``, ``tuple[T, ...]`` or either ``| None``."""
+    optional = False
+    args = typing.get_args(hint)
+    if type(None) in args and len(args) == 2:  # T | None
+        optional, hint = True, next(a for a in args if a is not type(None))
+        args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return args[0], True, optional
+    return hint, False, optional
+
+
+def _is(kind, value):
+    if kind is bool:
+        return isinstance(value, (bool, np.bool_))
+    if kind is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    if kind is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, kind)
+
+
+def _range_text(kind, check):
+    """``"an integer >= 1"``, ``"finite and > 0"``, ``"in (0, 0.5]"``: the allowed range in words."""
+    low, high = check["low"], check["high"]
+    if low is not None and high is not None:
+        text = f"in {'(' if check['low_open'] else '['}{low:g}, {high:g}{')' if check['high_open'] else ']'}"
+    elif low is not None:
+        text = f"{'>' if check['low_open'] else '>='} {low:g}"
+    elif high is not None:
+        text = f"{'<' if check['high_open'] else '<='} {high:g}"
+    else:
+        text = ""
+    if kind is int:
+        return "an integer" + (f" {text}" if text else "")
+    if kind is float:
+        return "finite" + (f" and {text}" if text else "")
+    return text
+
+
+def _in_range(value, check):
+    low, high = check["low"], check["high"]
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    if low is not None and (value <= low if check["low_open"] else value < low):
+        return False
+    return not (high is not None and (value >= high if check["high_open"] else value > high))
+
+
+def _check_field(name, value, hint, check):
+    kind, is_tuple, optional = _kind(hint)
+    if value is None and optional:
+        return
+    if kind not in _SCALARS:  # a nested spec (a ProblemSpec) validates itself
+        if not isinstance(value, kind):
+            raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        return
+    values = value if is_tuple else (value,)
+    if is_tuple and not isinstance(value, tuple):
+        raise TypeError(f"{name} must be a tuple, got {value!r}")
+    shown = list(value) if is_tuple else repr(value)
+    if is_tuple and not value and not check["allow_empty"]:
+        raise ValueError(f"{name} is empty: give at least one value")
+    numeric = kind in (int, float)
+    for item in values:
+        if not _is(kind, item):
+            what = _range_text(kind, check) if numeric else f"of type {kind.__name__}"
+            raise (ValueError if numeric else TypeError)(f"{name} must be {what}, got {shown}")
+        if check["choices"] is not None and item not in check["choices"]:
+            allowed = ", ".join(repr(c) for c in check["choices"])
+            raise ValueError(f"{name} must be one of {allowed}; got {shown}")
+        if numeric and not _in_range(item, check):
+            raise ValueError(f"{name} must be {_range_text(kind, check)}, got {shown}")
+    if is_tuple and check["distinct"] and len(set(value)) < len(value):
+        raise ValueError(f"{name} must be distinct, got {shown}")
+
+
+class Spec:
+    """Base of a frozen, keyword-only dataclass of :func:`param` fields, validated when made.
+
+    Subclasses are declared ``@dataclasses.dataclass(frozen=True, kw_only=True)``.  Lists given
+    for tuple fields are stored as tuples; numbers are stored as given (a study's recorded
+    config, and so its results directories, keep their types).
+    """
+
+    def __post_init__(self):
+        for field, hint in spec_fields(type(self)):
+            if isinstance(getattr(self, field.name), list):
+                object.__setattr__(self, field.name, tuple(getattr(self, field.name)))
+        self.validate()
+
+    def validate(self):
+        """Check every field's constraints, then :meth:`check`; raise ``ValueError`` (or
+        ``TypeError`` for a value of the wrong kind) naming the first bad field; return ``self``."""
+        for field, hint in spec_fields(type(self)):
+            check = field.metadata.get("check")
+            if check is None:
+                continue
+            value = getattr(self, field.name)
+            _check_field(field.name, value, hint, check)
+            for other, bound in (("at_most", "at most"), ("at_least", "at least")):
+                name = check[other]
+                if name is None or value is None or getattr(self, name) is None:
+                    continue
+                limit = getattr(self, name)
+                items = value if isinstance(value, tuple) else (value,)  # a tuple: every value
+                if any((item > limit) if other == "at_most" else (item < limit) for item in items):
+                    reason = f" ({check['why']})" if check["why"] else ""
+                    shown = list(value) if isinstance(value, tuple) else repr(value)
+                    every = "every value of " if isinstance(value, tuple) else ""
+                    raise ValueError(f"{every}{field.name} must be {bound} {name}{reason}; got {field.name}={shown}, "
+                                     f"{name}={limit!r}")
+        self.check()
+        return self
+
+    def check(self):
+        """Constraints across fields that :func:`param` cannot say; raise ``ValueError``."""
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
