@@ -67,8 +67,8 @@ from ._driver import (
     HistoryRecorder,
     Replicas,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
 )
 from ._server import check_server_step
 
@@ -248,15 +248,9 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
         theta=theta,
         assignments=assign,
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
         local_solver=solver,
         local_steps=s,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, eta, start, rec),
     )
 
 

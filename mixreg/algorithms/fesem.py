@@ -66,8 +66,8 @@ from ._driver import (
     Replicas,
     check_problem,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
 )
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
@@ -366,18 +366,12 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
         theta=centres,
         assignments=assign,
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
         local_models=np.ascontiguousarray(local.transpose(1, 0, 2)),
         md_loss=md_loss,
         weights=weights,
         local_steps=s,
         warm_start=warm_start,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, eta, start, rec),
     )
 
 

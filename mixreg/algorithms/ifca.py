@@ -47,8 +47,8 @@ from ._driver import (
     Replicas,
     check_problem,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
     level_scales,
 )
 from ._local_steps import local_gradient_steps
@@ -393,13 +393,7 @@ def ifca(
         theta=theta,
         assignments=assignments,
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=gamma,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, gamma, start, rec),
     )
 
 

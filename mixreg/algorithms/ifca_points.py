@@ -73,8 +73,8 @@ from ._driver import (
     HistoryRecorder,
     Replicas,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
 )
 from ._fixed_labels import majority_labels
 from ._local_steps import local_gradient_steps
@@ -333,13 +333,7 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         theta=theta,
         assignments=_majority(labels, problem.offsets, k),
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, eta, start, rec),
         point_assignments=labels,
         point_misclustering=point_mis,
         point_misclustering_history=None if point_history is None else point_history[: replicas.rounds_run],

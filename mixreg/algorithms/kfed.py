@@ -69,7 +69,7 @@ from ..problems import check_rng
 from ._driver import (
     DriverResult,
     check_run,
-    elapsed,
+    common_fields,
 )
 from ._fixed_labels import clusters_held, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
@@ -291,19 +291,12 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
     # FedAvg(s) within the estimated clusters, on the point labels
     trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol, history=history,
                               server_step=server_step)
-    replicas = trained.replicas
     point_assignments = np.array(np.broadcast_to(row_labels, (B, problem.N)), dtype=np.int64)
     return KFEDResult(
         theta=trained.theta,
         assignments=trained.assignments,
         train_loss=trained.train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(t0),
-        history=trained.history,
+        **common_fields(trained.replicas, eta, t0, trained.history),
         point_assignments=point_assignments,
         point_misclustering=misclustering_rate(point_assignments, problem.row_labels, max(k, problem.k)),
         local=local,

@@ -53,8 +53,9 @@ from ..problems import check_rng
 from ._driver import (
     DriverResult,
     HistoryRecorder,
+    Replicas,
     check_run,
-    elapsed,
+    common_fields,
 )
 from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, _bind
@@ -232,24 +233,16 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
         trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol,
                                   history=history, client_labels=labels, server_step=server_step)
         theta, train_loss, replicas, hist = trained.theta, trained.train_loss, trained.replicas, trained.history
-        diverged, diverged_round = replicas.diverged, replicas.diverged_round
-        rounds_run, reason = replicas.rounds_run, replicas.reason
     else:
         theta, train_loss, hist = _exact_finish(problem, labels, row_labels, theta, history)
-        diverged, diverged_round = np.zeros(B, dtype=np.bool_), np.full(B, -1, dtype=np.int64)
-        rounds_run, reason = 1, "solved exactly: pooled least squares of each estimated cluster"
+        replicas = Replicas(B, 1)  # one step, no divergence
+        replicas.rounds_run, replicas.reason = 1, "solved exactly: pooled least squares of each estimated cluster"
 
     return OneShotResult(
         theta=theta,
         assignments=np.array(np.broadcast_to(labels, (B, problem.m)), dtype=np.int64),
         train_loss=train_loss,
-        diverged=diverged,
-        diverged_round=diverged_round,
-        step_sizes=eta,
-        n_rounds=rounds_run,
-        stop_reason=reason,
-        wall_time=elapsed(t0),
-        history=hist,
+        **common_fields(replicas, eta, t0, hist),
         local_models=local_models,
         kmeans_inertia=clustering.inertia,
         local=local,

@@ -122,7 +122,7 @@ from ._driver import (
     ProblemRefused,
     check_problem,
     check_run,
-    elapsed,
+    common_fields,
 )
 from ._fixed_labels import train_on_labels
 from ._registry import Algorithm, Unmet, _bind
@@ -801,18 +801,11 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     # lines 12-25: FedAvg within each cluster
     trained = train_on_labels(problem, np.repeat(labels, problem.sizes), theta, eta, local_steps=s, n_rounds=T,
                               tol=tol, history=history, client_labels=labels, server_step=server_step)
-    replicas = trained.replicas
     return PACFLResult(
         theta=trained.theta,
         assignments=np.array(np.broadcast_to(labels, (B, problem.m)), dtype=np.int64),
         train_loss=trained.train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(t0),
-        history=trained.history,
+        **common_fields(trained.replicas, eta, t0, trained.history),
         proximity=A,
         n_clusters_found=Z,
         threshold=clustering.threshold,
