@@ -21,6 +21,8 @@ module                      algorithm
                             the one-shot methods)
 :mod:`._driver`             what every batched driver shares: validation, divergence, stop rules,
                             the result base, the history recorder
+:mod:`._server`             the server's update of a round (:class:`ServerStep`, plain today),
+                            the seam of server-side variants (momentum, schedules)
 :mod:`._registry`           the registry the contract test suite runs over
 ==========================  ===================================================================
 
@@ -40,7 +42,17 @@ from ._driver import (
     level_scales,
 )
 from ._memory import TRIAL_OVERHEAD, WORK_ARRAYS, RunSizes, trial_bytes, work_bytes, work_methods
-from ._registry import ALGORITHMS, Algorithm, Unmet, get_algorithm, register, register_builtin, unmet_precondition
+from ._registry import (
+    ALGORITHMS,
+    Algorithm,
+    Unmet,
+    get_algorithm,
+    register,
+    register_builtin,
+    unmet_precondition,
+    with_server_step,
+)
+from ._server import ServerStep
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
 from .ifca_points import IFCAPointsResult, ifca_points
@@ -74,6 +86,7 @@ __all__ = [
     "IFCAResult",
     "MomentDescentResult",
     "ProblemRefused",
+    "ServerStep",
     "Replicas",
     "cluster_anchors",
     "data_scales",
@@ -90,6 +103,7 @@ __all__ = [
     "initial_parameters",
     "moment_descent",
     "register",
+    "with_server_step",
     "training_loss",
 ]
 

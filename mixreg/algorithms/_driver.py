@@ -10,8 +10,8 @@ parameters of shape ``(B, k, d)``.  A public driver function reads, in this orde
    takes the new parameters of the replicas that stayed finite and freezes, and flags, the others;
    :meth:`Replicas.stop_reason` says whether to stop and why;
 4. **build** its result, a frozen dataclass derived from :class:`DriverResult`, whose common
-   fields (parameters, divergence flags, rounds run, stop reason, wall time, history) every
-   driver fills the same way.
+   fields (divergence flags, step sizes, rounds run, stop reason, wall time, history) every
+   driver fills the same way, from its :class:`Replicas` (:func:`common_fields`).
 
 Per-round metrics are recorded by one :class:`HistoryRecorder` for every driver.
 """
@@ -35,6 +35,7 @@ __all__ = [
     "ProblemRefused",
     "Replicas",
     "DriverResult",
+    "common_fields",
     "History",
     "HistoryRecorder",
     "HISTORY_FIELDS",
@@ -465,6 +466,34 @@ class DriverResult:
         if not np.isfinite(loss).any():
             return None
         return int(among[np.nanargmin(loss)])
+
+
+def common_fields(replicas, step_sizes, start, history=None):
+    """The fields of a :class:`DriverResult` that a run's :class:`Replicas` decide, as keyword
+    arguments of the driver's result: ``Result(theta=..., assignments=..., train_loss=...,
+    **common_fields(replicas, eta, start, rec))``.
+
+    Parameters
+    ----------
+    replicas : Replicas
+        The loop's divergence flags, rounds run and stop reason.
+    step_sizes : ndarray of shape (B,)
+    start : float
+        The :func:`time.perf_counter` value at the driver's start (``wall_time`` is taken now).
+    history : HistoryRecorder or History or None
+        A recorder gives its :class:`History` of the rounds run.
+
+    Returns
+    -------
+    dict
+        ``diverged``, ``diverged_round``, ``step_sizes``, ``n_rounds``, ``stop_reason``,
+        ``wall_time`` and ``history``.
+    """
+    wall_time = elapsed(start)
+    if isinstance(history, HistoryRecorder):
+        history = history.result(replicas.rounds_run)
+    return dict(diverged=replicas.diverged, diverged_round=replicas.diverged_round, step_sizes=step_sizes,
+                n_rounds=replicas.rounds_run, stop_reason=replicas.reason, wall_time=wall_time, history=history)
 
 
 def _row_norms(theta):

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..local_solvers import grouped_rows, stacked_operators
 from ._driver import History, HistoryRecorder, Replicas, data_scales
+from ._server import check_server_step
 
 __all__ = ["LabelledTraining", "train_on_labels", "majority_labels", "clusters_held"]
 
@@ -78,7 +79,7 @@ def clusters_held(problem, row_labels):
 
 
 def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds, tol=None, history=False,
-                    client_labels=None):
+                    client_labels=None, server_step=None):
     """FedAvg(s) within each cluster of fixed row labels, for ``B`` replicas.
 
     The caller (a public driver) has validated every argument.
@@ -103,6 +104,9 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     client_labels : int64 array of shape (m,), optional
         The clients' clusters reported in ``assignments`` and the history (default: the majority
         of their rows' labels).
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with each FedAvg round's average within the clusters
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
 
     Returns
     -------
@@ -131,6 +135,8 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     assign = np.broadcast_to(client_labels, (B, m))
     replicas = Replicas(B, n_rounds, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, n_rounds, B, k, HISTORY) if history else None
+    server_step = check_server_step(server_step)
+    state = server_step.start(theta)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
     blocks = [(l, slice(bounds[l], bounds[l + 1])) for l in range(k) if cluster_rows[l]]
@@ -138,6 +144,7 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
         for t in range(n_rounds):
             new = theta.copy()
             loss = _residual_sums(theta, X, y, blocks, groups, operators, new)
+            new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             if rec is not None:
                 rec.record_round(t, assign, loss / (2 * N), replicas.diverged)
             replicas.accept(theta, new, loss / N, t)

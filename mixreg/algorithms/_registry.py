@@ -9,16 +9,25 @@ returns a result with the common fields of :class:`mixreg.algorithms.DriverResul
 adapt the drivers' own keyword arguments (IFCA's option, FedX's local solver) to that signature.
 Registering an algorithm puts it under the contract suite (``tests/test_algorithms_contract.py``):
 batching, divergence, bad input and determinism are then checked for it with no new test code.
+
+A driver that takes a ``server_step`` (:class:`mixreg.algorithms.ServerStep`, the server's
+update) gets a server-side variant as one more entry:
+``register(with_server_step(get_algorithm("ifca"), HeavyBall(0.9), name="ifca_momentum"))``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Algorithm", "ALGORITHMS", "Unmet", "register", "get_algorithm", "unmet_precondition"]
+from ._server import check_server_step
+
+__all__ = ["Algorithm", "ALGORITHMS", "Unmet", "register", "get_algorithm", "unmet_precondition",
+           "with_server_step"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +71,13 @@ class Algorithm:
     options: dict = field(default_factory=dict)
     communication: Callable | None = None
     precondition: Callable | None = None
+
+    @property
+    def takes_server_step(self):
+        """The driver takes a ``server_step`` keyword (:class:`mixreg.algorithms.ServerStep`) that
+        this entry leaves free, so :func:`with_server_step` can make a variant of it."""
+        params = inspect.signature(self.run).parameters  # follows _bind's __wrapped__ to the driver
+        return "server_step" in params and "server_step" not in self.options
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,48 @@ def get_algorithm(name):
         return ALGORITHMS[name]
     except KeyError:
         raise ValueError(f"unknown algorithm {name!r}; registered: {', '.join(sorted(ALGORITHMS))}") from None
+
+
+def with_server_step(algorithm, server_step, *, name=None):
+    """``algorithm`` (an :class:`Algorithm`) with its server update replaced by ``server_step``.
+
+    The new entry runs the same driver with ``server_step=server_step`` and keeps the rest of the
+    entry (source, protocol, communication, precondition); register it with :func:`register`.
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+        An entry whose driver takes a server step (:attr:`Algorithm.takes_server_step`).
+    server_step : mixreg.algorithms.ServerStep
+    name : str, optional
+        The new entry's name; default ``"<algorithm.name>_<server_step.name>"``.
+
+    Returns
+    -------
+    Algorithm
+
+    Examples
+    --------
+    >>> from mixreg.algorithms import ServerStep, get_algorithm
+    >>> class Mine(ServerStep):  # the plain step under another name
+    ...     name = "mine"
+    >>> with_server_step(get_algorithm("fedavg"), Mine()).options
+    {'local_solver': 'fedavg', 'local_steps': 2, 'server_step': 'mine'}
+    """
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
+    server_step = check_server_step(server_step)
+    if not algorithm.takes_server_step:
+        raise ValueError(f"algorithm {algorithm.name!r} takes no server_step (its driver has none, or the entry "
+                         f"fixes it)")
+    run = algorithm.run
+
+    @functools.wraps(run)
+    def stepped(problem, init, step_size, **kwargs):
+        return run(problem, init, step_size, server_step=server_step, **kwargs)
+
+    return dataclasses.replace(algorithm, name=name or f"{algorithm.name}_{server_step.name}", run=stepped,
+                               options={**algorithm.options, "server_step": server_step.name})
 
 
 def _bind(driver, *, uses_rng, **options):

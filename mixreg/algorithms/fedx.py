@@ -67,9 +67,10 @@ from ._driver import (
     HistoryRecorder,
     Replicas,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
 )
+from ._server import check_server_step
 
 __all__ = [
     "FedXResult",
@@ -160,7 +161,7 @@ def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, 
 
 
 def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_rounds=100, tol=None,
-         history=False):
+         history=False, server_step=None):
     r"""Run ``B`` replicas of Phase 2 (FedX with clustering) on one problem.
 
     Round ``t`` (slides "FedX + Clustering in Action", steps 1-4): decode
@@ -197,6 +198,9 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     history : bool
         Record :class:`mixreg.algorithms.History` (matched max distance, iterates,
         misclustering, objective; a metric evaluation per round).
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with the averaged ``k``-tuple (:meth:`~mixreg.algorithms.ServerStep.
+        average`); default the plain step, which takes it.
 
     Returns
     -------
@@ -221,6 +225,7 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     theta, eta, T, tol = check_run(problem, init, step_size, n_rounds, tol)
     B, k, d = theta.shape
     _, solver, s = check_solver(eta, local_solver, local_steps)
+    server_step = check_server_step(server_step)
 
     # plan: the operators w_i K_i^T of each distinct step size, stacked like the data
     values, which = np.unique(eta, return_inverse=True)
@@ -228,7 +233,7 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     groups = [np.flatnonzero(which == u) for u in range(values.size)]
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
-    _run(problem, theta, groups, operators, replicas, rec)
+    _run(problem, theta, groups, operators, replicas, rec, server_step)
 
     # the final decoding, on all data
     P = kernels.predict(theta, problem.X)
@@ -243,19 +248,13 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
         theta=theta,
         assignments=assign,
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
         local_solver=solver,
         local_steps=s,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, eta, start, rec),
     )
 
 
-def _run(problem, theta, groups, operators, replicas, rec):
+def _run(problem, theta, groups, operators, replicas, rec, server_step):
     """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
     B, k, d = theta.shape
     N, m = problem.N, problem.m
@@ -264,6 +263,7 @@ def _run(problem, theta, groups, operators, replicas, rec):
     R = np.empty((B * k, N), dtype=problem.dtype)
     assign = np.empty((B, m), dtype=np.int64)
     best = np.empty((B, m))
+    state = server_step.start(theta)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -277,6 +277,7 @@ def _run(problem, theta, groups, operators, replicas, rec):
             new = theta.copy()
             for g, rows, KT in zip(groups, model_rows, operators):
                 new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
+            new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss
             if rec is not None:
                 rec.record_point(t + 1, theta, replicas.diverged)

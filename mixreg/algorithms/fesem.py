@@ -66,11 +66,12 @@ from ._driver import (
     Replicas,
     check_problem,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
 )
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
+from ._server import check_server_step
 
 __all__ = [
     "FeSEMResult",
@@ -233,7 +234,7 @@ def initial_centres(problem, n_replicas, k=None, *, warm_start="least_squares", 
 
 
 def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history=False, local_steps=1,
-          weights="uniform", warm_start="least_squares"):
+          weights="uniform", warm_start="least_squares", server_step=None):
     r"""Run ``B`` replicas of FeSEM (Algorithms 1 and 2 of Xie et al.) on one problem.
 
     Round ``t`` from centres :math:`\tilde W_t` and local models :math:`W_t`:
@@ -285,6 +286,9 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
         solved exactly, the same for every replica.  ``"gradient"`` uses each replica's own
         :math:`\eta` (``s`` steps from zero); neither depends on the other replicas, so a batch
         equals separate runs.
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with the M-step's centres (:meth:`~mixreg.algorithms.ServerStep.
+        average`); default the plain step, which takes them.
 
     Returns
     -------
@@ -337,6 +341,7 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     s = check_int("local_steps", local_steps, low=1)
     check_choice("weights", weights, WEIGHTS)
     check_choice("warm_start", warm_start, WARM_STARTS)
+    server_step = check_server_step(server_step)
     if rng is not None:
         check_rng(rng)
 
@@ -346,7 +351,7 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     omega = np.ones(problem.m) if weights == "uniform" else problem.sizes.astype(np.float64)
     replicas = Replicas(B, T, tol, theta0=centres, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
-    _run(problem, centres, local, ws, s, omega, replicas, rec)
+    _run(problem, centres, local, ws, s, omega, replicas, rec, server_step)
 
     # the final E-step, objective and MD-loss (Eq. 6)
     assign = np.empty((B, problem.m), dtype=np.int64)
@@ -361,18 +366,12 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
         theta=centres,
         assignments=assign,
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
         local_models=np.ascontiguousarray(local.transpose(1, 0, 2)),
         md_loss=md_loss,
         weights=weights,
         local_steps=s,
         warm_start=warm_start,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, eta, start, rec),
     )
 
 
@@ -458,13 +457,14 @@ def _blown_up(local, replicas):
     return ~(norms <= replicas.param_limit)  # nan: not finite
 
 
-def _run(problem, centres, local, ws, s, omega, replicas, rec):
+def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step):
     """FeSEM's loop, in place on ``centres`` (B, k, d), ``local`` (m, B, d) and ``replicas``."""
     B = centres.shape[0]
     m, N = problem.m, problem.N
     assign = np.empty((B, m), dtype=np.int64)
     dist = np.empty((B, m))
     new_local = np.empty_like(local)
+    state = server_step.start(centres)
     if rec is not None:
         rec.record_point(0, centres, replicas.diverged)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -473,7 +473,8 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec):
             loss = _squared_loss(problem, ws, centres, assign, new_local)  # the round's objective
             if rec is not None:
                 rec.record_round(t, assign, loss / (2 * N), replicas.diverged)
-            new = _m_step(local, assign, omega, centres)  # Eq. 8
+            new = server_step.average(centres, _m_step(local, assign, omega, centres),  # Eq. 8
+                                      t=t, state=state, rows=slice(None))
             kernels.gather_selected(new, assign, new_local)  # Algorithm 2: start from the centre,
             _local_update(problem, ws, new_local, s)  # take s local steps
             loss[_blown_up(new_local, replicas)] = np.nan  # so that the replica is frozen

@@ -47,11 +47,12 @@ from ._driver import (
     Replicas,
     check_problem,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
     level_scales,
 )
 from ._local_steps import local_gradient_steps
+from ._server import check_server_step
 
 __all__ = [
     "IFCAResult",
@@ -275,6 +276,7 @@ def ifca(
     history=False,
     responses=None,
     response_of=None,
+    server_step=None,
 ):
     r"""Run ``B`` replicas of IFCA (Algorithm 2 of the arXiv text) on one problem.
 
@@ -336,6 +338,10 @@ def ifca(
         wider products).  Option I without resampling and with full participation only.
     response_of : int array of shape (B,), with ``responses``
         The response vector of each replica, in ``[0, G)``.
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with option I's gradient (:meth:`~mixreg.algorithms.ServerStep.
+        gradient`) or option II's average (:meth:`~mixreg.algorithms.ServerStep.average`);
+        default the plain step above.
 
     Returns
     -------
@@ -368,6 +374,7 @@ def ifca(
         raise ValueError("rng is required when resample=True or participation < 1")
     if resample or q < 1.0:
         check_rng(rng)
+    server_step = check_server_step(server_step)
 
     if responses is None:
         floors = data_scales(problem)
@@ -377,7 +384,7 @@ def ifca(
     replicas = Replicas(B, T, tol, theta0=theta, floors=floors)
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng,
-         aggregation=aggregation, Y=Y, group=group)
+         aggregation=aggregation, Y=Y, group=group, server_step=server_step)
 
     with np.errstate(over="ignore", invalid="ignore"):
         train_loss, assignments = training_loss(problem, theta, Y, group)
@@ -386,17 +393,11 @@ def ifca(
         theta=theta,
         assignments=assignments,
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=gamma,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, gamma, start, rec),
     )
 
 
-def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group):
+def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group, server_step):
     """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``.
 
     The round's work runs on the *working* replicas only: once a replica has diverged (it is
@@ -418,6 +419,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     compact = COMPACT and rec is None
     blocked = option == "gradient" and not resample
     work = np.arange(B)
+    state = server_step.start(theta)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -445,7 +447,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 gX, gY = Xr[2 * t + 1], yr[2 * t + 1][None]
             else:
                 gX, gY = ws.X, ws.Y
-            th = theta if Bw == B else theta[work]
+            th, rows = (theta, slice(None)) if Bw == B else (theta[work], work)
 
             # identity estimate: j_hat = argmin_j F_i(theta_j)
             kernels.predict(th, ws.X, out=ws.P)
@@ -463,7 +465,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                     kernels.scatter_add(ws.C, assign, grad)
                 else:  # reuse this round's predictions of the assigned model
                     kernels.cluster_gradients(ws.P, gY, ws.group, assign, k, server, gX, ws.blocks, grad)
-                new = th - step * grad
+                new = server_step.gradient(th, grad, step, t=t, state=state, rows=rows)
             else:  # theta_j = mean of the tau-step local models of the clients that chose j
                 kernels.gather_selected(th, assign, local)
                 local_gradient_steps(local, gX, ws.layout, loc_step, tau,  # tau steps on F_i from theta_{j_hat_i}
@@ -471,6 +473,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                                      ws.R, ws.C)
                 new = th.copy()
                 kernels.cluster_average(local, assign, new)
+                new = server_step.average(th, new, t=t, state=state, rows=rows)
 
             # the objective (losses of the identity estimate) overflows before the parameters do
             objective = best[:, active].mean(axis=1)

@@ -73,12 +73,13 @@ from ._driver import (
     HistoryRecorder,
     Replicas,
     check_run,
+    common_fields,
     data_scales,
-    elapsed,
 )
 from ._fixed_labels import majority_labels
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
+from ._server import check_server_step
 
 __all__ = ["IFCAPointsResult", "ifca_points", "point_labels"]
 
@@ -227,7 +228,7 @@ def point_labels(problem, theta):
 
 
 def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local_steps=1,
-                inner_rounds=1):
+                inner_rounds=1, server_step=None):
     r"""Run ``B`` replicas of point-level IFCA (UIFCA, the IFCA thesis, Algorithms 3-5).
 
     Round ``t``: label every point, :math:`\hat z_r = \arg\min_l (y_r - \langle x_r,
@@ -278,6 +279,12 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         ``tau``, the FedAvg rounds of LearnClusterModel (Algorithm 4) per relabelling, each
         warm-started from the current model (ours: the thesis re-initialises randomly).
         Default 1, IFCA's alternation.
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with each inner round's update: with ``s = 1`` the gradient step
+        :math:`\theta_l - (\eta / N_l) X_{S_l}^\top (X_{S_l}\theta_l - y_{S_l})`
+        (:meth:`~mixreg.algorithms.ServerStep.gradient`), with ``s > 1`` the weighted average
+        (:meth:`~mixreg.algorithms.ServerStep.average`); its update index is ``t * tau + u``.
+        Default the plain step.
 
     Returns
     -------
@@ -308,12 +315,14 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
     B, k, d = theta.shape
     s = check_int("local_steps", local_steps, low=1)
     tau = check_int("inner_rounds", inner_rounds, low=1)
+    server_step = check_server_step(server_step)
 
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     point_history = np.full((T, B), np.nan) if history else None
     uploads, downloads = np.zeros(B), np.zeros(B)
-    _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, s=s, tau=tau)
+    _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, s=s, tau=tau,
+         server_step=server_step)
 
     with np.errstate(over="ignore", invalid="ignore"):
         labels, train_loss = point_labels(problem, theta)
@@ -324,13 +333,7 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         theta=theta,
         assignments=_majority(labels, problem.offsets, k),
         train_loss=train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(start),
-        history=None if rec is None else rec.result(replicas.rounds_run),
+        **common_fields(replicas, eta, start, rec),
         point_assignments=labels,
         point_misclustering=point_mis,
         point_misclustering_history=None if point_history is None else point_history[: replicas.rounds_run],
@@ -355,7 +358,7 @@ def _point_misclustering(problem, labels, k):
     return np.asarray(misclustering_rate(labels, problem.row_labels, max(k, problem.k)), dtype=np.float64)
 
 
-def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau):
+def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau, server_step):
     """Point-level IFCA's loop, in place on ``theta`` (B, k, d), ``replicas``, the records and
     the floats sent to the server (``uploads``) and to each client (``downloads``), (B,)."""
     B, k, d = theta.shape
@@ -373,6 +376,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
         Q = np.empty(B * k * N, dtype=dtype)
         C = np.empty((m, B * k, d), dtype=dtype)
         local_step = np.repeat(eta, k).astype(dtype)[None, :, None]
+    state = server_step.start(theta)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -407,14 +411,16 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
                 if s == 1:  # theta_l -= (eta / N_l) X_{S_l}^T (X_{S_l} theta_l - y_{S_l})
                     grad = np.matmul(R, X).reshape(B, k, d)  # exactly 0 for a model with no point
                     scale = (eta[:, None] / np.maximum(N_l, 1)).astype(dtype)
-                    new -= scale[:, :, None] * grad
+                    new = server_step.gradient(new, grad, scale[:, :, None], t=t * tau + u, state=state,
+                                               rows=slice(None))
                 else:  # s local steps of every sub-client, then the |S_il| / |S_*l| average
                     local[:] = new.reshape(1, B * k, d)
                     local_gradient_steps(local, X, layout, local_step, s,  # on (X w - y) / |S_il| over S_il
                                          lambda R: _masked_local_residuals(R, y, offsets, labels, counts, k, R), Q, C)
                     weights = (counts / np.maximum(N_l, 1)[:, None, :]).transpose(1, 0, 2).reshape(m, B * k)
                     average = np.einsum("ic,icd->cd", weights.astype(dtype), local).reshape(B, k, d)
-                    new = np.where(present[:, :, None], average, new)
+                    new = server_step.average(new, np.where(present[:, :, None], average, new), t=t * tau + u,
+                                              state=state, rows=slice(None))
 
             replicas.accept(theta, new, objective / N, t)  # per-sample mean loss at theta_t
             if rec is not None:

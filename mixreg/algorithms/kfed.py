@@ -69,10 +69,11 @@ from ..problems import check_rng
 from ._driver import (
     DriverResult,
     check_run,
-    elapsed,
+    common_fields,
 )
 from ._fixed_labels import clusters_held, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
+from ._server import check_server_step
 
 __all__ = ["KFEDResult", "kfed", "LOCAL_STEPS", "STARTS"]
 
@@ -124,7 +125,8 @@ class KFEDResult(DriverResult):
 
 
 def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local="regressions",
-         local_clusters=None, n_init=10, local_restarts=10, local_max_iter=100, start=None, local_steps=1):
+         local_clusters=None, n_init=10, local_restarts=10, local_max_iter=100, start=None, local_steps=1,
+         server_step=None):
     r"""Run ``B`` replicas of k-FED (the IFCA thesis, Algorithm 2) followed by FedAvg on one problem.
 
     With ``local="regressions"``, client ``i`` fits ``k'`` local models (Algorithm 2, steps 1-2,
@@ -211,6 +213,9 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
         choice with ``local="points"``, whose centres lie in :math:`\mathbb{R}^{d+1}`).
     local_steps : int >= 1
         ``s`` of FedAvg(s).
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with each FedAvg round's average within the clusters
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
 
     Returns
     -------
@@ -267,6 +272,7 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
         raise ValueError("rng is required: the local clusterings and the server's k-means++ seeding draw from it "
                          "(pass a numpy.random.Generator)")
     check_rng(rng)
+    server_step = check_server_step(server_step)
 
     # steps 1-2 (every client, once): local groups and their centroids
     if local == "regressions":
@@ -283,20 +289,14 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
         theta = np.array(np.broadcast_to(clustering.centres, (B, k, d)), dtype=problem.dtype)
 
     # FedAvg(s) within the estimated clusters, on the point labels
-    trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol, history=history)
-    replicas = trained.replicas
+    trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol, history=history,
+                              server_step=server_step)
     point_assignments = np.array(np.broadcast_to(row_labels, (B, problem.N)), dtype=np.int64)
     return KFEDResult(
         theta=trained.theta,
         assignments=trained.assignments,
         train_loss=trained.train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(t0),
-        history=trained.history,
+        **common_fields(trained.replicas, eta, t0, trained.history),
         point_assignments=point_assignments,
         point_misclustering=misclustering_rate(point_assignments, problem.row_labels, max(k, problem.k)),
         local=local,

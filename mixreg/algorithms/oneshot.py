@@ -53,11 +53,13 @@ from ..problems import check_rng
 from ._driver import (
     DriverResult,
     HistoryRecorder,
+    Replicas,
     check_run,
-    elapsed,
+    common_fields,
 )
 from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, _bind
+from ._server import check_server_step
 
 __all__ = ["OneShotResult", "oneshot", "FINISHES", "STARTS"]
 
@@ -95,7 +97,8 @@ class OneShotResult(DriverResult):
 
 
 def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local="min_norm",
-            ridge=None, n_init=10, finish="fedavg", local_steps=1, start="centres"):
+            ridge=None, n_init=10, finish="fedavg", local_steps=1, start="centres",
+            server_step=None):
     r"""Run ``B`` replicas of one-shot clustering (Algorithm 1 of Ghosh et al.) on one problem.
 
     .. math::
@@ -165,6 +168,10 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
         ``l``'s k-means centre, the server's best guess at no extra cost; ``"init"``, the given
         ``init[b, l]`` for cluster ``l`` (label ``l`` is the k-means numbering, groups in the
         order of their lowest client).
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with each FedAvg round's average within the clusters
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+        With ``finish="fedavg"`` only (``ValueError`` with ``"exact"``, which runs no rounds).
 
     Returns
     -------
@@ -209,6 +216,9 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     if rng is None:
         raise ValueError("rng is required: the k-means++ seeding draws from it (pass a numpy.random.Generator)")
     check_rng(rng)
+    if server_step is not None and finish != "fedavg":
+        raise ValueError(f"server_step is used by finish='fedavg' only, got finish={finish!r}")
+    server_step = check_server_step(server_step)
 
     # steps 1 and 2, once for all replicas: local least squares, k-means on the server
     local_models = local_least_squares(problem.X, problem.y, problem.offsets, method=local, ridge=ridge)
@@ -221,26 +231,18 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     # step 3: train each estimated cluster
     if finish == "fedavg":
         trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol,
-                                  history=history, client_labels=labels)
+                                  history=history, client_labels=labels, server_step=server_step)
         theta, train_loss, replicas, hist = trained.theta, trained.train_loss, trained.replicas, trained.history
-        diverged, diverged_round = replicas.diverged, replicas.diverged_round
-        rounds_run, reason = replicas.rounds_run, replicas.reason
     else:
         theta, train_loss, hist = _exact_finish(problem, labels, row_labels, theta, history)
-        diverged, diverged_round = np.zeros(B, dtype=np.bool_), np.full(B, -1, dtype=np.int64)
-        rounds_run, reason = 1, "solved exactly: pooled least squares of each estimated cluster"
+        replicas = Replicas(B, 1)  # one step, no divergence
+        replicas.rounds_run, replicas.reason = 1, "solved exactly: pooled least squares of each estimated cluster"
 
     return OneShotResult(
         theta=theta,
         assignments=np.array(np.broadcast_to(labels, (B, problem.m)), dtype=np.int64),
         train_loss=train_loss,
-        diverged=diverged,
-        diverged_round=diverged_round,
-        step_sizes=eta,
-        n_rounds=rounds_run,
-        stop_reason=reason,
-        wall_time=elapsed(t0),
-        history=hist,
+        **common_fields(replicas, eta, t0, hist),
         local_models=local_models,
         kmeans_inertia=clustering.inertia,
         local=local,

@@ -122,10 +122,11 @@ from ._driver import (
     ProblemRefused,
     check_problem,
     check_run,
-    elapsed,
+    common_fields,
 )
 from ._fixed_labels import train_on_labels
 from ._registry import Algorithm, Unmet, _bind
+from ._server import check_server_step
 
 __all__ = [
     "PACFLResult",
@@ -668,7 +669,7 @@ def _cross_proximity(U, r_U, V, r_V, measure, *, upper=False):
 
 def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, p=3, matrix="joint",
           measure="smallest", linkage="average", n_clusters=None, threshold=None, local_steps=1,
-          small_clients="reduce"):
+          small_clients="reduce", server_step=None):
     r"""Run ``B`` replicas of PACFL (Algorithm 1 of Vahidian et al.) on one problem.
 
     .. math::
@@ -730,6 +731,9 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
         data) sends those :math:`r_i < p` vectors and its proximities use the :math:`\min(r_i,
         r_j)` principal angles (``"reduce"``, default, ours; :func:`client_signatures`,
         :func:`proximity_matrix`), or the problem is refused (``"refuse"``).
+    server_step : mixreg.algorithms.ServerStep, optional
+        What the server does with each FedAvg round's average within the clusters
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
 
     Returns
     -------
@@ -775,6 +779,7 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     check_choice("measure", measure, MEASURES)
     check_choice("linkage", linkage, LINKAGES)
     check_choice("small_clients", small_clients, SMALL_CLIENTS)
+    server_step = check_server_step(server_step)
     if n_clusters is not None and threshold is not None:
         raise ValueError("give at most one of n_clusters and threshold")
     if threshold is not None:
@@ -795,19 +800,12 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
 
     # lines 12-25: FedAvg within each cluster
     trained = train_on_labels(problem, np.repeat(labels, problem.sizes), theta, eta, local_steps=s, n_rounds=T,
-                              tol=tol, history=history, client_labels=labels)
-    replicas = trained.replicas
+                              tol=tol, history=history, client_labels=labels, server_step=server_step)
     return PACFLResult(
         theta=trained.theta,
         assignments=np.array(np.broadcast_to(labels, (B, problem.m)), dtype=np.int64),
         train_loss=trained.train_loss,
-        diverged=replicas.diverged,
-        diverged_round=replicas.diverged_round,
-        step_sizes=eta,
-        n_rounds=replicas.rounds_run,
-        stop_reason=replicas.reason,
-        wall_time=elapsed(t0),
-        history=trained.history,
+        **common_fields(trained.replicas, eta, t0, trained.history),
         proximity=A,
         n_clusters_found=Z,
         threshold=clustering.threshold,
