@@ -1,4 +1,4 @@
-"""A toy experiment on the command line of mixreg.cli, for the tests of stopping a run.
+"""A toy study on the command line of mixreg.cli, for the tests of stopping a run.
 
 ``python -m _toy_experiment`` (with ``tests/`` on the path, see ``_toy_trials.subprocess_env``)
 runs one cell of :func:`_toy_trials.stoppable_trial`, one trial per chunk; the environment
@@ -7,36 +7,22 @@ variables of that trial decide whether and where the run is stopped.  It writes 
 """
 
 import dataclasses
-import pathlib
 import sys
 
 import _toy_trials as toys
-from mixreg import cli as _cli
-from mixreg.cli import param
-from mixreg.montecarlo import Sweep
+from mixreg.study import Spec, Study, param
 
 NAME = "toy_experiment"
 TABLES = ("counts",)
-REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(Spec):
     preset: str = param("quick (the only one)")
-    trials: int = param("trials of the one cell")
-
-    def validate(self):
-        if self.trials < 1:
-            raise ValueError(f"--trials must be >= 1, got {self.trials}")
-        return self
+    trials: int = param("trials of the one cell", low=1)
 
 
 PRESETS = {"quick": dict(trials=4)}
-
-
-def build_sweep(config):
-    return Sweep(name=NAME, trial_fn=toys.stoppable_trial, cells=[{"group": "a"}], n_trials=config.trials,
-                 root_seed=11, config=dataclasses.asdict(config), chunk_size=1)
 
 
 def summarise(config, records):
@@ -47,8 +33,18 @@ def draw(config, tables, outdir):
     return []
 
 
-build_parser, config_from_args, main = _cli.entry_points(__name__, description="a toy experiment")
+STUDY = Study(name=NAME, command="python -m _toy_experiment", description="a toy experiment", config=Config,
+              presets=PRESETS, cells=lambda config: [{"group": "a"}], trial=toys.stoppable_trial, tables=TABLES,
+              summarise=summarise, draw=draw, root_seed=11, chunk_size=1)
+
+
+def build_sweep(config, root_seed=11):
+    return STUDY.sweep(config, root_seed)
+
+
+def main(argv=None):
+    return STUDY.main(argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(STUDY.main(command_line=True))

@@ -481,9 +481,7 @@ def _toy_argv(out, *engine):
 
 def _toy_command(argv):
     """The toy experiment as its command line (``python -m``) runs it, in this process."""
-    return _cli.experiment_main(toy.build_parser(), argv, name=toy.NAME, config_cls=toy.Config, presets=toy.PRESETS,
-                                build_sweep=toy.build_sweep, summarise=toy.summarise, draw=toy.draw,
-                                tables=toy.TABLES, command_line=True)
+    return toy.STUDY.main(argv, command_line=True)
 
 
 def _runs(out):
@@ -579,11 +577,11 @@ def test_on_the_command_line_a_stopped_run_is_one_line_and_its_exit_status(stop,
 
 
 def test_sigterm_before_the_run_starts_is_one_line_too(tmp_path, monkeypatch, capsys):
-    def build_sweep(config):
+    def cells(config):  # the grid is made before the run starts
         assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL, "SIGTERM would kill the test run"
         signal.raise_signal(signal.SIGTERM)  # the command's handler turns it into an exception
 
-    monkeypatch.setattr(toy, "build_sweep", build_sweep)
+    monkeypatch.setattr(toy, "STUDY", dataclasses.replace(toy.STUDY, cells=cells))
     assert _toy_command(_toy_argv(tmp_path / "out")) == 143
     assert capsys.readouterr().err == f"{PROG}: terminated\n"
 

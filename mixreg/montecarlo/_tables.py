@@ -44,8 +44,10 @@ def _column_types(records, columns):
 def _format_value(value):
     if value is None:
         return ""
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, float):  # numpy's float64 too, whose repr is "np.float64(0.5)" since NumPy 2
+        return repr(float(value))
+    if isinstance(value, np.generic):  # a NumPy integer or bool: its Python value's text
+        return str(value.item())
     if isinstance(value, tuple):
         return _tuple_text(value)
     return str(value)

@@ -87,6 +87,8 @@ class Study:
         Presets whose figures are also copied to ``figures_dir`` when the run is the unchanged
         preset.
     figures_dir : path-like, optional
+    chunk_size : int, optional
+        Trials per task (the checkpoint grain), default automatic; ``--chunk-size`` replaces it.
     """
 
     name: str
@@ -110,6 +112,7 @@ class Study:
     record: Callable | None = None
     paper_presets: tuple = ()
     figures_dir: pathlib.Path | None = None
+    chunk_size: int | None = None
 
     def __post_init__(self):
         if (self.trial is None) == (self.trial_of is None):
@@ -152,6 +155,7 @@ class Study:
             size_names=self.size_flags,
             flop_rate=rate,
             spec_type=self.spec_type,
+            chunk_size=self.chunk_size,
         )
 
     # ------------------------------------------------------------------ the command line
