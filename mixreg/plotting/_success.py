@@ -8,7 +8,7 @@ import matplotlib.ticker
 import numpy as np
 
 from ._common import _plain, plt
-from .methods import RULES, method_label, rule_title
+from ..methods import RULES, method_label, rule_title
 
 __all__ = ["plot_success_vs_separation", "plot_success_collapse"]
 

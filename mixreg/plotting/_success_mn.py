@@ -10,7 +10,7 @@ import matplotlib.ticker
 import numpy as np
 
 from ._common import _plain, plt
-from .methods import RULES, method_label, rule_title
+from ..methods import RULES, method_label, rule_title
 
 __all__ = ["plot_success_vs_m", "plot_success_heatmap"]
 

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 
 from ._common import _errorbars, _label, _style, plt
-from .methods import METHODS
+from ..methods import METHODS
 
 __all__ = ["plot_error_vs_rounds", "plot_two_phase_rounds", "plot_two_phase_contraction", "plot_two_phase_scaling"]
 
@@ -23,8 +23,8 @@ def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, 
         "fedprox", "ifca", "oracle"; it gives the colour and marker), ``label`` (optional:
         default the registry's, see :func:`mixreg.plotting.method_label`), ``rounds`` (array),
         ``median``, ``low``, ``high`` (arrays, e.g. quartiles).
-        Values <= 0 (e.g. the oracle's exact start) cannot be drawn on the log scale and are
-        left out.
+        Values <= 0 (e.g. the exact start of IFCA from θ*, ``oracle`` in the records) cannot be
+        drawn on the log scale and are left out.
     floor : tuple (value, label), optional
         A horizontal reference line (the known-label least-squares error) in the colour of
         method ``"ls"``; ``label=None`` takes the registry's label of ``"ls"``.
