@@ -100,6 +100,7 @@ import typing
 import warnings
 
 from mixreg.montecarlo import (
+    SCHEDULER_ADDRESS,
     ConfigMismatchError,
     EditedFileError,
     SweepInterrupted,
@@ -130,7 +131,6 @@ __all__ = [
     "entry_points",
 ]
 
-_SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 _SCALAR_TYPES = (bool, int, float, str)
 _METAVARS = {int: "N", float: "X", str: "S"}
 _MANIFEST = "manifest.json"
@@ -374,7 +374,7 @@ def _seed(text):
 
 
 def _scheduler(text):
-    if not _SCHEDULER_RE.match(text):
+    if not SCHEDULER_ADDRESS.match(text):
         raise argparse.ArgumentTypeError(
             f"expected a Dask scheduler address such as tcp://10.0.0.5:8786, got {text!r}")
     return text

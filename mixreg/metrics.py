@@ -454,17 +454,8 @@ def best_permutation(theta_hat, theta_star, objective="mean"):
     return _unbatch(perm, batched)
 
 
-def matched_mean_distance(theta_hat, theta_star):
-    r"""Permutation-matched mean distance (the IFCA paper's ``dist``).
-
-    .. math::
-
-        \min_{\pi \in S_k} \frac{1}{k} \sum_{l=1}^{k}
-        \lVert \hat\theta_{\pi(l)} - \theta^*_l \rVert_2 ,
-
-    computed exactly for any ``k`` by linear assignment (see :func:`best_permutation`).
-
-    Parameters
+#: The Parameters, Returns and Raises of the two matched distances, written once.
+_MATCHED_SECTIONS = """Parameters
     ----------
     theta_hat : array_like of shape (B, k, d) or (k, d)
         Estimates; same ``k`` as ``theta_star``.
@@ -479,7 +470,35 @@ def matched_mean_distance(theta_hat, theta_star):
     Raises
     ------
     ValueError
-        If a shape is not as above, ``k`` or ``d`` differ, or ``theta_star`` is not finite.
+        If a shape is not as above, ``k`` or ``d`` differ, or ``theta_star`` is not finite."""
+
+
+def _matched_sections(fn):
+    """Fill the ``{sections}`` field of ``fn``'s docstring with :data:`_MATCHED_SECTIONS`."""
+    if fn.__doc__:  # None under python -OO
+        fn.__doc__ = fn.__doc__.replace("{sections}", _MATCHED_SECTIONS)
+    return fn
+
+
+def _matched_distance(theta_hat, theta_star, objective):
+    """The matched distance of :func:`best_permutation`'s ``objective``, per replica."""
+    hat, star, batched = _check_parameters(theta_hat, theta_star, same_k=True)
+    _, value = _match(_pairwise(hat, star), objective)
+    return _unbatch(value, batched)
+
+
+@_matched_sections
+def matched_mean_distance(theta_hat, theta_star):
+    r"""Permutation-matched mean distance (the IFCA paper's ``dist``).
+
+    .. math::
+
+        \min_{\pi \in S_k} \frac{1}{k} \sum_{l=1}^{k}
+        \lVert \hat\theta_{\pi(l)} - \theta^*_l \rVert_2 ,
+
+    computed exactly for any ``k`` by linear assignment (see :func:`best_permutation`).
+
+    {sections}
 
     Examples
     --------
@@ -488,11 +507,10 @@ def matched_mean_distance(theta_hat, theta_star):
     >>> float(matched_mean_distance(np.array([[4.0, 1.0], [0.0, 3.0]]), truth))
     2.0
     """
-    hat, star, batched = _check_parameters(theta_hat, theta_star, same_k=True)
-    _, value = _match(_pairwise(hat, star), "mean")
-    return _unbatch(value, batched)
+    return _matched_distance(theta_hat, theta_star, "mean")
 
 
+@_matched_sections
 def matched_max_distance(theta_hat, theta_star):
     r"""Permutation-matched maximum distance (Su-Xu-Yang's :math:`d(\hat\theta, \theta^*)`).
 
@@ -504,22 +522,7 @@ def matched_max_distance(theta_hat, theta_star):
     computed exactly for any ``k`` as a bottleneck assignment (see :func:`best_permutation`);
     the minimising permutation may differ from that of :func:`matched_mean_distance`.
 
-    Parameters
-    ----------
-    theta_hat : array_like of shape (B, k, d) or (k, d)
-        Estimates; same ``k`` as ``theta_star``.
-    theta_star : array_like of shape (k, d)
-        True parameters; must be finite.
-
-    Returns
-    -------
-    dist : ndarray of shape (B,) or numpy.float64
-        NaN for a replica holding a non-finite value (see the module docstring).
-
-    Raises
-    ------
-    ValueError
-        If a shape is not as above, ``k`` or ``d`` differ, or ``theta_star`` is not finite.
+    {sections}
 
     Examples
     --------
@@ -528,9 +531,7 @@ def matched_max_distance(theta_hat, theta_star):
     >>> float(matched_max_distance(np.array([[4.0, 1.0], [0.0, 3.0]]), truth))
     3.0
     """
-    hat, star, batched = _check_parameters(theta_hat, theta_star, same_k=True)
-    _, value = _match(_pairwise(hat, star), "max")
-    return _unbatch(value, batched)
+    return _matched_distance(theta_hat, theta_star, "max")
 
 
 def misclustering_rate(assignments, labels, k):

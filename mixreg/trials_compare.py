@@ -76,6 +76,7 @@ from .algorithms import (
 from .algorithms.fesem import initial_centres
 from .baselines import known_label_least_squares
 from .local_solvers import local_least_squares
+from .methods import COMPARE
 from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
 from .problems import ProblemSpec
 
@@ -114,12 +115,14 @@ def spec_of(regime, *, m, n, d, k, sigma, separation):
 STEPS = (0.01, 0.03, 0.1, 0.3, 1.0)
 #: Convergence tolerance, relative to the data's parameter scale (:func:`data_scales`).
 TOL = 1e-6
-#: Registered algorithms run a second way: ``fesem_paper`` is FeSEM from its paper's start
-#: (Sec. 5.1: the best of 20 k-means of the warm-start local models), the registered ``fesem``
-#: runs from the shared random starts.
-VARIANTS = ("fesem_paper",)
-#: Reference points (not algorithms of the registry).
-REFERENCES = ("global_fedavg", "local_only", "known_label_ls", "ifca_truth")
+#: Registered algorithms run a second way (the variants of :data:`mixreg.methods.COMPARE`):
+#: ``fesem_paper`` is FeSEM from its paper's start (Sec. 5.1: the best of 20 k-means of the
+#: warm-start local models), the registered ``fesem`` runs from the shared random starts.
+VARIANTS = tuple(name for name, style in COMPARE.items() if style.kind == "variant")
+#: Reference points (not algorithms of the registry; the references of
+#: :data:`mixreg.methods.COMPARE`): ``known_label_ls`` is the oracle, ``ifca_truth`` IFCA started
+#: at the truth.
+REFERENCES = tuple(name for name, style in COMPARE.items() if style.kind == "reference")
 #: What is recorded per method.
 METRICS = ("err_mean", "err_max", "mis_clients", "mis_points", "rounds", "converged", "upload", "download",
            "time", "diverged", "step")

@@ -20,13 +20,13 @@ from mixreg.clustering import (
     number_groups,
     single_linkage_cut,
 )
-from mixreg.moment_descent import cluster_anchors
+from mixreg.algorithms.moment_descent import cluster_anchors
 
 FAST = settings(derandomize=True, max_examples=60, deadline=None)
 
 
 # --------------------------------------------------------------------------------------------
-# Reference implementations: verbatim copies of the step-7 code of mixreg.moment_descent
+# Reference implementations: verbatim copies of the step-7 code of mixreg.algorithms.moment_descent
 # (before it moved here), kept so that the comparison survives the deletion of the originals.
 # --------------------------------------------------------------------------------------------
 

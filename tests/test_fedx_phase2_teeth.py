@@ -22,7 +22,7 @@ Every problem is drawn from a fixed seed; the whole file runs in well under a se
 import numpy as np
 import pytest
 
-from mixreg.fedx import fedx
+from mixreg.algorithms.fedx import fedx
 from mixreg.problems import Problem, make_problem_from_parameters
 
 #: unequal sizes, all above d, with the two clusters' data fractions far from their client fractions

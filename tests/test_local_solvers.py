@@ -203,7 +203,7 @@ def test_default_ridge_is_relative_to_the_mean_feature_variance():
 
 
 # --------------------------------------------------------------------------------------------
-# Operators (moved from mixreg.fedx)
+# Operators (moved from mixreg.algorithms.fedx)
 # --------------------------------------------------------------------------------------------
 
 

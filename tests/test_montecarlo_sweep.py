@@ -1,5 +1,5 @@
-"""Tests of mixreg.montecarlo._sweep (the sweep, its run and its result), of the engine's
-command-line options (mixreg.cli) and of mixreg.provenance.
+"""Tests of mixreg.montecarlo._spec, _fits and _sweep (the sweep, will it fit, its run and its
+result), of the engine's command-line options (mixreg.cli) and of mixreg.provenance.
 """
 
 import argparse
@@ -307,7 +307,7 @@ def test_too_many_trials_are_refused_before_anything_is_written(tmp_path):
 
 def test_long_or_memory_hungry_sweeps_are_warned_or_refused(tmp_path, monkeypatch):
     from mixreg.montecarlo import SweepTooLargeError, check_fits
-    from mixreg.montecarlo import _sweep
+    from mixreg.montecarlo import _fits
 
     day = toy_sweep(n_trials=2, cost_fn=lambda cell: 1e14)  # 1.2e15 flops: ~1.4 days at 1e10 flop/s
     assert any("may take about 1.39 days" in w for w in check_fits(day, jobs=1))
@@ -321,18 +321,18 @@ def test_long_or_memory_hungry_sweeps_are_warned_or_refused(tmp_path, monkeypatc
         run_sweep(years, tmp_path / "years", progress=False)
     assert not (tmp_path / "years").exists()
 
-    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 300_000)  # 6 x 4 trials need ~240 kB
+    monkeypatch.setattr(_fits, "_physical_memory", lambda: 300_000)  # 6 x 4 trials need ~240 kB
     with pytest.warns(SweepWarning, match="more than half of this machine's"):
         run_sweep(toy_sweep(n_trials=4), tmp_path / "half", progress=False)
-    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 100_000)
+    monkeypatch.setattr(_fits, "_physical_memory", lambda: 100_000)
     with pytest.raises(SweepTooLargeError, match="of memory"):
         run_sweep(toy_sweep(n_trials=4), tmp_path / "full", progress=False)
 
 
 def test_jobs_above_the_cores_are_capped_with_a_warning(tmp_path, monkeypatch):
-    from mixreg.montecarlo import _sweep
+    from mixreg.montecarlo import _fits
 
-    monkeypatch.setattr(_sweep, "_available_cores", lambda: 1)
+    monkeypatch.setattr(_fits, "_available_cores", lambda: 1)
     with pytest.warns(SweepWarning, match=r"jobs=10000 is more than the 1 cores .* using 1") as record:
         result = run_sweep(toy_sweep(n_trials=2), tmp_path / "out", jobs=10000, progress=False)
     assert len(record) == 1
@@ -455,10 +455,10 @@ def test_progress_bar_has_a_width_when_the_terminal_reports_none(monkeypatch):
 
 def test_a_trial_too_large_for_the_machine_is_refused(tmp_path, monkeypatch):
     from mixreg.montecarlo import SweepTooLargeError, check_fits
-    from mixreg.montecarlo import _sweep
+    from mixreg.montecarlo import _fits
 
-    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 10**9)
-    monkeypatch.setattr(_sweep, "_available_cores", lambda: 2)
+    monkeypatch.setattr(_fits, "_physical_memory", lambda: 10**9)
+    monkeypatch.setattr(_fits, "_available_cores", lambda: 2)
     sweep = toy_sweep(n_trials=2, memory_fn=lambda cell: 3e8 * cell["R"])  # 600 MB at R = 2
     assert check_fits(sweep, jobs=1) and "more than half" in check_fits(sweep, jobs=1)[0]
     assert "up to 600 MB per worker for the heaviest trial" in dry_run(sweep, jobs=1)
@@ -474,9 +474,9 @@ def test_one_trial_above_the_machine_is_refused_naming_what_sets_its_size(tmp_pa
     names the sweep gives for what sets its size (an experiment's flags), before anything is
     written; the names are not part of the sweep's identity."""
     from mixreg.montecarlo import SweepTooLargeError, check_fits
-    from mixreg.montecarlo import _sweep
+    from mixreg.montecarlo import _fits
 
-    monkeypatch.setattr(_sweep, "_physical_memory", lambda: 10**9)
+    monkeypatch.setattr(_fits, "_physical_memory", lambda: 10**9)
     sweep = toy_sweep(n_trials=2, memory_fn=lambda cell: 1e12 * cell["R"], size_names=("--m", "--n", "--d"))
     message = (r"^one trial of sweep 'toy' needs about 2 TB of memory, more than this machine's 1 GB; "
                r"lower --m, --n or --d$")

@@ -1,4 +1,4 @@
-"""Tests of mixreg.plotting.methods: the one registry of method names, labels and colours.
+"""Tests of mixreg.methods (re-exported by mixreg.plotting): the one registry of method names, labels and colours.
 
 Every figure function is drawn on tiny synthetic inputs and its legend texts, panel titles and
 line colours are checked against the registry.
@@ -40,7 +40,28 @@ def test_registry_holds_the_methods_and_rules_the_records_name():
     assert set(CURVE_METHODS) | {"ls", "cwls"} <= set(METHODS)
     assert {"ifca", "oracle", "ifca_data", "oracle_data", "fedavg", "fedprox", "ls", "cwls"} <= set(METHODS)
     assert set(RULES) == set(SUCCESS_RULES) == {"official", "honest", "oracle"}
-    assert all(key == style.name for registry in (METHODS, RULES) for key, style in registry.items())
+    assert all(key == style.key for registry in (METHODS, RULES) for key, style in registry.items())
+
+
+def test_oracle_means_known_label_least_squares_and_the_views_derive_from_the_registry():
+    """"oracle" names known-label least squares only; the two-phase records' ``oracle`` columns
+    (IFCA started at theta*, recorded before the names were settled) are ``ifca_truth``'s."""
+    from mixreg.algorithms import ALGORITHMS
+    from mixreg.methods import COMPARE, REGISTRY
+    from mixreg.trials_compare import METHODS as COMPARED, REFERENCES, VARIANTS
+
+    assert [(s.study, s.kind) for s in REGISTRY if s.name == "oracle"] == [("success_rules", "rule")]
+    assert "known-label" in RULES["oracle"].label and "known-label" in COMPARE["known_label_ls"].label
+    assert METHODS["oracle"].name == "ifca_truth" and METHODS["oracle_data"].name == "ifca_truth_data"
+    assert method_label("ifca_truth") == method_label("oracle")
+    assert {key: style for key, style in METHODS.items()} == {s.key: s for s in REGISTRY if s.study == "two_phase"}
+    assert list(COMPARED) == [*ALGORITHMS, *VARIANTS, *REFERENCES]
+    assert set(COMPARED) == set(COMPARE)
+    assert [n for n, s in COMPARE.items() if s.kind == "algorithm"] == list(ALGORITHMS)
+    assert REFERENCES == ("global_fedavg", "local_only", "known_label_ls", "ifca_truth")  # columns of committed tables
+    assert VARIANTS == ("fesem_paper",)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        MethodStyle("x", "x", None, None, "-", kind="baseline")
 
 
 def test_every_method_has_a_distinct_colour_and_marker():

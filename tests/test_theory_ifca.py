@@ -28,7 +28,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from mixreg import theory
-from mixreg.ifca import ifca, initial_parameters, training_loss
+from mixreg.algorithms.ifca import ifca, initial_parameters, training_loss
 from mixreg.problems import make_labels, make_problem_from_parameters, make_theta_star
 
 # --------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mixreg.baselines import known_label_least_squares
-from mixreg.fedx import fedx
+from mixreg.algorithms.fedx import fedx
 from mixreg.metrics import matched_max_distance
 from mixreg.problems import client_sizes, make_problem
 from mixreg.theory import (

@@ -13,9 +13,9 @@ import matplotlib.lines
 import matplotlib.ticker
 import numpy as np
 
+from mixreg.methods import RULES, method_label, rule_title
 from mixreg.plotting import not_drawn, save_figure
 from mixreg.plotting._common import _plain, plt
-from mixreg.plotting.methods import RULES, method_label, rule_title
 
 from .summary import CHECKED_RULES, NAME, _flag, _given
 
@@ -141,12 +141,7 @@ def plot_success_vs_separation(
         handles.append(matplotlib.lines.Line2D([], [], color="0.35", lw=1.0,
                                                ls=styles[labels.index(label) % len(styles)], label=label))
     bottom = 0.07 if footnote else 0.0
-    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=3, frameon=False,
-               bbox_to_anchor=(0.5, bottom))
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
+    _legend_title_footnote(fig, handles, bottom, title, footnote)
     fig.tight_layout(rect=(0, bottom + 0.04 + 0.035 * ((len(handles) + 2) // 3), 1, 1))
     return fig
 
@@ -269,14 +264,19 @@ def plot_success_collapse(summary, scales, *, rule="official", crossings=None, h
     if crossings:
         handles += axes[-1].get_legend_handles_labels()[0]
     bottom = 0.09 if footnote else 0.0
+    _legend_title_footnote(fig, handles, bottom, title, footnote)
+    fig.tight_layout(rect=(0, bottom + 0.035 * ((len(handles) + 2) // 3) + 0.01, 1, 1))
+    return fig
+
+
+def _legend_title_footnote(fig, handles, bottom, title, footnote):
+    """The figure legend (three columns, from ``bottom`` up), the title and the footnote."""
     fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=3, frameon=False,
                bbox_to_anchor=(0.5, bottom))
     if title:
         fig.suptitle(title, fontsize=11)
     if footnote:
         fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, bottom + 0.035 * ((len(handles) + 2) // 3) + 0.01, 1, 1))
-    return fig
 
 
 def _number(value):

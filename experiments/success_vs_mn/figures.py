@@ -13,9 +13,9 @@ import matplotlib.patches
 import matplotlib.ticker
 import numpy as np
 
+from mixreg.methods import RULES, method_label, rule_title
 from mixreg.plotting import save_figure
 from mixreg.plotting._common import _plain, plt
-from mixreg.plotting.methods import RULES, method_label, rule_title
 
 from .summary import EDGE_PROBABILITY, NAME, PAPER_R, RULES_DRAWN
 

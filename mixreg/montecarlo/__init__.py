@@ -61,7 +61,9 @@ Layout of a results directory (read it back with :func:`read_results`)::
 The engine is split into private modules: ``_cells`` (cell values, canonical encoding,
 seeds), ``_store`` (atomic files, chunk files, manifest, directory lock), ``_backends``
 (running chunks in-process, on loky or on Dask), ``_tables`` (CSV writing and the summary),
-``_sweep`` (the sweep, planning and the run); ``reader`` is the public read-only reader.
+``_spec`` (the sweep), ``_fits`` (will it fit: the estimates, :func:`check_fits`,
+:func:`dry_run`), ``_sweep`` (planning and the run); ``reader`` is the public read-only
+reader.
 
 Examples
 --------
@@ -73,6 +75,7 @@ Examples
 >>> rng = np.random.default_rng(ss)  # what a trial function does with its seed
 """
 
+from mixreg.montecarlo._backends import SCHEDULER_ADDRESS
 from mixreg.montecarlo._cells import ENGINE_COLUMNS, seed_from_record, trial_seed
 from mixreg.montecarlo._errors import (
     ConfigMismatchError,
@@ -95,15 +98,9 @@ from mixreg.montecarlo._store import (
     SUMMARY_CSV_NAME,
     TRIALS_CSV_NAME,
 )
-from mixreg.montecarlo._sweep import (
-    MAX_TRIALS,
-    Sweep,
-    SweepResult,
-    check_fits,
-    dry_run,
-    replay_trial,
-    run_sweep,
-)
+from mixreg.montecarlo._fits import MAX_TRIALS, check_fits, dry_run
+from mixreg.montecarlo._spec import Sweep
+from mixreg.montecarlo._sweep import SweepResult, replay_trial, run_sweep
 from mixreg.montecarlo._tables import write_table
 from mixreg.montecarlo.reader import Results, read_results
 
@@ -116,6 +113,7 @@ __all__ = [
     "dry_run",
     "check_fits",
     "MAX_TRIALS",
+    "SCHEDULER_ADDRESS",
     "write_table",
     "read_results",
     "Results",

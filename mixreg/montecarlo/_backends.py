@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import re
 import signal
 import time
 import traceback
@@ -25,6 +26,12 @@ from mixreg.montecarlo import _local_cluster
 from mixreg.montecarlo._cells import ENGINE_COLUMNS, _cell_entropy, _scalar
 from mixreg.montecarlo._errors import SweepWarning
 
+__all__ = ["SCHEDULER_ADDRESS"]
+
+#: The form of a Dask scheduler address (``tcp://10.0.0.5:8786``; also ``tls``, ``ucx``, ``ws``,
+#: ``wss`` and ``inproc``): what :func:`mixreg.montecarlo.run_sweep` accepts as ``scheduler``,
+#: and what a command line should check its ``--scheduler`` against (``.match(text)``).
+SCHEDULER_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 _TRACEBACK_LIMIT = 4000  # characters of a failure's traceback kept in the manifest
 
 

@@ -1,34 +1,26 @@
-"""Sweeps: the grid and its trial function, planning the tasks, running them, the result."""
+"""Running a sweep: planning its tasks, running them, the result (the sweep itself is in ``_spec``,
+its estimates in ``_fits``)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
 import math
 import os
 import pathlib
-import re
 import sys
 import warnings
-from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from mixreg import provenance
-from mixreg._validation import check_int, check_real
-from mixreg.montecarlo._backends import _kernel_threads, _open_backend
-from mixreg.montecarlo._cells import (
-    _check_cells,
-    _normalise_json,
-    _text_cell,
-    trial_seed,
-)
+from mixreg._validation import check_int
+from mixreg.montecarlo._backends import SCHEDULER_ADDRESS, _kernel_threads, _open_backend
+from mixreg.montecarlo._cells import trial_seed
 from mixreg.montecarlo._errors import (
     SweepInterrupted,
     SweepTerminated,
-    SweepTooLargeError,
     SweepWarning,
     Terminated,
     TrialsFailedWarning,
@@ -50,181 +42,21 @@ from mixreg.montecarlo._store import (
     _write_chunk,
     _write_manifest,
     file_checksum,
-    sweep_key_of,
 )
+from mixreg.montecarlo._fits import (
+    _auto_chunk_size,
+    _cap_workers,
+    _cell_costs,
+    _estimate,
+    _heaviest_trial_seconds,
+)
+from mixreg.montecarlo._spec import Sweep, _function_name
 from mixreg.montecarlo._tables import _column_types, _columns, _csv_text, _summarise
 
 logger = logging.getLogger("mixreg.montecarlo")
 
-_MAX_AUTO_CHUNK = 50  # trials per task at most when chosen automatically (checkpoint grain)
-_TASKS_PER_WORKER = 8  # automatic chunking aims for at least this many tasks per worker
-#: Estimated seconds of a task at most when the chunk size is chosen automatically and the sweep
-#: has a cost_fn: an interrupted run loses at most about this much of each worker's work.
-_MAX_CHUNK_SECONDS = 300.0
-_SCHEDULER_RE = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://\S+$")
 
-
-# --------------------------------------------------------------------------- the sweep
-
-
-def _function_name(fn):
-    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
-
-
-@dataclasses.dataclass(frozen=True)
-class OnSpec:
-    """``fn`` called with ``spec_type.from_cell(cell)`` in place of the engine's cell dict."""
-
-    fn: Callable
-    spec_type: type
-
-    def __call__(self, cell, *args):
-        return self.fn(self.spec_type.from_cell(cell), *args)
-
-
-@dataclasses.dataclass(frozen=True)
-class Sweep:
-    """A grid of cells times trials, and the function that runs one trial.
-
-    Parameters
-    ----------
-    name : str
-        Short name, shown in progress bars and stored in the manifest.
-    trial_fn : callable ``(cell: dict, seed: numpy.random.SeedSequence) -> dict``
-        Runs one trial.  Must be a module-level function (worker processes import it by
-        name) and a deterministic function of its arguments; returns a dict of scalars
-        (int, float, bool, str; numpy scalars are converted).  It may not return the engine
-        columns ``cell, trial, wall_time, seed_entropy, error`` nor the cell's parameter names.
-    cells : sequence of dict
-        Grid cells, dicts with identical keys whose values are int, float, bool or str
-        scalars, or non-empty tuples of int/float/bool scalars (a list is taken as a tuple;
-        a key holds tuples in every cell or in none).  Stored as a tuple of dicts with plain
-        Python values, every cell in the key order of the first.  A tuple is hashed, written
-        to ``trials.csv`` and stored in the manifest as its comma text
-        ``",".join(repr(v) for v in value)`` (see :func:`trial_seed`), but the trial function
-        and :attr:`SweepResult.records` see the tuple.
-    n_trials : int
-        Trials per cell, >= 1.
-    root_seed : int
-        Root seed, >= 0; see :func:`trial_seed`.
-    config : dict
-        JSON-serialisable full configuration of the experiment.  Compared (after a JSON
-        round trip) when a run resumes in an existing directory.
-    chunk_size : int, optional
-        Trials per task.  ``None`` chooses automatically from the grid and the number of
-        workers (at most 50).  Not part of the sweep's identity: a resumed run may use another
-        chunk size and still reuses every finished trial.
-    cost_fn : callable ``(cell: dict) -> float``, optional
-        Estimated flops of one trial of a cell, for :func:`dry_run`, the time estimate that
-        refuses a sweep taking more than a year (see :func:`run_sweep`) and to start the most
-        expensive tasks first.
-    memory_fn : callable ``(cell: dict) -> float``, optional
-        Estimated peak bytes of one trial of a cell (its data and buffers).  With it, a sweep
-        whose heaviest trial times the number of workers exceeds the machine's memory is
-        refused before it starts (above half of it, warned).  Neither function is part of
-        the sweep's identity.
-    size_names : tuple of str, optional
-        What sets a trial's size, in the caller's terms (an experiment gives its flags, e.g.
-        ``("--m", "--n", "--d")``): a refusal for memory names them.  Not part of the sweep's
-        identity.
-    flop_rate : float, optional
-        Flop/s one single-threaded worker reaches on this sweep's trials (as measured by a
-        benchmark of its kernels), for the time estimate; default :data:`_FLOPS_PER_WORKER`.
-        Not part of the sweep's identity.
-    spec_type : type, optional
-        A typed trial spec (:class:`mixreg.study.TrialSpec`): a class whose instances have
-        ``to_cell()`` and whose ``from_cell(cell)`` rebuilds the instance.  With it, ``cells``
-        may be given as spec instances (stored as their cells, so seeds and files are those of
-        the dicts), and ``trial_fn``, ``cost_fn`` and ``memory_fn`` receive
-        ``spec_type.from_cell(cell)`` instead of the dict.  Not part of the sweep's identity
-        (the cells are).
-
-    Raises
-    ------
-    ValueError, TypeError
-        For an empty grid, cells with differing keys or values that are neither scalars nor
-        tuples of numbers, a key holding tuples in some cells only, duplicate cells,
-        ``n_trials < 1``, a negative root seed or a config that is not JSON-serialisable.
-    """
-
-    name: str
-    trial_fn: Callable[[dict, np.random.SeedSequence], dict]
-    cells: tuple
-    n_trials: int
-    root_seed: int
-    config: dict
-    chunk_size: int | None = None
-    cost_fn: Callable[[dict], float] | None = None
-    memory_fn: Callable[[dict], float] | None = None
-    flop_rate: float | None = None
-    size_names: tuple = ()
-    spec_type: type | None = None
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
-        if not callable(self.trial_fn):
-            raise TypeError(f"trial_fn must be callable, got {type(self.trial_fn).__name__}")
-        if self.spec_type is not None:
-            if not (isinstance(self.spec_type, type) and callable(getattr(self.spec_type, "from_cell", None))):
-                raise TypeError(f"spec_type must be a class with a from_cell classmethod, got {self.spec_type!r}")
-            cells = self.cells if isinstance(self.cells, (list, tuple)) else tuple(self.cells)
-            object.__setattr__(self, "cells", tuple(
-                c.to_cell() if isinstance(c, self.spec_type) else c for c in cells))
-        object.__setattr__(self, "cells", _check_cells(self.cells))
-        object.__setattr__(self, "n_trials", check_int("n_trials", self.n_trials, low=1))
-        object.__setattr__(self, "root_seed", check_int("root_seed", self.root_seed, low=0))
-        if not isinstance(self.config, Mapping):
-            raise TypeError(f"config must be a dict, got {type(self.config).__name__}")
-        _normalise_json("config", self.config)
-        if self.chunk_size is not None:
-            object.__setattr__(self, "chunk_size", check_int("chunk_size", self.chunk_size, low=1))
-        if self.cost_fn is not None and not callable(self.cost_fn):
-            raise TypeError(f"cost_fn must be callable or None, got {type(self.cost_fn).__name__}")
-        if self.memory_fn is not None and not callable(self.memory_fn):
-            raise TypeError(f"memory_fn must be callable or None, got {type(self.memory_fn).__name__}")
-        if isinstance(self.size_names, str):
-            raise TypeError(f"size_names must be a tuple of strings, got the string {self.size_names!r}")
-        object.__setattr__(self, "size_names", tuple(self.size_names))
-        if not all(isinstance(text, str) and text for text in self.size_names):
-            raise TypeError(f"size_names must be non-empty strings, got {self.size_names!r}")
-        if self.flop_rate is not None:
-            object.__setattr__(self, "flop_rate", check_real("flop_rate", self.flop_rate, low=0.0,
-                                                             low_inclusive=False))
-
-    @property
-    def identity(self):
-        """The JSON-normalised dict compared on resume (everything that defines the results).
-
-        The trial function enters by its qualified name only, not its module, so that a
-        script's trial function keeps its identity whether the script runs as ``__main__``
-        or is imported (``python -m``, tests).  A tuple cell value enters as its comma text,
-        as in its seed hash: an experiment that moves a list from comma text to a tuple
-        keeps its identity and resumes in the results directories it wrote before.  The
-        manifest's ``tuple_keys`` says which keys hold tuples.
-        """
-        return {
-            "name": self.name,
-            "trial_fn": getattr(self.trial_fn, "__qualname__", repr(self.trial_fn)),
-            "root_seed": self.root_seed,
-            "n_trials": self.n_trials,
-            "cells": [_text_cell(c) for c in self.cells],
-            "config": _normalise_json("config", self.config),
-        }
-
-    def function(self, name="trial_fn"):
-        """``trial_fn`` (or ``cost_fn``, ``memory_fn``) as the engine calls it, with a cell dict:
-        the function itself, or, with :attr:`spec_type`, the function of the spec rebuilt from the
-        cell (a picklable wrapper that workers import by the names of both)."""
-        fn = getattr(self, name)
-        if fn is None or self.spec_type is None:
-            return fn
-        return OnSpec(fn, self.spec_type)
-
-    @functools.cached_property
-    def key(self):
-        """Short hash of :attr:`identity`; stamped into every chunk file."""
-        return sweep_key_of(self.identity)
+# --------------------------------------------------------------------------- the result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,32 +122,7 @@ class SweepResult:
         return np.array(["" if v is None else str(v) for v in values], dtype=str)
 
 
-
 # --------------------------------------------------------------------------- planning
-
-
-def _auto_chunk_size(n_cells, n_trials, workers, trial_seconds=None):
-    """Trials per task: enough tasks per worker to balance the load, at most
-    :data:`_MAX_AUTO_CHUNK`, and, given the estimated seconds of the heaviest trial, at most
-    :data:`_MAX_CHUNK_SECONDS` of work (the work an interruption can lose)."""
-    per_task = math.ceil(n_cells * n_trials / (_TASKS_PER_WORKER * workers))
-    size = max(1, min(per_task, n_trials, _MAX_AUTO_CHUNK))
-    if trial_seconds:
-        size = max(1, min(size, int(_MAX_CHUNK_SECONDS // trial_seconds)))
-    pieces = math.ceil(n_trials / size)
-    return math.ceil(n_trials / pieces)  # balance the chunks of a cell
-
-
-def _heaviest_trial_seconds(sweep, costs):
-    """Estimated seconds of the sweep's heaviest trial (its cost at its flop rate), or None."""
-    if not costs:
-        return None
-    return max(costs) / _flop_rate(sweep)
-
-
-def _flop_rate(sweep):
-    """Flop/s per worker of the sweep's time estimates: its own, or :data:`_FLOPS_PER_WORKER`."""
-    return sweep.flop_rate or _FLOPS_PER_WORKER
 
 
 class _Plan:
@@ -363,191 +170,6 @@ class _Plan:
                    for ci in self.order)
 
 
-def _cell_costs(sweep, name="cost_fn"):
-    fn = sweep.function(name)
-    if fn is None:
-        return None
-    costs = []
-    for i, cell in enumerate(sweep.cells):
-        try:
-            cost = float(fn(dict(cell)))
-        except Exception as exc:  # noqa: BLE001 - re-raised with the cell named
-            raise ValueError(f"{name} failed for cells[{i}] = {cell}: {exc}") from exc
-        if not (math.isfinite(cost) and cost >= 0):
-            raise ValueError(f"{name} must return a finite value >= 0, got {cost!r} "
-                             f"for cells[{i}] = {cell}")
-        costs.append(cost)
-    return costs
-
-
-# --------------------------------------------------------------------------- will it fit?
-
-#: Most trials a sweep may have: every record is held in memory until ``trials.csv`` is written.
-MAX_TRIALS = 10_000_000
-#: Memory per trial assumed by the estimate: a record in memory (a few kB for 30 to 80
-#: columns), its copy in column order and its line of CSV text at the end of the run.
-_BYTES_PER_TRIAL = 10_000
-#: Speed assumed by the time estimate, per single-threaded worker, for a sweep that does not
-#: give its own ``flop_rate``: a cautious round figure (the IFCA kernels reach 3e10 to 8e10 on
-#: one core at the official sizes, see the README's benchmark); the estimate is an order of
-#: magnitude.
-_FLOPS_PER_WORKER = 1e10
-_WARN_SECONDS = 86_400.0  # warn above a day
-_MAX_SECONDS = 365 * 86_400.0  # refuse above a year
-_WARN_MEMORY_FRACTION = 0.5  # warn above half the physical memory; refuse above all of it
-
-
-def _available_cores():
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def _physical_memory():
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _cap_workers(name, value):
-    """``value`` capped at the machine's cores, with a one-line warning when it was above."""
-    if value is None:
-        return None
-    cores = _available_cores()
-    if value > cores:
-        warnings.warn(f"{name}={value} is more than the {cores} cores of this machine; using "
-                      f"{cores} (the results do not depend on the number of workers, only the "
-                      "speed does)", SweepWarning, stacklevel=4)
-        return cores
-    return value
-
-
-def _size(n):
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
-
-
-def _duration(seconds):
-    for unit, scale in (("years", 365 * 86400.0), ("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds:.2g} s"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Estimate:
-    """What a sweep will cost, and whether it fits (:func:`_estimate`)."""
-
-    trials: int
-    flops: float | None
-    memory_bytes: float
-    seconds: float | None
-    workers: int | None
-    warnings: tuple
-    refusal: str | None
-    trial_bytes: float | None = None
-    rate: float = _FLOPS_PER_WORKER
-
-    def lines(self):
-        mem = _physical_memory()
-        text = [f"Estimated memory: {_size(self.memory_bytes)} in all: the records, about "
-                f"{_size(_BYTES_PER_TRIAL)} per trial, in the process that runs the command"
-                + ("" if self.trial_bytes is None else
-                   f", and up to {_size(self.trial_bytes)} per worker for the heaviest trial")
-                + ("" if mem is None else f"; this machine has {_size(mem)}")]
-        if self.seconds is not None:
-            text.append(f"Estimated time: {_duration(self.seconds)} with {self.workers} "
-                        f"worker(s), at an assumed {self.rate:.2g} flop/s per worker "
-                        "(an order of magnitude)")
-        text += [f"Warning: {w}" for w in self.warnings]
-        if self.refusal:
-            text.append(f"Refused: {self.refusal}")
-        return text
-
-    def as_dict(self):
-        return {"trials": self.trials, "flops": self.flops, "memory_bytes": self.memory_bytes,
-                "seconds": self.seconds, "workers": self.workers, "trial_bytes": self.trial_bytes}
-
-    def enforce(self, stacklevel=3):
-        """Raise :class:`SweepTooLargeError` for a refusal; warn (one line each) otherwise."""
-        if self.refusal:
-            raise SweepTooLargeError(self.refusal, self.as_dict())
-        for text in self.warnings:
-            warnings.warn(text, SweepWarning, stacklevel=stacklevel + 1)
-
-
-def _smaller(sweep):
-    """The advice of a refusal for memory: lower what sets a trial's size, as the sweep names
-    it (``size_names``), or "smaller problems" when it names nothing."""
-    names = sweep.size_names
-    if not names:
-        return "smaller problems"
-    return "lower " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1])
-
-
-def _estimate(sweep, workers, costs=None, *, time=True, other=True):
-    """The work, memory and time of a sweep, and whether it fits.
-
-    Refused: more than :data:`MAX_TRIALS` trials; an estimated memory above the machine's
-    physical memory (the records, plus the heaviest trial per worker with ``memory_fn``); an
-    estimated time above a year.  Warned: memory above half the physical memory; time above
-    a day.  ``workers=None`` (a scheduler not yet reached) or no
-    ``cost_fn`` gives no time estimate.  ``time`` / ``other`` select which checks are made.
-    """
-    n_cells, n_trials = len(sweep.cells), sweep.n_trials
-    total = n_cells * n_trials
-    name = f"sweep {sweep.name!r}"
-    records_memory = float(total) * _BYTES_PER_TRIAL
-    trial_memory = _cell_costs(sweep, "memory_fn")
-    trial_bytes = None if trial_memory is None else max(trial_memory)
-    local_trials = trial_bytes is not None and workers is not None  # not a remote cluster's
-    memory = records_memory + (trial_bytes * workers if local_trials else 0.0)
-    if costs is None:
-        costs = _cell_costs(sweep)
-    flops = None if costs is None else float(sum(costs)) * n_trials
-    seconds = None
-    rate = _flop_rate(sweep)
-    if flops is not None and workers:
-        seconds = flops / (rate * workers)
-    notes, refusal = [], None
-    if other:
-        physical = _physical_memory()
-        what = (f"its {total} trials' records" if not local_trials else
-                f"its {total} trials' records and {workers} worker(s) running a trial of up "
-                f"to {_size(trial_bytes)}")
-        if total > MAX_TRIALS:
-            refusal = (f"{name} has {n_cells} cells x {n_trials} trials = {total:.3g} trials, "
-                       f"more than the engine's limit of {MAX_TRIALS:.0e} (every record is "
-                       f"held in memory: about {_size(records_memory)}); use fewer trials or cells")
-        elif physical and local_trials and trial_bytes > physical:
-            refusal = (f"one trial of {name} needs about {_size(trial_bytes)} of memory, more than "
-                       f"this machine's {_size(physical)}; "
-                       + (_smaller(sweep) if sweep.size_names else "use smaller problems"))
-        elif physical and memory > physical:
-            refusal = (f"{name} needs about {_size(memory)} of memory for {what}, more than "
-                       f"this machine's {_size(physical)}; use fewer trials, cells, workers or "
-                       + (_smaller(sweep) if local_trials else "smaller problems"))
-        elif physical and memory > _WARN_MEMORY_FRACTION * physical:
-            notes.append(f"{name} needs about {_size(memory)} of memory for {what}, more than "
-                         f"half of this machine's {_size(physical)}")
-    if time and refusal is None and seconds is not None:
-        if seconds > _MAX_SECONDS:
-            refusal = (f"{name} would take about {_duration(seconds)} with {workers} worker(s) "
-                       f"({flops:.3g} flops at an assumed {rate:.2g} flop/s per "
-                       "worker); reduce the trials, the grid or the problem sizes")
-        elif seconds > _WARN_SECONDS:
-            notes.append(f"{name} may take about {_duration(seconds)} with {workers} worker(s) "
-                         f"({flops:.3g} flops at an assumed {rate:.2g} flop/s per "
-                         "worker); finished chunks are kept if it is interrupted")
-    return _Estimate(trials=total, flops=flops, memory_bytes=memory, seconds=seconds,
-                     workers=workers, warnings=tuple(notes), refusal=refusal,
-                     trial_bytes=trial_bytes, rate=rate)
-
-
 # --------------------------------------------------------------------------- running
 
 
@@ -561,7 +183,7 @@ def _check_run_arguments(sweep, jobs, scheduler, dask_local, overwrite, new_dir,
                          f"dask_local (start a local one); got scheduler={scheduler!r} and "
                          f"dask_local={dask_local!r}")
     if scheduler is not None:
-        if not isinstance(scheduler, str) or not _SCHEDULER_RE.match(scheduler):
+        if not isinstance(scheduler, str) or not SCHEDULER_ADDRESS.match(scheduler):
             raise ValueError(f"scheduler must be a Dask scheduler address such as "
                              f"'tcp://10.0.0.5:8786', got {scheduler!r}")
     if dask_local is not None:
@@ -877,102 +499,3 @@ def replay_trial(sweep, cell, trial, *, kernel_threads=1):
     params = sweep.cells[cell]
     with _kernel_threads(kernel_threads, True):
         return sweep.function()(dict(params), trial_seed(sweep.root_seed, params, trial))
-
-
-def _dry_run_workers(jobs, warn=True):
-    if jobs is None:
-        return None
-    jobs = check_int("jobs", jobs, low=1)
-    return _cap_workers("workers", jobs) if warn else min(jobs, _available_cores())
-
-
-def check_fits(sweep, *, jobs=1):
-    """Refuse a sweep that cannot fit; return the warnings about one that may not.
-
-    The checks :func:`run_sweep` makes before writing anything (see its ``Raises``): more
-    than :data:`MAX_TRIALS` trials or an estimated memory above the machine's is refused; an
-    estimated time above a year (from ``cost_fn``, at an assumed speed per worker) is
-    refused; memory above half the machine's or time above a day is a warning.
-
-    Parameters
-    ----------
-    sweep : Sweep
-    jobs : int or None, default=1
-        Workers the run will have (capped at the machine's cores); ``None`` when unknown (a
-        Dask scheduler), which skips the time estimate.
-
-    Returns
-    -------
-    warnings : list of str
-        One line each; empty when the sweep fits comfortably.
-
-    Raises
-    ------
-    SweepTooLargeError
-        With a one-line message giving the estimate.
-    """
-    if not isinstance(sweep, Sweep):
-        raise TypeError(f"sweep must be a mixreg.montecarlo.Sweep, got {type(sweep).__name__}")
-    estimate = _estimate(sweep, _dry_run_workers(jobs, warn=False))
-    if estimate.refusal:
-        raise SweepTooLargeError(estimate.refusal, estimate.as_dict())
-    return list(estimate.warnings)
-
-
-def dry_run(sweep, *, jobs=1):
-    """Describe a sweep without running it: grid, tasks, and an estimate of work, memory, time.
-
-    Parameters
-    ----------
-    sweep : Sweep
-    jobs : int or None, default=1
-        Number of workers assumed for the automatic chunk size, the work per worker and the
-        time (capped at the machine's cores); ``None`` when unknown (a Dask scheduler).
-
-    Returns
-    -------
-    text : str
-        Human-readable description; mentions the number of tasks, the estimated memory and
-        time, and a ``Warning:`` or ``Refused:`` line when :func:`check_fits` would warn or
-        refuse.  The grid is described per parameter, without listing a large grid's cells.
-    """
-    if not isinstance(sweep, Sweep):
-        raise TypeError(f"sweep must be a mixreg.montecarlo.Sweep, got {type(sweep).__name__}")
-    workers = _dry_run_workers(jobs)
-    n_cells, n_trials = len(sweep.cells), sweep.n_trials
-    per_worker = workers or 1
-    costs = _cell_costs(sweep)
-    chunk_size = sweep.chunk_size or _auto_chunk_size(n_cells, n_trials, per_worker,
-                                                      _heaviest_trial_seconds(sweep, costs))
-    chunk_source = ("set by the sweep" if sweep.chunk_size
-                    else f"automatic for {per_worker} worker(s)")
-    tasks_per_cell = math.ceil(n_trials / chunk_size)
-    lines = [
-        f"Sweep {sweep.name!r} ({_function_name(sweep.trial_fn)}), root seed {sweep.root_seed}",
-        f"Grid: {n_cells} cells x {n_trials} trials = {n_cells * n_trials} trials",
-    ]
-    for key in sweep.cells[0]:
-        distinct = {}
-        for cell in sweep.cells:
-            distinct.setdefault((type(cell[key]).__name__, repr(cell[key])), cell[key])
-        values = list(distinct.values())
-        shown = ", ".join(repr(v) for v in values[:12]) + (", ..." if len(values) > 12 else "")
-        lines.append(f"  {key}: {len(values)} value(s): {shown}")
-    lines.append(f"Chunks: {chunk_size} trials per task ({chunk_source}) -> "
-                 f"{tasks_per_cell * n_cells} tasks")
-    if costs is None:
-        lines.append("Estimated work: unknown (the sweep has no cost_fn)")
-    else:
-        total = sum(costs) * n_trials
-        heaviest = int(np.argmax(costs))
-        split = ("" if workers is None else
-                 f", {total / workers:.3g} per worker with {workers} worker(s)")
-        lines.append(f"Estimated work: {total:.3g} flops in total{split}; heaviest cell "
-                     f"{heaviest} {sweep.cells[heaviest]}: {costs[heaviest]:.3g} flops per trial")
-    lines += _estimate(sweep, workers, costs).lines()
-    if n_cells <= 50:
-        lines.append("Cells:")
-        for i, cell in enumerate(sweep.cells):
-            cost = "" if costs is None else f"  ({costs[i] * n_trials:.3g} flops)"
-            lines.append(f"  {i:5d}  {cell}{cost}")
-    return "\n".join(lines)

@@ -23,9 +23,10 @@ One private module per figure family, every public name re-exported here:
 * :mod:`mixreg.plotting._compare`: every method of the registry and the reference points on one
   regime, error, misclustering, rounds, communication and wall time side by side
   (``experiments/compare.py``);
-* :mod:`mixreg.plotting.methods` (public): the one registry of method and success-rule names,
-  labels, colours, markers and line styles (:data:`METHODS`, :data:`RULES`,
-  :func:`method_label`, :func:`rule_title`), which every figure draws from.
+and, re-exported from :mod:`mixreg.methods` (data only, so trials and tables read it without
+matplotlib): the one registry of method and success-rule names, labels, colours, markers and
+line styles (:data:`METHODS`, :data:`RULES`, :data:`COMPARE`, :func:`method_label`,
+:func:`rule_title`), which every figure draws from.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ._two_phase import (
 from ._two_phase_nu import plot_nu_sweeps
 from ._ifca_mechanism import plot_ifca_basin, plot_misclustering_exponent, plot_one_round_contraction
 from ._phase1 import plot_clients_needed, plot_phase1_error
-from .methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
+from ..methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
 
 __all__ = [
     "plot_comparison",

@@ -8,7 +8,7 @@ matplotlib.use("Agg", force=False)  # a no-op when a backend was already chosen
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .methods import METHODS, MethodStyle, method_label  # noqa: E402
+from ..methods import METHODS, MethodStyle, method_label  # noqa: E402
 
 __all__ = ["save_figure", "FigureNotDrawn", "not_drawn"]
 

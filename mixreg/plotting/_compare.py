@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .methods import COMPARE
+from ..methods import COMPARE
 
 __all__ = ["plot_comparison"]
 
@@ -88,7 +88,8 @@ def plot_comparison(rows, *, title, footnote=""):
     return fig
 
 
-_GREY = ("global_fedavg", "local_only", "known_label_ls", "ifca_truth")
+# the reference points, whose tick labels are grey
+_GREY = tuple(name for name, style in COMPARE.items() if style.kind == "reference")
 
 
 def _value(row, column):

@@ -7,7 +7,7 @@ import matplotlib.ticker
 import numpy as np
 
 from ._common import _plain, plt
-from .methods import METHODS, MethodStyle
+from ..methods import METHODS, MethodStyle
 
 __all__ = ["plot_error_floor", "ERROR_FLOOR_SERIES"]
 

@@ -13,7 +13,7 @@ from ._common import _plain, plt
 __all__ = ["plot_phase1_error", "plot_clients_needed"]
 
 # The anchor versions are told apart by colour, the estimators by line style and marker.  (These
-# two methods are not in the registry of :mod:`mixreg.plotting.methods`, whose keys name the
+# two methods are not in the registry of :mod:`mixreg.methods`, whose keys name the
 # algorithms of the two-phase experiment.)
 _MODE_COLOURS = {"random": "#762a83", "per_cluster": "#2166ac"}
 _METHOD_STYLES = {"fmd": ("-", "o"), "anchor": (":", "x"), "ls": ("--", "s")}

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 
 from ._common import _errorbars, _label, _style, plt
-from .methods import METHODS
+from ..methods import METHODS
 
 __all__ = ["plot_error_vs_rounds", "plot_two_phase_rounds", "plot_two_phase_contraction", "plot_two_phase_scaling"]
 
@@ -23,8 +23,8 @@ def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, 
         "fedprox", "ifca", "oracle"; it gives the colour and marker), ``label`` (optional:
         default the registry's, see :func:`mixreg.plotting.method_label`), ``rounds`` (array),
         ``median``, ``low``, ``high`` (arrays, e.g. quartiles).
-        Values <= 0 (e.g. the oracle's exact start) cannot be drawn on the log scale and are
-        left out.
+        Values <= 0 (e.g. the exact start of IFCA from θ*, ``oracle`` in the records) cannot be
+        drawn on the log scale and are left out.
     floor : tuple (value, label), optional
         A horizontal reference line (the known-label least-squares error) in the colour of
         method ``"ls"``; ``label=None`` takes the registry's label of ``"ls"``.
@@ -51,12 +51,7 @@ def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, 
         ax.axhline(floor[0], color=METHODS["ls"].color, ls="-.", lw=1.2, label=_label("ls", floor[1]))
     if theory is not None:
         ax.plot(theory[0], theory[1], "k--", lw=1.3, label=theory[2])
-    if switch_round is not None:
-        ax.axvline(switch_round, color="0.5", ls=":", lw=1.0)
-        ax.text(switch_round, 0.99, "Phase 1 | Phase 2", transform=ax.get_xaxis_transform(), fontsize=8,
-                va="top", ha="center", color="0.3", backgroundcolor="white")
-    ax.set_yscale("log")
-    ax.set_xlabel("communication round t")
+    _rounds_axis(ax, switch_round)
     ax.set_ylabel("d(θ_t, θ*) = min_π max_l ‖θ_π(l) − θ*_l‖")
     ax.grid(True, which="both", alpha=0.25)
     handles, labels = ax.get_legend_handles_labels()
@@ -210,12 +205,7 @@ def plot_two_phase_rounds(panels, *, switch_round=None, title=None, footnote=Non
             if show.any():
                 ax.plot(np.asarray(line["rounds"])[show], values[show], ls=line.get("linestyle", "--"),
                         color=_style(line.get("key")).color, lw=1.3, alpha=0.9, label=_wrap(line["label"]))
-        if switch_round is not None:
-            ax.axvline(switch_round, color="0.5", ls=":", lw=1.0)
-            ax.text(switch_round, 0.99, "Phase 1 | Phase 2", transform=ax.get_xaxis_transform(), fontsize=8,
-                    va="top", ha="center", color="0.3", backgroundcolor="white")
-        ax.set_yscale("log")
-        ax.set_xlabel("communication round t")
+        _rounds_axis(ax, switch_round)
         ax.grid(True, which="both", alpha=0.25)
         ax.set_title(panel.get("title", ""), fontsize=10)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=7.5, frameon=False, ncol=1)
@@ -320,3 +310,13 @@ def plot_two_phase_contraction(solvers, *, title=None, footnote=None):
         fig.text(0.01, 0.005, _wrap(footnote, 300), fontsize=7, va="bottom", ha="left")
     fig.subplots_adjust(left=0.05, right=0.99, top=0.9, bottom=0.42, wspace=0.22)
     return fig
+
+
+def _rounds_axis(ax, switch_round):
+    """A log error axis against the communication rounds, the phase switch marked (if any)."""
+    if switch_round is not None:
+        ax.axvline(switch_round, color="0.5", ls=":", lw=1.0)
+        ax.text(switch_round, 0.99, "Phase 1 | Phase 2", transform=ax.get_xaxis_transform(), fontsize=8,
+                va="top", ha="center", color="0.3", backgroundcolor="white")
+    ax.set_yscale("log")
+    ax.set_xlabel("communication round t")

@@ -15,13 +15,13 @@ One private module per paper, every public name re-exported here (``from mixreg.
   Phase-2 recursion, its bound and its fixed point; the contraction constant :math:`C_1` derived
   in advance from the step size and the covariances, and the rounds to the floor;
 * :mod:`mixreg.theory._sxy_nu`: Su-Xu-Yang's final-error bound along one-dimensional sweeps
-  (its shape :math:`\\nu / p_{min}`, the exponent it predicts along a sweep) and a level
-  constant fitted with each sweep held out;
+  (its shape :math:`\\nu / p_{min}`, the exponent it predicts along a sweep);
 * :mod:`mixreg.theory._fitting`: the least-squares fit, on the log scale, of a constant the
   papers do not give (``fit_log_constant``) and of the constant of IFCA's separation condition
   (``fit_separation_constant``); checks of a theory line against data: half-crossings and their
-  uncertainty (``half_crossing``, ``crossing_draws``, ``draws_interval``), leave-one-level-out validation of a fitted constant
-  (``held_out_constant``), an exact test that success rates differ across groups
+  uncertainty (``half_crossing``, ``crossing_draws``, ``draws_interval``), a constant fitted
+  with each group held out (``leave_group_out_constant``), leave-one-level-out validation of a
+  fitted constant (``held_out_constant``), an exact test that success rates differ across groups
   (``stratified_homogeneity_test``);
 * :mod:`mixreg.theory._ls_oracle`: known-label least squares as predictions fixed by the
   problem's sizes: the exact moments of its error, its probability of meeting a success
@@ -35,82 +35,14 @@ say which constants it used (unit or fitted).
 
 from __future__ import annotations
 
-from ._fitting import (
-    crossing_draws,
-    draws_interval,
-    fit_log_constant,
-    fit_separation_constant,
-    half_crossing,
-    held_out_constant,
-    stratified_homogeneity_test,
-)
-from ._ifca import (
-    ifca_contraction_factors,
-    ifca_error_floor,
-    ifca_one_round_bound,
-    ifca_safe_step_size,
-    ifca_separation_threshold,
-    ifca_stationary_error,
-    ifca_step_size,
-)
-from ._ifca_clustering import (
-    ResidualPair,
-    lemma1_exponent,
-    misclustering_exponent,
-    misclustering_exponent_at_truth,
-    misclustering_probability,
-    population_basin_edge,
-)
-from ._sxy import (
-    chi_square_from_uniform,
-    sxy_contraction_constant,
-    sxy_floor_term,
-    sxy_nu,
-    sxy_nu_terms,
-    sxy_phase2_bound,
-    sxy_phase2_fixed_point,
-    sxy_phase2_recursion,
-    sxy_predicted_contraction,
-    sxy_rounds_to_floor,
-)
-from ._ls_oracle import ls_error_moments, ls_oracle_success_probability, ls_points_needed
-from ._sxy_nu import leave_group_out_constant, sxy_axis_exponent, sxy_bound_shape
+from . import _fitting, _ifca, _ifca_clustering, _ls_oracle, _sxy, _sxy_nu
+from ._fitting import *  # noqa: F401,F403
+from ._ifca import *  # noqa: F401,F403
+from ._ifca_clustering import *  # noqa: F401,F403
+from ._ls_oracle import *  # noqa: F401,F403
+from ._sxy import *  # noqa: F401,F403
+from ._sxy_nu import *  # noqa: F401,F403
 
-__all__ = [
-    "ifca_step_size",
-    "ifca_safe_step_size",
-    "ifca_contraction_factors",
-    "ifca_stationary_error",
-    "ifca_error_floor",
-    "ifca_separation_threshold",
-    "ifca_one_round_bound",
-    "ResidualPair",
-    "misclustering_probability",
-    "misclustering_exponent",
-    "misclustering_exponent_at_truth",
-    "lemma1_exponent",
-    "population_basin_edge",
-    "fit_separation_constant",
-    "chi_square_from_uniform",
-    "sxy_nu_terms",
-    "sxy_nu",
-    "sxy_floor_term",
-    "sxy_phase2_bound",
-    "sxy_phase2_recursion",
-    "sxy_phase2_fixed_point",
-    "sxy_contraction_constant",
-    "sxy_predicted_contraction",
-    "sxy_rounds_to_floor",
-    "fit_log_constant",
-    "sxy_bound_shape",
-    "sxy_axis_exponent",
-    "leave_group_out_constant",
-    "half_crossing",
-    "crossing_draws",
-    "draws_interval",
-    "held_out_constant",
-    "stratified_homogeneity_test",
-    "ls_error_moments",
-    "ls_oracle_success_probability",
-    "ls_points_needed",
-]
+# every public name of the private modules, listed once (in each module's own ``__all__``)
+__all__ = [*_ifca.__all__, *_ifca_clustering.__all__, *_sxy.__all__, *_sxy_nu.__all__, *_fitting.__all__,
+           *_ls_oracle.__all__]

@@ -19,6 +19,7 @@ __all__ = [
     "half_crossing",
     "crossing_draws",
     "draws_interval",
+    "leave_group_out_constant",
     "held_out_constant",
     "stratified_homogeneity_test",
 ]
@@ -179,11 +180,54 @@ def draws_interval(draws, level=0.95):
     return float(low), float(high)
 
 
+def leave_group_out_constant(observed, reference, in_group):
+    r"""Fit ``C`` in ``observed = C * reference`` without each group, and its residual on the group.
+
+    For group ``g``, :math:`C_{-g}` is :func:`fit_log_constant` over the cells
+    *not* in ``g`` (a cell may belong to several groups: it is left out whenever one of them is
+    held out), and the residual of a cell ``j`` of ``g`` is
+    :math:`r_j = \text{observed}_j / (C_{-g}\, \text{reference}_j)`: 1 where the bound's shape,
+    levelled on the other groups, predicts the cell exactly.
+
+    Parameters
+    ----------
+    observed, reference : array_like of shape (n,)
+        E.g. the median final error of each cell and its
+        :func:`mixreg.theory.sxy_bound_shape`.
+    in_group : bool array_like of shape (G, n)
+        ``in_group[g, j]``: cell ``j`` belongs to group ``g``.
+
+    Returns
+    -------
+    C : ndarray of shape (G,)
+        ``nan`` when no usable cell lies outside the group.
+    residual : ndarray of shape (G, n)
+        ``nan`` outside the group.
+
+    Examples
+    --------
+    >>> obs = np.array([1.0, 2.0, 4.0, 8.0])
+    >>> C, r = leave_group_out_constant(obs, obs / 2, [[1, 1, 0, 0], [0, 0, 1, 1]])
+    >>> C.tolist(), r[0, :2].tolist()
+    ([2.0, 2.0], [1.0, 1.0])
+    """
+    obs = np.asarray(observed, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    member = np.asarray(in_group, dtype=bool)
+    if obs.ndim != 1 or ref.shape != obs.shape or member.ndim != 2 or member.shape[1] != obs.size:
+        raise ValueError(f"observed and reference must have shape (n,) and in_group (G, n); got {obs.shape}, "
+                         f"{ref.shape} and {member.shape}")
+    C = np.array([fit_log_constant(obs[~g], ref[~g]) if (~g).any() else np.nan for g in member])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = np.where(member, obs[None, :] / (C[:, None] * ref[None, :]), np.nan)
+    return C, residual
+
+
 def held_out_constant(observed, draws, reference, *, level=0.95):
     """Leave-one-out validation of ``observed = C * reference`` across levels, with an interval.
 
     For each level ``h``, ``C`` is fitted (:func:`fit_log_constant`, via
-    :func:`mixreg.theory.leave_group_out_constant`) on the *other* levels whose observation
+    :func:`leave_group_out_constant`) on the *other* levels whose observation
     and reference are finite and positive, and the level is predicted as ``C * reference[h]``.
     The residual ``log10(predicted / observed)`` gets an interval by refitting on every draw
     (``draws[:, b]``, e.g. :func:`crossing_draws` of each level): the prediction and the
@@ -219,8 +263,6 @@ def held_out_constant(observed, draws, reference, *, level=0.95):
     >>> [round(row["C"], 6) for row in rows], [row["verdict"] for row in rows]
     ([1.0, 1.0, 1.0], ['consistent', 'consistent', 'consistent'])
     """
-    from ._sxy_nu import leave_group_out_constant
-
     obs, ref = (np.asarray(a, dtype=float).ravel() for a in (observed, reference))
     draws = np.asarray(draws, dtype=float)
     if obs.shape != ref.shape or draws.ndim != 2 or draws.shape[0] != obs.size:

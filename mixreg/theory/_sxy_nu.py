@@ -7,17 +7,16 @@ quantity ``x`` and holds the rest, the bound predicts the exponent of the final 
 constants ``C3 = C4 = 1`` inside :math:`\\nu`, see :func:`mixreg.theory.sxy_nu_terms`).
 
 A level constant ``C`` in ``error = C * bound`` is never read off the cells it is drawn on:
-:func:`leave_group_out_constant` fits it on the cells *outside* a group (a sweep) and returns the
-residual on the group's own cells, which is then an honest test of the bound's level there.
+:func:`mixreg.theory.leave_group_out_constant` fits it on the cells *outside* a group (a sweep)
+and returns the residual on the group's own cells, which is then an honest test of the bound's
+level there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._fitting import fit_log_constant
-
-__all__ = ["sxy_bound_shape", "sxy_axis_exponent", "leave_group_out_constant"]
+__all__ = ["sxy_bound_shape", "sxy_axis_exponent"]
 
 
 def sxy_bound_shape(nu, p_min, *, log_factor=False):
@@ -99,45 +98,3 @@ def sxy_axis_exponent(x, nu, p_min, *, log_x=True, log_factor=False):
     if np.unique(u).size < 2 or not np.isfinite(b).all():
         return float("nan")
     return float(np.polyfit(u, np.log(b), 1)[0])
-
-
-def leave_group_out_constant(observed, reference, in_group):
-    r"""Fit ``C`` in ``observed = C * reference`` without each group, and its residual on the group.
-
-    For group ``g``, :math:`C_{-g}` is :func:`mixreg.theory.fit_log_constant` over the cells
-    *not* in ``g`` (a cell may belong to several groups: it is left out whenever one of them is
-    held out), and the residual of a cell ``j`` of ``g`` is
-    :math:`r_j = \text{observed}_j / (C_{-g}\, \text{reference}_j)`: 1 where the bound's shape,
-    levelled on the other groups, predicts the cell exactly.
-
-    Parameters
-    ----------
-    observed, reference : array_like of shape (n,)
-        E.g. the median final error of each cell and its :func:`sxy_bound_shape`.
-    in_group : bool array_like of shape (G, n)
-        ``in_group[g, j]``: cell ``j`` belongs to group ``g``.
-
-    Returns
-    -------
-    C : ndarray of shape (G,)
-        ``nan`` when no usable cell lies outside the group.
-    residual : ndarray of shape (G, n)
-        ``nan`` outside the group.
-
-    Examples
-    --------
-    >>> obs = np.array([1.0, 2.0, 4.0, 8.0])
-    >>> C, r = leave_group_out_constant(obs, obs / 2, [[1, 1, 0, 0], [0, 0, 1, 1]])
-    >>> C.tolist(), r[0, :2].tolist()
-    ([2.0, 2.0], [1.0, 1.0])
-    """
-    obs = np.asarray(observed, dtype=np.float64)
-    ref = np.asarray(reference, dtype=np.float64)
-    member = np.asarray(in_group, dtype=bool)
-    if obs.ndim != 1 or ref.shape != obs.shape or member.ndim != 2 or member.shape[1] != obs.size:
-        raise ValueError(f"observed and reference must have shape (n,) and in_group (G, n); got {obs.shape}, "
-                         f"{ref.shape} and {member.shape}")
-    C = np.array([fit_log_constant(obs[~g], ref[~g]) if (~g).any() else np.nan for g in member])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        residual = np.where(member, obs[None, :] / (C[:, None] * ref[None, :]), np.nan)
-    return C, residual

@@ -1,0 +1,260 @@
+"""The one registry of the methods and success rules that figures, tables and trials name.
+
+:data:`REGISTRY` holds every method's name, label, colour, marker and line style, once per study
+that draws it; every figure of :mod:`mixreg.plotting` and every script and table that names a
+method reads it through the views below, so a method is renamed or recoloured in this file only.
+The module holds data only (it imports neither matplotlib nor the algorithms), so trial
+functions and tables can name methods with it too.
+
+"Oracle" means one thing in mixreg's code: **known-label least squares**, the estimator that
+knows every row's cluster (:func:`mixreg.baselines.known_label_least_squares`; the success rule
+``oracle``, :func:`mixreg.metrics.oracle_ls_floor`, :mod:`mixreg.theory` ``ls_oracle_*``).  IFCA
+started at :math:`\\theta^*` is ``ifca_truth``.  The two-phase experiment recorded it before
+this was settled, as the columns ``oracle_*`` and ``oracle_data_*`` of its tables (part of its
+committed records and of its sweep's identity, so they stay): its styles are named
+``ifca_truth`` and ``ifca_truth_data`` and carry the recorded prefix in :attr:`MethodStyle.column`.
+
+The views, each keyed by the names the study's records use (:attr:`MethodStyle.key`):
+
+* :data:`METHODS`: the algorithms of the two-phase experiment (``experiments/two_phase.py``):
+  ``ifca``, ``oracle`` (= ``ifca_truth``), both with Algorithm 2's client weights;
+  ``ifca_data``, ``oracle_data`` (= ``ifca_truth_data``) the same with data weights
+  :math:`n_i/N`, a control; ``fedavg``, ``fedprox``; ``ls`` = known-label least squares,
+  ``cwls`` = client-weighted least squares;
+* :data:`RULES`: the success rules of the IFCA success experiment
+  (:data:`mixreg.trials.SUCCESS_RULES`: ``official``, ``honest``, ``oracle`` = known-label least
+  squares as a ceiling), whose labels are the panel titles of
+  :func:`mixreg.plotting.plot_success_vs_separation`.  Their colour is ``None``: that figure
+  colours its curves by noise level;
+* :data:`COMPARE`: the methods of the head-to-head comparison (``experiments/compare.py``), in
+  table order; their :attr:`MethodStyle.kind` says which are registered algorithms, variants
+  and reference points (:data:`mixreg.trials_compare.VARIANTS` and ``REFERENCES`` are read
+  from it).
+
+A label may be a template with ``{name}`` fields for the method's parameters (FedAvg's number
+of local steps ``s``); :func:`method_label` fills them in.
+
+Examples
+--------
+>>> from mixreg.methods import METHODS, method_label
+>>> method_label("fedavg", s=3)
+'FMD → FedAvg(3)'
+>>> METHODS["fedavg"].params
+('s',)
+>>> METHODS["oracle"].name, METHODS["oracle"].column
+('ifca_truth', 'oracle')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+from types import MappingProxyType
+
+__all__ = ["MethodStyle", "REGISTRY", "METHODS", "RULES", "COMPARE", "STUDIES", "KINDS", "method_label",
+           "rule_title"]
+
+#: The studies whose methods the registry styles, each with its own view.
+STUDIES = ("two_phase", "success_rules", "compare")
+#: What a registered style is: a method that runs (``algorithm``), a second way of running one
+#: (``variant``), a reference point (``reference``) or a success rule (``rule``).
+KINDS = ("algorithm", "variant", "reference", "rule")
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodStyle:
+    """How figures and tables name and draw one method (or one success rule).
+
+    Parameters
+    ----------
+    name : str
+        What the method is (``"fedavg"``, ``"ifca_truth"``); "oracle" only for known-label
+        least squares.
+    label : str
+        Legend text (panel title for a success rule); may hold ``{param}`` fields, filled in
+        by :func:`method_label`.
+    color : str or None
+        A matplotlib colour; ``None`` = chosen by the figure (e.g. by noise level).
+    marker : str or None
+        A matplotlib marker; ``None`` = no marker.
+    linestyle : str
+        A matplotlib line style for the method's curves and error-bar lines.
+    short : str, optional
+        Short name for running text and compound labels (``"IFCA"`` in ``"IFCA, σ = 0.5"``);
+        the same template fields as ``label``.  Defaults to ``label``.
+    study : str, optional
+        The study (one of :data:`STUDIES`) whose view holds the style; ``None`` for a style
+        made outside the registry.
+    kind : str, default ``"algorithm"``
+        One of :data:`KINDS`.
+    column : str, optional
+        The prefix of the method's columns in the study's records when it is not ``name``
+        (the two-phase experiment's ``oracle``); the view is keyed by it.
+    """
+
+    name: str
+    label: str
+    color: str | None
+    marker: str | None
+    linestyle: str
+    short: str | None = None
+    study: str | None = None
+    kind: str = "algorithm"
+    column: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.study is not None and self.study not in STUDIES:
+            raise ValueError(f"study must be one of {', '.join(STUDIES)}, got {self.study!r}")
+
+    @property
+    def key(self):
+        """The method's name in its study's records: :attr:`column`, else :attr:`name`."""
+        return self.column or self.name
+
+    @property
+    def params(self):
+        """Names of the template fields of ``label``, in order of appearance."""
+        return tuple(dict.fromkeys(field for _, field, _, _ in string.Formatter().parse(self.label) if field))
+
+
+def _study(study, *styles):
+    return tuple(dataclasses.replace(style, study=study) for style in styles)
+
+
+#: Every registered style, study by study; each study's styles in the order its legends and
+#: tables list them.
+REGISTRY = (
+    # the algorithms of the two-phase experiment
+    *_study(
+        "two_phase",
+        MethodStyle("ifca", "IFCA (Algorithm 2, client weights 1/m), random init (best of restarts by training "
+                    "loss)", "#c51b7d", "v", "-", short="IFCA"),
+        MethodStyle("ifca_truth", "IFCA (Algorithm 2, client weights 1/m) started at θ* (oracle)", "#e08214", "^",
+                    "-", short="IFCA from θ*", column="oracle"),
+        MethodStyle("fedavg", "FMD → FedAvg({s})", "#1b7837", "o", "-", short="FedAvg({s})"),
+        MethodStyle("fedprox", "FMD → FedProx", "#5aae61", "s", "-", short="FedProx"),
+        MethodStyle("ls", "known-label least squares", "0.35", "D", "-", short="known-label LS", kind="reference"),
+        MethodStyle("ifca_data", "IFCA with data weights n_i/N (control), random init (best of restarts by training "
+                    "loss)", "#542788", "<", "--", short="IFCA (data weights)"),
+        MethodStyle("ifca_truth_data", "IFCA with data weights n_i/N (control), started at θ*", "#b35806", ">", "--",
+                    short="IFCA (data weights) from θ*", column="oracle_data"),
+        MethodStyle("cwls", "client-weighted least squares (IFCA's fixed point with the true labels)", "0.6", "P",
+                    "-", short="client-weighted LS", kind="reference"),
+    ),
+    # the success rules of the IFCA success experiment: ``label`` is the panel title (and, for
+    # the oracle, drawn in every panel as a ceiling, its legend text); ``marker`` and
+    # ``linestyle`` draw the curve of the success rate under the rule
+    *_study(
+        "success_rules",
+        MethodStyle("official", "official rule: best of all runs by distance to truth", None, "o", "-",
+                    short="official", kind="rule"),
+        MethodStyle("honest", "honest rule: run with lowest training loss, matched distance", None, "o", "-",
+                    short="honest", kind="rule"),
+        MethodStyle("oracle", "known-label LS oracle (ceiling)", None, "o", "-", short="oracle", kind="rule"),
+    ),
+    # the head-to-head comparison: every algorithm of mixreg.algorithms.ALGORITHMS, then the
+    # reference points, in table order.  Grey for the reference points; IFCA's family in
+    # purples, Su-Xu-Yang's Phase 2 in greens, the one-shot clusterers in oranges, the
+    # point-level methods in blues
+    *_study(
+        "compare",
+        MethodStyle("ifca", "IFCA, option I (gradient averaging, weights 1/m)", "#c51b7d", "v", "-", short="IFCA"),
+        MethodStyle("ifca_data", "IFCA, option I with data weights n_i/N", "#8e0152", "<", "-",
+                    short="IFCA (data w.)"),
+        MethodStyle("ifca_model", "IFCA, option II (model averaging, 2 local steps)", "#de77ae", ">", "-",
+                    short="IFCA (model avg.)"),
+        MethodStyle("fedavg", "FedX: FedAvg(2) with the ML decoder (Su-Xu-Yang Phase 2), random init", "#1b7837",
+                    "o", "-", short="FedX-FedAvg"),
+        MethodStyle("fedprox", "FedX: FedProx with the ML decoder (Su-Xu-Yang Phase 2), random init", "#5aae61",
+                    "s", "-", short="FedX-FedProx"),
+        MethodStyle("oneshot", "one-shot: local LS, k-means, FedAvg per cluster (IFCA Alg. 1)", "#e08214", "D", "-",
+                    short="one-shot"),
+        MethodStyle("fesem", "FeSEM (multi-center FL, Alg. 1)", "#b35806", "h", "-", short="FeSEM"),
+        MethodStyle("fesem_paper", "FeSEM from its paper's start (best of 20 k-means of the local models)",
+                    "#b35806", "H", "--", short="FeSEM (k-means start)", kind="variant"),
+        MethodStyle("pacfl", "PACFL, joint (x, y) signatures (Alg. 1)", "#fdb863", "p", "-", short="PACFL (x, y)"),
+        MethodStyle("pacfl_x", "PACFL, x-only signatures (Alg. 1)", "#8c510a", "P", "--", short="PACFL (x)"),
+        MethodStyle("ifca_points", "point-level IFCA (UIFCA scheme, thesis Alg. 3)", "#2166ac", "*", "-",
+                    short="point IFCA"),
+        MethodStyle("kfed", "k-FED with local regressions (thesis Alg. 2)", "#67a9cf", "X", "-", short="k-FED"),
+        MethodStyle("global_fedavg", "reference: global FedAvg(2), one model (k = 1)", "0.55", "o", ":",
+                    short="global FedAvg", kind="reference"),
+        MethodStyle("local_only", "reference: local-only least squares", "0.7", "s", ":", short="local only",
+                    kind="reference"),
+        MethodStyle("known_label_ls", "reference: known-label least squares (oracle)", "0.2", "D", ":",
+                    short="known-label LS", kind="reference"),
+        MethodStyle("ifca_truth", "reference: IFCA started at θ*", "0.4", "^", ":", short="IFCA from θ*",
+                    kind="reference"),
+    ),
+)
+
+
+def _view(study):
+    return MappingProxyType({style.key: style for style in REGISTRY if style.study == study})
+
+
+#: The algorithms of the two-phase experiment, keyed by their records' names, in the order
+#: their legends list them.
+METHODS = _view("two_phase")
+#: The success rules of the IFCA success experiment.
+RULES = _view("success_rules")
+#: The methods of the head-to-head comparison, in table order.
+COMPARE = _view("compare")
+# the two-phase styles by what they are (``ifca_truth``), for method_label
+_BY_NAME = {style.name: style for style in METHODS.values()}
+
+
+def method_label(name, *, short=False, **params):
+    """The legend label of method ``name`` (a key of :data:`METHODS`), its parameters filled in.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`METHODS` (a name of its records, e.g. ``"oracle"``) or the
+        :attr:`MethodStyle.name` of one (``"ifca_truth"``).
+    short : bool, default False
+        Return the short name instead of the full label.
+    **params
+        Values of the label's template fields (``s`` for ``"fedavg"``); a field not given is
+        left as its name, so ``method_label("fedavg")`` is ``"FMD → FedAvg(s)"``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not registered or a parameter is not a field of its label.
+
+    Examples
+    --------
+    >>> method_label("fedavg")
+    'FMD → FedAvg(s)'
+    >>> method_label("fedavg", s=1)
+    'FMD → FedAvg(1)'
+    >>> method_label("ifca", short=True)
+    'IFCA'
+    >>> method_label("ifca_truth", short=True) == method_label("oracle", short=True)
+    True
+    """
+    style = METHODS.get(name) or _BY_NAME.get(name)
+    if style is None:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {name!r}")
+    unknown = sorted(set(params) - set(style.params))
+    if unknown:
+        raise ValueError(f"the label of method {name!r} takes parameters {list(style.params)}, got {unknown}")
+    template = style.label if not short or style.short is None else style.short
+    return template.format_map({field: params.get(field, field) for field in style.params})
+
+
+def rule_title(rule):
+    """Panel title of success rule ``rule``: its label in :data:`RULES`, else ``rule`` itself.
+
+    >>> rule_title("honest")
+    'honest rule: run with lowest training loss, matched distance'
+    """
+    return RULES[rule].label if rule in RULES else rule
+
