@@ -107,8 +107,8 @@ RULES = _registry(
 )
 
 
-#: The methods of the head-to-head comparison (``experiments/compare.py``): every algorithm of
-#: :data:`mixreg.algorithms.ALGORITHMS`, then the reference points, in table order.  Grey for the
+#: The methods of the head-to-head comparison (``experiments/compare.py``): the algorithms of
+#: :data:`mixreg.trials_compare.COMPARED`, then the reference points, in table order.  Grey for the
 #: reference points; IFCA's family in purples, Su-Xu-Yang's Phase 2 in greens, the one-shot
 #: clusterers in oranges, the point-level methods in blues.
 COMPARE = _registry(
