@@ -115,7 +115,9 @@ def test_phase2_options_are_checked_before_phase1_runs(problem, monkeypatch):
 
 def test_registry_entry_is_two_phase_with_random_anchors():
     alg = ALGORITHMS["two_phase"]
-    assert alg.uses_rng and alg.run is two_phase_replicas and "Su, Xu, Yang" in alg.source
+    assert alg.uses_rng and alg.run.__wrapped__ is two_phase_replicas and "Su, Xu, Yang" in alg.source
+    assert alg.options == {"n_anchors": None, "phase1_rounds": 10, "sampling": "reuse", "local_solver": "fedavg",
+                           "local_steps": 2}
     pb = make_problem(m=30, k=2, n=10, d=4, sigma=0.1, scale=2.0, protocol="gaussian", rng=np.random.default_rng(2))
     res = alg.run(pb, np.zeros((3, 2, 4)), np.array([0.2, 0.5, 1.0]), n_rounds=20, rng=np.random.default_rng(4))
     assert isinstance(res, TwoPhaseRun) and res.n_rounds == 20 and res.local_steps == 2
@@ -139,3 +141,13 @@ def test_registry_entry_refuses_what_its_precondition_says():
         two_phase_replicas(pb, np.zeros((1, 2, 4)), 0.5, n_rounds=3, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"n_anchors must be in \[2, inf\), got 1"):
         two_phase_replicas(pb, np.zeros((1, 2, 4)), 0.5, n_rounds=3, rng=np.random.default_rng(0), n_anchors=1)
+
+
+def test_memory_estimate_of_the_registry_entry_covers_both_phases():
+    from mixreg.algorithms import RunSizes, work_bytes
+
+    z = RunSizes(m=1000, N=20_000, d=50, k=3, replicas=5)
+    assert work_bytes("two_phase", z) == max(work_bytes("fedavg", z),
+                                             work_bytes("moment_descent", RunSizes(m=6, N=20_000, d=50, k=3)))
+    wide = RunSizes(m=10, N=20_000, d=50, k=3)  # Phase 1's moment vectors dominate a single replica
+    assert work_bytes("two_phase", wide) > work_bytes("fedavg", wide)

@@ -43,7 +43,7 @@ from .._validation import check_choice, check_int
 from ..local_solvers import LOCAL_SOLVERS
 from ..problems import check_rng
 from ._driver import DriverResult, check_problem, check_run, check_step_sizes, check_tolerance, elapsed
-from ._registry import Algorithm, Unmet
+from ._registry import Algorithm, Unmet, _bind
 from .fedx import FedXResult, fedx
 from .moment_descent import MomentDescentResult, moment_descent
 
@@ -334,12 +334,13 @@ def _precondition(*, d, k, n_min):
 
 def registrations():
     """The registry entry: federated moment descent, then FedAvg(2) from its centres."""
-    options = {"n_anchors": "2k, at random among clients with n_i >= 2", "phase1_rounds": 10, "sampling": "reuse",
-               "local_solver": "fedavg", "local_steps": 2}
+    # n_anchors=None: 2k anchors, drawn at random among the clients with n_i >= 2
+    options = {"n_anchors": None, "phase1_rounds": 10, "sampling": "reuse", "local_solver": "fedavg",
+               "local_steps": 2}
     return [
         Algorithm(
             name="two_phase",
-            run=two_phase_replicas,
+            run=_bind(two_phase_replicas, uses_rng=True, **options),
             uses_rng=True,
             options=options,
             communication=_communication,
