@@ -46,7 +46,17 @@ from experiments._cli import param
 from mixreg.algorithms import TRIAL_OVERHEAD, unmet_precondition
 from mixreg.montecarlo import Sweep, SweepWarning
 from mixreg.plotting import plot_comparison, save_figure
-from mixreg.trials_compare import COMPARED, METHODS, METRICS, REGIMES, STEPS, TOL, compare_memory, compare_trial, spec_of
+from mixreg.trials_compare import (
+    COMPARED,
+    METHODS,
+    METRICS,
+    REGIMES,
+    STEPS,
+    TOL,
+    compare_memory,
+    compare_trial,
+    spec_of,
+)
 
 NAME = "compare"
 TABLES = ("summary",)

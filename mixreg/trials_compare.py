@@ -6,10 +6,10 @@ stored in the cell), then runs
 
 * **the registered algorithms of** :data:`COMPARED` (an explicit list of
   :data:`mixreg.algorithms.ALGORITHMS` entries, so that registering a new algorithm changes no
-  existing comparison): IFCA (options I and II, two aggregations), Su-Xu-Yang's Phase 2 (FedAvg, FedProx) from random starts, the
-  one-shot method, FeSEM, PACFL (joint and x-only signatures), point-level IFCA and k-FED, each
-  from the same ``n_inits`` random starts and over the same step-size grid, in one batched call
-  of ``n_inits x len(steps)`` replicas;
+  existing comparison): IFCA (options I and II, two aggregations), Su-Xu-Yang's Phase 2
+  (FedAvg, FedProx) from random starts, the one-shot method, FeSEM, PACFL (joint and x-only
+  signatures), point-level IFCA and k-FED, each from the same ``n_inits`` random starts and over
+  the same step-size grid, in one batched call of ``n_inits x len(steps)`` replicas;
 * **the variants** (:data:`VARIANTS`): FeSEM from its paper's own start
   (:func:`mixreg.algorithms.fesem.initial_centres`: k-means of the warm-start local models, best
   of 20 by intra-cluster distance, one per start), over the same step grid, so that FeSEM is
@@ -79,8 +79,8 @@ from .local_solvers import local_least_squares
 from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
 from .problems import ProblemSpec
 
-__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "COMPARED", "VARIANTS", "REFERENCES", "STEPS", "TOL",
-           "METRICS"]
+__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "COMPARED", "VARIANTS", "REFERENCES",
+           "STEPS", "TOL", "METRICS"]
 
 #: Each regime: its description and the :class:`ProblemSpec` fields it changes from ``balanced``,
 #: as a function of the base sizes ``(m, n, d, k, sigma, separation)``.
