@@ -1,12 +1,14 @@
-"""Every method of the registry, head to head, on a suite of regimes.
+"""The registered methods of :data:`mixreg.trials_compare.COMPARED`, head to head, on a suite of regimes.
 
 Run ``python -m experiments.compare`` for the quick default (eight regimes, k = 2, d = 10,
 m = 40, 8 trials each, about a minute on two cores) or ``--preset full`` (40 trials, m = 100).
 
 Methods (:mod:`mixreg.trials_compare`): IFCA (options I and II, two aggregations), Su-Xu-Yang's
 Phase 2 (FedAvg(2), FedProx with the ML decoder) from random starts, the one-shot method, FeSEM,
-PACFL (joint and x-only signatures), point-level IFCA and k-FED; and the reference points global
-FedAvg (k = 1), local-only least squares, known-label least squares and IFCA from the truth.
+PACFL (joint and x-only signatures), point-level IFCA and k-FED (an explicit list: the two-phase
+method, registered as ``two_phase``, needs anchor clients and is not compared); and the reference
+points global FedAvg (k = 1), local-only least squares, known-label least squares and IFCA from the
+truth.
 Every method is tuned the same way: the replica (random start x step size of one grid) with the
 lowest final value of its own training objective, never a distance to the truth.
 
@@ -41,10 +43,20 @@ import numpy as np
 
 from mixreg import cli as _cli
 from mixreg.cli import param
-from mixreg.algorithms import ALGORITHMS, TRIAL_OVERHEAD, unmet_precondition
+from mixreg.algorithms import TRIAL_OVERHEAD, unmet_precondition
 from mixreg.montecarlo import Sweep, SweepWarning
 from mixreg.plotting import plot_comparison, save_figure
-from mixreg.trials_compare import METHODS, METRICS, REGIMES, STEPS, TOL, compare_memory, compare_trial, spec_of
+from mixreg.trials_compare import (
+    COMPARED,
+    METHODS,
+    METRICS,
+    REGIMES,
+    STEPS,
+    TOL,
+    compare_memory,
+    compare_trial,
+    spec_of,
+)
 
 NAME = "compare"
 TABLES = ("summary",)
@@ -139,7 +151,7 @@ def method_refusals(config):
     for regime in config.regimes:
         spec = _spec(config, regime)
         n_min = spec.n if spec.size_law is None else spec.n_max
-        for name in ALGORITHMS:
+        for name in COMPARED:
             unmet = unmet_precondition(name, d=spec.d, k=spec.k, n_min=n_min)
             if unmet is not None:
                 lines.append(f"regime {regime}: {name} needs {unmet.needs}; got {_given(config, regime, unmet)} "

@@ -2,9 +2,10 @@
 
 :func:`two_phase_trial` draws an unbalanced clustered problem with anchors, runs
 
-* **FMD -> FedAvg(s)** and **FMD -> FedProx**: Phase 1 (:func:`mixreg.algorithms.moment_descent.
-  moment_descent`, from :math:`\\theta_0 = 0`) then Phase 2 (:func:`mixreg.algorithms.fedx.fedx`) from the
-  Phase-1 centres, every step size :math:`\\eta` of the cell's grid ``steps``;
+* **FMD -> FedAvg(s)** and **FMD -> FedProx**: :func:`mixreg.algorithms.two_phase.two_phase`, Phase 1
+  (federated moment descent, from :math:`\\theta_0 = 0`) then Phase 2 (FedX) from the Phase-1
+  centres, every step size :math:`\\eta` of the cell's grid ``steps``; Phase 1 runs once, the
+  FedProx call reusing the FedAvg call's Phase 1;
 * **IFCA** option I (gradient averaging) in two aggregations, each from random initialisation
   (``ifca_restarts`` starts :math:`N(0, s^2 I)` with :math:`s = \\Delta/\\sqrt{2d}`, so that their
   pairwise distances match the separation) and from the truth, every step size
@@ -71,9 +72,9 @@ import time
 import numpy as np
 
 from .algorithms import RunSizes, trial_bytes
-from .algorithms.fedx import fedx, fedx_linear_rates
+from .algorithms.fedx import fedx_linear_rates
 from .algorithms.ifca import ifca, initial_parameters, training_loss
-from .algorithms.moment_descent import moment_descent
+from .algorithms.two_phase import two_phase
 from .baselines import client_weighted_least_squares, known_label_least_squares
 from .local_solvers import stacked_update_operators
 from .metrics import matched_max_distance
@@ -381,18 +382,16 @@ def _nan_solver_record(name):
              "rate_measured", "rate_window", "rate_exact", "rounds_to_floor")}
 
 
-def _phase2(problem, name, centres, steps, local_steps, n_rounds, p1_curve, rounds):
-    """Phase 2 with one local solver over the step grid; the chosen run's curve and contraction."""
+def _phase2(problem, name, res, steps, local_steps, n_rounds, p1_curve, rounds):
+    """Phase 2 with one local solver over the step grid (``res``: :func:`mixreg.algorithms.two_phase.
+    two_phase`'s Phase 2, ``None`` if it had no start); the chosen run's curve and contraction."""
     theta_star, k, d = problem.theta_star, problem.k, problem.d
     out = {}
-    if not np.isfinite(centres).all():  # Phase 1 could not form k groups: Phase 2 has no start
+    if res is None:  # Phase 1 could not form k groups: Phase 2 has no start
         out.update(_curve_record(name, rounds, np.concatenate([p1_curve, np.full(n_rounds, np.nan)])))
         out.update(_nan_solver_record(name))
         out[f"{name}_diverged"] = 0
         return out
-    B = steps.size
-    res = fedx(problem, np.repeat(centres[None], B, axis=0), steps, local_solver=name, local_steps=local_steps,
-               n_rounds=n_rounds, history=True)
     out[f"{name}_diverged"] = int(res.diverged.sum())
     b = res.best_replica()  # the lowest final (1/2N) sum_i min_l L_i
     if b is None:
@@ -529,22 +528,29 @@ def two_phase_trial(cell, seed):
     trace = design_trace(d, float(cell["cov_low"]), float(cell["cov_high"]))
     out = {}
 
-    # Phase 1, then Phase 2 with each local solver
-    start = time.perf_counter()
-    p1 = moment_descent(problem, anchors, k, rng=np.random.default_rng(fmd_ss), n_rounds=T1,
+    # Phase 1, then Phase 2 with each local solver: the FedAvg call runs Phase 1, the FedProx call
+    # starts from its output (Phase 1 runs once)
+    p1 = None
+    for name in SOLVERS:
+        local_steps = s if name == "fedavg" else 1
+        run = two_phase(problem, anchors, k, steps, rng=np.random.default_rng(fmd_ss), phase1_rounds=T1,
                         sampling=cell["fmd_sampling"], anchor_sampling=cell["fmd_anchor_sampling"],
                         step_constant=float(cell["fmd_step_constant"]),
-                        clients_per_round=int(cell["fmd_clients"]) or None, history=True)
-    p1_curve = phase1_curve(p1.history, p1.clustering.groups, theta_star)
-    out.update(fmd_err=float(p1_curve[-1]), fmd_clustering=p1.clustering.method,
-               fmd_threshold_groups=p1.clustering.n_threshold_groups,
-               fmd_clients_per_round=p1.clients_per_round, fmd_anchor_pairs=p1.anchor_pairs,
-               fmd_anchor_clusters=int(np.unique(problem.labels[anchors]).size),
-               fmd_time=time.perf_counter() - start)
-    for name in SOLVERS:
+                        phase1_options=dict(clients_per_round=int(cell["fmd_clients"]) or None), phase1_history=True,
+                        local_solver=name, local_steps=local_steps, phase2_rounds=T2, history=True, phase1=p1)
+        if p1 is None:
+            p1 = run.phase1
+            start = time.perf_counter()
+            p1_curve = phase1_curve(p1.history, p1.clustering.groups, theta_star)
+            out.update(fmd_err=float(p1_curve[-1]), fmd_clustering=p1.clustering.method,
+                       fmd_threshold_groups=p1.clustering.n_threshold_groups,
+                       fmd_clients_per_round=p1.clients_per_round, fmd_anchor_pairs=p1.anchor_pairs,
+                       fmd_anchor_clusters=int(np.unique(problem.labels[anchors]).size),
+                       fmd_time=p1.wall_time + time.perf_counter() - start)
         start = time.perf_counter()
-        local_steps = s if name == "fedavg" else 1
-        out.update(_phase2(problem, name, p1.centres, steps, local_steps, T2, p1_curve, rounds))
+        out.update(_phase2(problem, name, run.phase2, steps, local_steps, T2, p1_curve, rounds))
+        spent = 0.0 if run.phase2 is None else run.phase2.wall_time
+        del run  # one solver's Phase 2, with its history, at a time
         eta = out[f"{name}_step"]
         predictable = np.isfinite(eta) and local_steps == 1  # derived for FedAvg(1) and FedProx
         theory = dict(sizes=problem.sizes, cov_trace=trace) if name == "fedprox" else {}
@@ -555,7 +561,7 @@ def two_phase_trial(cell, seed):
             if predictable else float("nan")
         out[f"{name}_rate_linear"] = float(np.nanmax(fedx_linear_rates(problem, eta, name, local_steps))) \
             if np.isfinite(eta) else float("nan")
-        out[f"{name}_time"] = time.perf_counter() - start
+        out[f"{name}_time"] = spent + time.perf_counter() - start
 
     # IFCA: two aggregations x (random starts, the truth) x step sizes
     start = time.perf_counter()

@@ -32,10 +32,11 @@ On top, ``k`` anchor clients (one per cluster, the journal version of Phase 1) o
 ``anchor_points`` points each: they are clients of the problem like any other (Phase 2 uses
 their data; they count in ``M_total``, ``N_total`` and in :math:`w`).
 
-:func:`two_phase_nu_trial` runs FMD -> FedAvg(s) and FMD -> FedProx (Phase 1 from
-:math:`\\theta_0 = 0`, then Phase 2 from the Phase-1 centres until it stops moving, as
-:mod:`mixreg.trials_two_phase` runs them) and known-label least squares (the oracle), and
-records the realised design quantities next to the errors.
+:func:`two_phase_nu_trial` runs FMD -> FedAvg(s) and FMD -> FedProx
+(:func:`mixreg.algorithms.two_phase.two_phase`: Phase 1 from :math:`\\theta_0 = 0`, then Phase 2
+from the Phase-1 centres until it stops moving, as :mod:`mixreg.trials_two_phase` runs them) and
+known-label least squares (the oracle), and records the realised design quantities next to the
+errors.
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ import numpy as np
 
 from ._validation import check_int, check_real
 from .algorithms import RunSizes, trial_bytes
-from .algorithms.fedx import fedx
-from .algorithms.moment_descent import moment_descent
+from .algorithms.two_phase import two_phase
 from .baselines import known_label_least_squares
 from .metrics import best_permutation, matched_max_distance, oracle_ls_floor
 from .problems import (
@@ -344,21 +344,23 @@ def two_phase_nu_trial(cell, seed):
     theta_star, k = problem.theta_star, design.k
     out = {}
 
-    start = time.perf_counter()
-    p1 = moment_descent(problem, anchors, k, rng=np.random.default_rng(fmd_ss), n_rounds=int(cell["fmd_rounds"]),
-                        sampling=cell["fmd_sampling"], anchor_sampling=cell["fmd_anchor_sampling"],
-                        step_constant=float(cell["fmd_step_constant"]))
-    started = bool(np.isfinite(p1.centres).all())
-    out.update(fmd_err=float(matched_max_distance(p1.centres, theta_star)) if started else float("nan"),
-               fmd_clustering=p1.clustering.method, fmd_time=time.perf_counter() - start)
-
     solvers = {"fedavg": (float(cell["fedavg_step"]), int(cell["fedavg_steps"])),
                "fedprox": (float(cell["fedprox_step"]), 1)}
+    p1 = None  # the FedAvg call runs Phase 1, the FedProx call starts from its output
     for name, (eta, steps) in solvers.items():
+        run = two_phase(problem, anchors, k, eta, rng=np.random.default_rng(fmd_ss),
+                        phase1_rounds=int(cell["fmd_rounds"]), sampling=cell["fmd_sampling"],
+                        anchor_sampling=cell["fmd_anchor_sampling"], step_constant=float(cell["fmd_step_constant"]),
+                        local_solver=name, local_steps=steps, phase2_rounds=int(cell["fx_rounds"]),
+                        tol=float(cell["fx_tol"]), phase1=p1)
+        if p1 is None:
+            p1 = run.phase1
+            start = time.perf_counter()
+            out.update(fmd_err=float(matched_max_distance(p1.centres, theta_star)) if run.started else float("nan"),
+                       fmd_clustering=p1.clustering.method, fmd_time=p1.wall_time + time.perf_counter() - start)
         start = time.perf_counter()
-        if started:
-            res = fedx(problem, p1.centres, eta, local_solver=name, local_steps=steps,
-                       n_rounds=int(cell["fx_rounds"]), tol=float(cell["fx_tol"]))
+        res = run.phase2
+        if res is not None:
             theta = res.theta[0].astype(np.float64)
             final = float(matched_max_distance(theta, theta_star))
             record = {f"{name}_final": final,
@@ -369,7 +371,7 @@ def two_phase_nu_trial(cell, seed):
         else:  # Phase 1 gave no k centres: Phase 2 has no start
             record = {f"{name}_final": float("nan"), f"{name}_misclustered_data": float("nan"),
                       f"{name}_rounds": 0, f"{name}_converged": False, f"{name}_diverged": False}
-        record[f"{name}_time"] = time.perf_counter() - start
+        record[f"{name}_time"] = (0.0 if res is None else res.wall_time) + time.perf_counter() - start
         out.update(record)
 
     nu1, nu2 = sxy_nu_terms(problem.sizes, d, k)

@@ -16,7 +16,7 @@ from mixreg.algorithms import ALGORITHMS, DriverResult, get_algorithm
 from mixreg.problems import make_problem
 
 NAMES = sorted(ALGORITHMS)
-STEPS = {"ifca": 0.3, "ifca_data": 0.3, "ifca_model": 0.1, "fedavg": 0.5, "fedprox": 2.0, "oneshot": 0.5, "ifca_points": 0.5, "kfed": 0.5, "pacfl": 0.5, "pacfl_x": 0.5, "fesem": 0.3}
+STEPS = {"ifca": 0.3, "ifca_data": 0.3, "ifca_model": 0.1, "fedavg": 0.5, "fedprox": 2.0, "oneshot": 0.5, "ifca_points": 0.5, "kfed": 0.5, "pacfl": 0.5, "pacfl_x": 0.5, "fesem": 0.3, "two_phase": 0.5}
 
 
 def _problem(dtype=np.float64):
@@ -122,7 +122,7 @@ def test_a_finite_blow_up_is_divergence(name):
         pytest.skip("the exact proximal step is stable for every step size; divergence is impossible")
     pb = _problem()
     init = _inits(pb, 2)
-    unstable = {"ifca": 3.0, "ifca_data": 3.0, "ifca_model": 1.5, "fedavg": 4.0, "ifca_points": 6.0}.get(name, 10 * _step(name))
+    unstable = {"ifca": 3.0, "ifca_data": 3.0, "ifca_model": 1.5, "fedavg": 4.0, "ifca_points": 6.0, "two_phase": 4.0}.get(name, 10 * _step(name))
     res = _run(name, pb, init, np.array([_step(name), unstable]), n_rounds=300, history=True)
     assert res.diverged.tolist() == [False, True]
     # flagged while still finite: the blow-up rule, not overflow, caught it

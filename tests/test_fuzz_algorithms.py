@@ -26,10 +26,10 @@ from mixreg.problems import make_problem
 PACKAGE = pathlib.Path(mixreg.__file__).resolve().parent
 NAMES = sorted(ALGORITHMS)
 STEPS = {"ifca": 0.3, "ifca_data": 0.3, "ifca_model": 0.1, "fedavg": 0.5, "fedprox": 2.0, "oneshot": 0.5,
-         "ifca_points": 0.5, "kfed": 0.5, "pacfl": 0.5, "pacfl_x": 0.5, "fesem": 0.3}
+         "ifca_points": 0.5, "kfed": 0.5, "pacfl": 0.5, "pacfl_x": 0.5, "fesem": 0.3, "two_phase": 0.5}
 #: The algorithms whose driver draws random numbers whatever the options (its seeding), so that
 #: ``rng`` is required; the others take ``rng`` only for options not used here.
-NEEDS_RNG = ("oneshot", "kfed")
+NEEDS_RNG = ("oneshot", "kfed", "two_phase")
 
 
 def _problem(**change):
@@ -90,6 +90,10 @@ REFUSED = [
     ("pacfl", "d=1", dict(d=1), r"p must be in \[1, 1\], got 3"),
     ("pacfl_x", "d=1", dict(d=1), r"matrix='x' with d=1: the only subspace is the whole line"),
     ("kfed", "n_i=1", dict(n=1, m=20), r"local_clusters must be in \[1, min n_i\] = \[1, 1\]"),
+    ("two_phase", "d=1", dict(d=1), r"k must be at most d=1, got k=2"),
+    ("two_phase", "n_i=1", dict(n=1, m=20), r"Phase 1 needs n_anchors=4 anchors and at least k=2 other clients with "
+     r"n_i >= 2 .* the problem has 0 clients with n_i >= 2"),
+    ("two_phase", "m=k", dict(m=2), r"Phase 1 needs n_anchors=4 anchors .* the problem has 2 clients with n_i >= 2"),
 ]
 
 

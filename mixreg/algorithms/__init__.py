@@ -7,6 +7,8 @@ module                      algorithm
                             partial participation
 :mod:`.moment_descent`      Su-Xu-Yang Phase 1, federated moment descent (slides, steps 1-7)
 :mod:`.fedx`                Su-Xu-Yang Phase 2, FedAvg(s) / FedProx with the ML decoder
+:mod:`.two_phase`           Su-Xu-Yang's two-phase method: Phase 1, then Phase 2 from its
+                            centres, in one call
 :mod:`.oneshot`             one-shot clustering (Ghosh et al. 2020, Algorithm 1): local least
                             squares, server k-means, FedAvg per estimated cluster
 :mod:`.fesem`               FeSEM, multi-center FL (Xie et al., Algorithms 1-2): clients to the
@@ -61,6 +63,7 @@ from .oneshot import OneShotResult, oneshot
 from .pacfl import PACFLResult, pacfl
 from .ifca import IFCAResult, ifca, initial_parameters, training_loss
 from .moment_descent import AnchorClustering, MomentDescentResult, cluster_anchors, moment_descent
+from .two_phase import TwoPhaseResult, TwoPhaseRun, two_phase
 
 __all__ = [
     "ALGORITHMS",
@@ -87,6 +90,8 @@ __all__ = [
     "MomentDescentResult",
     "ProblemRefused",
     "ServerStep",
+    "TwoPhaseResult",
+    "TwoPhaseRun",
     "Replicas",
     "cluster_anchors",
     "data_scales",
@@ -105,6 +110,7 @@ __all__ = [
     "register",
     "with_server_step",
     "training_loss",
+    "two_phase",
 ]
 
 register_builtin()

@@ -159,6 +159,12 @@ def _moment_descent(z):
             + 8 * (z.history_rounds + 1) * z.m * z.d * (z.k + 1))
 
 
+def _two_phase(z):
+    """The registry's ``two_phase``: Phase 1 with its ``2k`` anchors (:func:`_moment_descent`, no
+    history), then Phase 2 (:func:`_fedx`), one after the other."""
+    return max(_moment_descent(dataclasses.replace(z, m=2 * z.k, history_rounds=0)), _fedx(z))
+
+
 def _training_loss(z):
     """IFCA's objective of ``B`` parameter sets (:func:`mixreg.algorithms.ifca.training_loss`,
     e.g. along a run's path): the predictions ``(B k, N)`` in the dtype, the losses ``(B, m, k)``
@@ -185,7 +191,7 @@ WORK_ARRAYS = {
     "ifca": _ifca, "ifca_data": _ifca, "ifca_model": _ifca_model,
     "fedavg": _fedx, "fedprox": _fedx, "fedx": _fedx,
     "oneshot": _oneshot, "fesem": _fesem, "pacfl": _pacfl, "pacfl_x": _pacfl,
-    "ifca_points": _ifca_points, "kfed": _kfed,
+    "ifca_points": _ifca_points, "kfed": _kfed, "two_phase": _two_phase,
     "moment_descent": _moment_descent, "least_squares": _least_squares, "training_loss": _training_loss,
 }
 

@@ -234,8 +234,9 @@ def register_builtin():
         source="Su, Xu, Yang 2022, Phase 2 (slides 'FedX + Clustering in Action'), FedProx",
         sends="its decoded label and one d-vector local model; receives k models"))
 
-    # the seed papers' other methods: each module lists its own entries in ``registrations()``
-    for module in SEED_METHOD_MODULES:
+    # the seed papers' other methods, then the composed two-phase method: each module lists its own
+    # entries in ``registrations()``
+    for module in SEED_METHOD_MODULES + COMPOSED_METHOD_MODULES:
         for algorithm in importlib.import_module(f".{module}", __package__).registrations():
             register(algorithm)
 
@@ -243,3 +244,6 @@ def register_builtin():
 #: Modules of the seed papers' other methods (one-shot, FeSEM, PACFL, and on clients that mix
 #: clusters, point-level IFCA and k-FED), registered after the built-in drivers.
 SEED_METHOD_MODULES = ("oneshot", "fesem", "pacfl", "ifca_points", "kfed")
+#: Modules of methods composed of registered drivers (Su-Xu-Yang's Phase 1 then Phase 2),
+#: registered last.
+COMPOSED_METHOD_MODULES = ("two_phase",)
