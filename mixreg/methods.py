@@ -154,7 +154,7 @@ REGISTRY = (
                     short="honest", kind="rule"),
         MethodStyle("oracle", "known-label LS oracle (ceiling)", None, "o", "-", short="oracle", kind="rule"),
     ),
-    # the head-to-head comparison: every algorithm of mixreg.algorithms.ALGORITHMS, then the
+    # the head-to-head comparison: the algorithms of mixreg.trials_compare.COMPARED, then the
     # reference points, in table order.  Grey for the reference points; IFCA's family in
     # purples, Su-Xu-Yang's Phase 2 in greens, the one-shot clusterers in oranges, the
     # point-level methods in blues
