@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 from scipy.stats import norm
 
 from ._validation import check_real
 
-__all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict"]
+__all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict", "finite_mean",
+           "bootstrap_mean_interval", "loglog_slope"]
 
 
 def wilson_interval(successes, trials, level=0.95):
@@ -215,3 +218,64 @@ def slope_verdict(predicted, fit, *, tolerance=0.0):
         return "undetermined"
     inside = fit.low - tolerance <= predicted <= fit.high + tolerance
     return "consistent" if inside else "contradicts"
+
+
+def finite_mean(values):
+    """Mean of the finite values, ``nan`` when there is none (no warning).
+
+    Examples
+    --------
+    >>> finite_mean([1.0, float("nan"), 3.0]), finite_mean([float("inf")])
+    (2.0, nan)
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if v.size else math.nan
+
+
+def bootstrap_mean_interval(values, rng, n_boot, level=0.95):
+    """Mean of the finite values and its percentile bootstrap interval.
+
+    Parameters
+    ----------
+    values : array of float
+        Trial outcomes; non-finite ones are dropped.
+    rng : numpy.random.Generator
+        Draws the ``(n_boot, size)`` resample indices in one call.
+    n_boot : int >= 1
+        Bootstrap resamples.
+    level : float in (0, 1)
+
+    Returns
+    -------
+    (mean, low, high) : tuple of float
+        ``nan`` three times when no value is finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mean, low, high = bootstrap_mean_interval(np.arange(10.0), np.random.default_rng(0), 500)
+    >>> mean, bool(low < mean < high)
+    (4.5, True)
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan, math.nan
+    boots = v[rng.integers(0, v.size, (n_boot, v.size))].mean(axis=1)
+    low, high = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return float(v.mean()), float(low), float(high)
+
+
+def loglog_slope(x, y):
+    """Least-squares slope of ``log y`` on ``log x`` over the finite positive points, ``nan`` with
+    fewer than two (no interval: see :func:`fit_slope` for one).
+
+    Examples
+    --------
+    >>> round(loglog_slope([1, 4, 16, 0], [1, 2, 4, 5]), 12)
+    0.5
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else math.nan

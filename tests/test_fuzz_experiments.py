@@ -115,7 +115,7 @@ BOUNDS = [
     bound("SMN-init_scale-neg", "success_vs_mn", ['--init-scale', '-1'], 'init_scale must be finite and > 0, got -1.0'),
     bound("SMN-threshold_offset-nan", "success_vs_mn", ['--threshold-offset', 'nan'], 'threshold_offset must be finite and >= 0, got nan'),
     bound("SMN-threshold_offset-neg", "success_vs_mn", ['--threshold-offset', '-1'], 'threshold_offset must be finite and >= 0, got -1.0'),
-    bound("EF-k-0", "error_floor", ['--k', '0'], 'k must be an integer >= 1, got 0'),
+    bound("EF-k-0", "error_floor", ['--k', '0'], 'k must be an integer >= 2, got 0'),
     bound("EF-separation-nan", "error_floor", ['--separation', 'nan'], 'separation must be finite and > 0, got nan'),
     bound("EF-separation-neg", "error_floor", ['--separation', '-1'], 'separation must be finite and > 0, got -1.0'),
     bound("EF-m_ref-0", "error_floor", ['--m-ref', '0'], 'm_ref must be an integer >= 1, got 0'),
@@ -123,23 +123,23 @@ BOUNDS = [
     bound("EF-d_ref-0", "error_floor", ['--d-ref', '0'], 'd_ref must be an integer >= 1, got 0'),
     bound("EF-sigma_ref-nan", "error_floor", ['--sigma-ref', 'nan'], 'sigma_ref must be finite and > 0, got nan'),
     bound("EF-sigma_ref-neg", "error_floor", ['--sigma-ref', '-1'], 'sigma_ref must be finite and > 0, got -1.0'),
-    bound("EF-p_ref-nan", "error_floor", ['--p-ref', 'nan'], 'ps (at least two) and p_ref must be in (0, 1/k] = (0, 0.5], got [0.1, 0.2, 0.3, 0.4, 0.5] and p_ref=nan'),
-    bound("EF-p_ref-neg", "error_floor", ['--p-ref', '-1'], 'ps (at least two) and p_ref must be in (0, 1/k] = (0, 0.5], got [0.1, 0.2, 0.3, 0.4, 0.5] and p_ref=-1.0'),
-    bound("EF-ms-0", "error_floor", ['--ms', '0', '25', '50'], 'ms must hold at least two integers >= 1 (a slope needs two points), got [0, 25, 50]'),
-    bound("EF-n_primes-0", "error_floor", ['--n-primes', '0', '5', '10'], 'n_primes must hold at least two integers >= 1 (a slope needs two points), got [0, 5, 10]'),
-    bound("EF-ds-0", "error_floor", ['--ds', '0', '5', '10'], 'ds must hold at least two integers >= 1 (a slope needs two points), got [0, 5, 10]'),
-    bound("EF-sigmas-nan", "error_floor", ['--sigmas', 'nan', '0.025', '0.05'], 'sigmas must hold at least two values > 0 (a log axis), got [nan, 0.025, 0.05]'),
-    bound("EF-sigmas-neg", "error_floor", ['--sigmas', '-1', '0.025', '0.05'], 'sigmas must hold at least two values > 0 (a log axis), got [-1.0, 0.025, 0.05]'),
-    bound("EF-ps-nan", "error_floor", ['--ps', 'nan', '0.1', '0.2'], 'ps (at least two) and p_ref must be in (0, 1/k] = (0, 0.5], got [nan, 0.1, 0.2] and p_ref=0.5'),
-    bound("EF-ps-neg", "error_floor", ['--ps', '-1', '0.1', '0.2'], 'ps (at least two) and p_ref must be in (0, 1/k] = (0, 0.5], got [-1.0, 0.1, 0.2] and p_ref=0.5'),
+    bound("EF-p_ref-nan", "error_floor", ['--p-ref', 'nan'], 'p_ref must be finite and > 0, got nan'),
+    bound("EF-p_ref-neg", "error_floor", ['--p-ref', '-1'], 'p_ref must be finite and > 0, got -1.0'),
+    bound("EF-ms-0", "error_floor", ['--ms', '0', '25', '50'], 'ms must be an integer >= 1, got [0, 25, 50]'),
+    bound("EF-n_primes-0", "error_floor", ['--n-primes', '0', '5', '10'], 'n_primes must be an integer >= 1, got [0, 5, 10]'),
+    bound("EF-ds-0", "error_floor", ['--ds', '0', '5', '10'], 'ds must be an integer >= 1, got [0, 5, 10]'),
+    bound("EF-sigmas-nan", "error_floor", ['--sigmas', 'nan', '0.025', '0.05'], 'sigmas must be finite and > 0, got [nan, 0.025, 0.05]'),
+    bound("EF-sigmas-neg", "error_floor", ['--sigmas', '-1', '0.025', '0.05'], 'sigmas must be finite and > 0, got [-1.0, 0.025, 0.05]'),
+    bound("EF-ps-nan", "error_floor", ['--ps', 'nan', '0.1', '0.2'], 'ps must be finite and > 0, got [nan, 0.1, 0.2]'),
+    bound("EF-ps-neg", "error_floor", ['--ps', '-1', '0.1', '0.2'], 'ps must be finite and > 0, got [-1.0, 0.1, 0.2]'),
     bound("EF-trials-0", "error_floor", ['--trials', '0'], 'trials must be an integer >= 1, got 0'),
     bound("EF-restarts-0", "error_floor", ['--restarts', '0'], 'restarts must be an integer >= 1, got 0'),
     bound("EF-step_sizes-nan", "error_floor", ['--step-sizes', 'nan', '0.5', '1.0'], 'step_sizes must be finite and > 0, got [nan, 0.5, 1.0]'),
     bound("EF-step_sizes-neg", "error_floor", ['--step-sizes', '-1', '0.5', '1.0'], 'step_sizes must be finite and > 0, got [-1.0, 0.5, 1.0]'),
     bound("EF-practical_rounds-0", "error_floor", ['--practical-rounds', '0'], 'practical_rounds must be an integer >= 1, got 0'),
     bound("EF-n_boot-0", "error_floor", ['--n-boot', '0'], 'n_boot must be an integer >= 1, got 0'),
-    bound("EF-alpha-nan", "error_floor", ['--alpha', 'nan'], 'alpha must be in (0, 1/2), got nan'),
-    bound("EF-alpha-neg", "error_floor", ['--alpha', '-1'], 'alpha must be in (0, 1/2), got -1.0'),
+    bound("EF-alpha-nan", "error_floor", ['--alpha', 'nan'], 'alpha must be finite and in (0, 0.5), got nan'),
+    bound("EF-alpha-neg", "error_floor", ['--alpha', '-1'], 'alpha must be finite and in (0, 0.5), got -1.0'),
     bound("EF-c1-nan", "error_floor", ['--c1', 'nan'], 'c1 must be finite and > 0, got nan'),
     bound("EF-c1-neg", "error_floor", ['--c1', '-1'], 'c1 must be finite and > 0, got -1.0'),
     bound("EF-halvings-0", "error_floor", ['--halvings', '0'], 'halvings must be an integer >= 1, got 0'),
@@ -403,16 +403,17 @@ COMBOS = [
     combo("SMN-rounds-take-years", "success_vs_mn", ["--n-rounds", "1000000000000"], "would take about 1.92e+03 years",
           ("reduce the trials, the grid or the problem sizes",)),
     # ---- error_floor
-    combo("EF-k-1", "error_floor", ["--k", "1"], "k must be >= 2 (Delta and Assumption 1 need two clusters), got 1",
+    combo("EF-k-1", "error_floor", ["--k", "1"], "k must be an integer >= 2, got 1",
           ("k",)),
-    combo("EF-ms-one-point", "error_floor", ["--ms", "25"], "ms must hold at least two integers >= 1 (a slope needs two "
+    combo("EF-ms-one-point", "error_floor", ["--ms", "25"], "ms must hold at least two values (a slope needs two "
           "points), got [25]", ("ms",)),
     combo("EF-k-above-ms", "error_floor", ["--k", "30"], "ms and m_ref must be at least 2k = 60", ("ms", "m_ref")),
-    combo("EF-ps-above-1-over-k", "error_floor", ["--ps", "0.1", "0.6"], "ps (at least two) and p_ref must be in "
-          "(0, 1/k] = (0, 0.5], got [0.1, 0.6]", ("ps",)),
+    combo("EF-ps-above-1-over-k", "error_floor", ["--ps", "0.1", "0.6"], "ps and p_ref must be at most "
+          "1/k = 0.5, got [0.1, 0.6]", ("ps",)),
     combo("EF-ps-empty-cluster", "error_floor", ["--ps", "0.001", "0.5"], "min(ps) * min(ms) must be >= 1, got "
           "0.001 * 25", ("ps",)),
-    combo("EF-alpha-half", "error_floor", ["--alpha", "0.5"], "alpha must be in (0, 1/2), got 0.5", ("alpha",)),
+    combo("EF-alpha-half", "error_floor", ["--alpha", "0.5"], "alpha must be finite and in (0, 0.5), got 0.5",
+          ("alpha",)),
     combo("EF-too-many-trials", "error_floor", ["--trials", "100000000"], "more than the engine's limit of 1e+07",
           ("trials",)),
     combo("EF-restarts-no-memory", "error_floor", ["--restarts", "1000000000000"], "of memory, more than this machine's",
@@ -678,7 +679,10 @@ def test_a_legal_edge_is_accepted_with_the_grid_its_axes_give(name, argv, n_cell
     assert "Traceback" not in out
     with warnings.catch_warnings(record=True) as caught:  # the refusals again, as SweepWarnings
         warnings.simplefilter("always")
-        sweep = module.build_sweep(module.config_from_args(module.build_parser().parse_args(argv)))
+        study = getattr(module, "STUDY", None)  # a study folder parses through its Study
+        config = (study.config_from_args(study.parser().parse_args(argv)) if study is not None
+                  else module.config_from_args(module.build_parser().parse_args(argv)))
+        sweep = module.build_sweep(config)
     assert [str(w.message) for w in caught] == [line.split(": warning: ", 1)[1] for line in lines]
     assert len(sweep.cells) == n_cells
     assert f"Grid: {n_cells} cells x " in out

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from ._common import FigureNotDrawn, not_drawn, save_figure
 from ._compare import plot_comparison
-from ._error_floor import plot_error_floor
 from ._two_phase import (
     plot_error_vs_rounds,
     plot_two_phase_contraction,
@@ -48,7 +47,6 @@ from ..methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_t
 __all__ = [
     "plot_comparison",
     "COMPARE",
-    "plot_error_floor",
     "save_figure",
     "FigureNotDrawn",
     "not_drawn",

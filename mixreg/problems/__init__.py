@@ -42,7 +42,15 @@ experiment can count such trials.
 
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import DegenerateProblemWarning, check_rng
-from ._generate import make_labels, make_problem, make_problem_from_parameters, make_theta_star, mixed_point_labels
+from ._generate import (
+    exact_counts,
+    exact_labels,
+    make_labels,
+    make_problem,
+    make_problem_from_parameters,
+    make_theta_star,
+    mixed_point_labels,
+)
 from ._problem import THETA_PROTOCOLS, Problem, min_separation
 from ._sizes import SIZE_LAWS, SizeLaw, client_sizes, diagonal_covariances, size_law
 from .spec import CellSchema, ProblemSpec, cluster_proportions
@@ -55,6 +63,8 @@ __all__ = [
     "make_theta_star",
     "mixed_point_labels",
     "make_labels",
+    "exact_labels",
+    "exact_counts",
     "make_problem_from_parameters",
     "THETA_PROTOCOLS",
     "min_separation",

@@ -84,6 +84,44 @@ def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
     return rng.choice(k, size=m, p=p).astype(np.int64)
 
 
+def exact_counts(m, k, p_min):
+    """Cluster sizes with exactly ``round(p_min m)`` clients in cluster 0 and the rest shared evenly.
+
+    Cluster 0 is the smallest (ties included) and never empty: its size is clipped to
+    ``[1, m // k]``; the other ``m - size`` clients go to clusters ``1..k-1`` as evenly as
+    possible, the first ones taking one more.  A list of ``k`` ints summing to ``m``.
+
+    Examples
+    --------
+    >>> exact_counts(100, 3, 0.1), exact_counts(10, 3, 0.01)
+    ([10, 45, 45], [1, 5, 4])
+    """
+    m = check_int("m", m, low=2)
+    k = check_int("k", k, low=2, high=m)
+    p_min = check_real("p_min", p_min, low=0.0, high=1.0 / k + 1e-12, low_inclusive=False)
+    small = min(max(1, int(round(p_min * m))), m // k)
+    rest = m - small
+    return [small] + [rest // (k - 1) + (1 if j < rest % (k - 1) else 0) for j in range(k - 1)]
+
+
+def exact_labels(m, k, p_min) -> np.ndarray:
+    """Labels with exactly ``round(p_min m)`` clients in cluster 0 and the rest shared evenly
+    (the sizes of :func:`exact_counts`).
+
+    Contiguous, as :func:`make_labels`'s balanced labels; unlike its i.i.d. labels from
+    ``proportions``, whose realised smallest proportion spreads by ``sqrt(p / m)`` and may leave a
+    cluster empty, the realised proportions are exact (to the nearest client).
+
+    Examples
+    --------
+    >>> np.bincount(exact_labels(100, 3, 0.1)).tolist()
+    [10, 45, 45]
+    >>> np.bincount(exact_labels(10, 2, 0.5)).tolist()
+    [5, 5]
+    """
+    return np.repeat(np.arange(k, dtype=np.int64), exact_counts(m, k, p_min))
+
+
 def _check_sizes(m, n) -> np.ndarray:
     if np.ndim(n) == 0:
         n = check_int("n", n, low=1)

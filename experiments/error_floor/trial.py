@@ -1,4 +1,4 @@
-"""Trial function of the error-floor experiment: IFCA's final error in two settings, and the oracle.
+"""The error-floor trial (:class:`ErrorFloorSpec`): IFCA's final error in two settings, and the oracle.
 
 :func:`error_floor_trial` draws one clustered linear-regression problem (``theta*`` of the
 Gaussian protocol at exact minimum separation ``Delta``, ``x ~ N(0, I_d)``, noise
@@ -41,7 +41,7 @@ also reaches its floor.
 Labels, and what :class:`~mixreg.problems.ProblemSpec` draws: the spec draws ``theta*`` and a
 problem with the official code's balanced contiguous labels (``p = 1/k`` exactly), which a cell
 with ``p_min = 1/k`` uses as it is.  A cell with ``p_min < 1/k`` keeps that ``theta*`` and draws
-the data again for **exact** proportions (:func:`exact_labels`: ``round(p_min m)`` clients in
+the data again for **exact** proportions (:func:`mixreg.problems.exact_labels`: ``round(p_min m)`` clients in
 cluster 0, the others shared as evenly as possible): the spec's own ``p_min`` draws i.i.d.
 labels, whose realised ``p`` spreads by ``sqrt(p / m)`` (0.03 at ``p = 0.1, m = 100``, and an
 empty cluster now and then), too much for an axis whose value is ``p``.  The realised
@@ -52,19 +52,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from ._validation import check_int, check_real
-from .algorithms import RunSizes, trial_bytes
-from .algorithms.ifca import ifca, initial_parameters
-from .baselines import known_label_least_squares
-from .metrics import matched_max_distance, misclustering_rate, oracle_ls_floor
-from .problems import CellSchema, ProblemSpec, make_problem_from_parameters
-from .theory import ifca_safe_step_size, ifca_step_size
+from mixreg._validation import check_int
+from mixreg.algorithms import RunSizes, trial_bytes
+from mixreg.algorithms.ifca import ifca, initial_parameters
+from mixreg.baselines import known_label_least_squares
+from mixreg.metrics import matched_max_distance, misclustering_rate, oracle_ls_floor
+from mixreg.problems import CellSchema, exact_counts, exact_labels, make_problem_from_parameters
+from mixreg.study import TrialSpec, param
+from mixreg.theory import ifca_safe_step_size, ifca_step_size
 
-__all__ = ["error_floor_trial", "error_floor_memory", "theory_rounds", "exact_labels", "exact_counts",
-           "ERROR_FLOOR_CELLS", "METHOD_KEYS"]
+__all__ = ["ErrorFloorSpec", "error_floor_trial", "error_floor_memory", "theory_rounds", "ERROR_FLOOR_CELLS",
+           "METHOD_KEYS"]
 
 #: How :func:`error_floor_trial` reads its problem from a cell: ``n_prime`` is the practical data
 #: set's points per client (the theorem's setting holds ``2 T n'``), ``separation`` the exact
@@ -74,8 +76,48 @@ ERROR_FLOOR_CELLS = CellSchema(
     keys={"m": "m", "k": "k", "d": "d", "sigma": "sigma", "scale": "separation", "n": "n_prime"},
     fixed={"protocol": "gaussian", "dtype": "float64"})
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ErrorFloorSpec(TrialSpec):
+    """One cell of the error-floor study: the problem (a :class:`mixreg.problems.ProblemSpec`
+    stored under :data:`ERROR_FLOOR_CELLS`: Gaussian ``theta*`` at exact minimum separation, float64)
+    and the method's settings of the theorem's and the practical setting.
+
+    The cell keeps the problem's keys (``m, k, d, sigma, separation, n_prime``) then the
+    method's fields in declaration order, the order of the dicts it replaces (so every seed).
+    """
+
+    schema: ClassVar[CellSchema] = ERROR_FLOOR_CELLS
+
+    p_min: float = param("smallest cluster's proportion (1/k: balanced labels; below: exact proportions)",
+                         low=0, low_open=True)
+    alpha: float = param("initial distance alpha Delta of the theorem's setting", low=0, high=0.5, low_open=True,
+                         high_open=True)
+    c1: float = param("Theorem 1's step constant: gamma = c1 / p", low=0, low_open=True)
+    halvings: int = param("rounds of the theorem's setting on balanced clusters (see theory_rounds)", low=1)
+    restarts: int = param("practical setting: random initialisations", low=1)
+    step_sizes: tuple[float, ...] = param("practical setting: step sizes run from every initialisation", low=0,
+                                          low_open=True)
+    practical_rounds: int = param("practical setting: most rounds", low=1)
+    practical_tol: float = param("practical setting: stop once every run moves less than this (0: never)", low=0)
+
+    def check(self):
+        k = self.problem.k
+        if k < 2:
+            raise ValueError(f"k must be an integer >= 2 (Delta and Assumption 1 need two clusters), got {k}")
+        if not self.problem.scale > 0:
+            raise ValueError(f"separation must be finite and > 0, got {self.problem.scale!r}")
+        if self.p_min > 1.0 / k + 1e-12:
+            raise ValueError(f"p_min must be at most 1/k = {1.0 / k:.4g}; got p_min={self.p_min!r}, k={k}")
+
+    @property
+    def unbalanced(self):
+        """Whether the cell's labels are exact unbalanced proportions (``p_min < 1/k``)."""
+        return self.p_min < 1.0 / self.problem.k - 1e-12
+
+
 #: The method's keys of a cell, besides the problem's.
-METHOD_KEYS = ("p_min", "alpha", "c1", "halvings", "restarts", "step_sizes", "practical_rounds", "practical_tol")
+METHOD_KEYS = ErrorFloorSpec.method_names()
 
 
 def theory_rounds(halvings, c1, p, p_max):
@@ -95,91 +137,50 @@ def theory_rounds(halvings, c1, p, p_max):
     return int(math.ceil(halvings / math.log2(1.0 / f) - 1e-9))
 
 
-def exact_labels(m, k, p_min):
-    """Labels with exactly ``round(p_min m)`` clients in cluster 0 and the rest shared evenly.
-
-    Contiguous, as the official code's balanced labels; cluster 0 is the smallest (ties
-    included) and never empty.
-
-    Examples
-    --------
-    >>> np.bincount(exact_labels(100, 3, 0.1)).tolist()
-    [10, 45, 45]
-    >>> np.bincount(exact_labels(10, 2, 0.5)).tolist()
-    [5, 5]
-    """
-    return np.repeat(np.arange(k, dtype=np.int64), exact_counts(m, k, p_min))
-
-
-def exact_counts(m, k, p_min):
-    """The cluster sizes of :func:`exact_labels` (a list of ``k`` ints), without the labels."""
-    m = check_int("m", m, low=2)
-    k = check_int("k", k, low=2, high=m)
-    p_min = check_real("p_min", p_min, low=0.0, high=1.0 / k + 1e-12, low_inclusive=False)
-    small = min(max(1, int(round(p_min * m))), m // k)
-    rest = m - small
-    return [small] + [rest // (k - 1) + (1 if j < rest % (k - 1) else 0) for j in range(k - 1)]
-
-
-def _check_method(cell):
-    """The method's parameters of a cell, validated (``ValueError`` naming the key)."""
-    missing = [key for key in METHOD_KEYS + ("k", "n_prime", "separation") if key not in cell]
-    if missing:
-        raise ValueError(f"cell must hold the key(s) {missing}, got keys {sorted(cell)}")
-    k = check_int("k", cell["k"], low=2)  # Delta and Assumption 1 need two clusters
-    check_int("n_prime", cell["n_prime"], low=1)  # the problem's own names (n, scale) would not say which key
-    separation = check_real("separation", cell["separation"], low=0.0, low_inclusive=False)
-    p_min = check_real("p_min", cell["p_min"], low=0.0, high=1.0 / k + 1e-12, low_inclusive=False)
-    alpha = check_real("alpha", cell["alpha"], low=0.0, high=0.5, high_inclusive=False)
-    c1 = check_real("c1", cell["c1"], low=0.0, low_inclusive=False)
-    steps = tuple(cell["step_sizes"]) if isinstance(cell["step_sizes"], (tuple, list)) else (cell["step_sizes"],)
-    if not steps:
-        raise ValueError("step_sizes must hold at least one step size")
-    steps = tuple(check_real("step_sizes", g, low=0.0, low_inclusive=False) for g in steps)
-    return dict(k=k, separation=separation, p_min=p_min, alpha=alpha, c1=c1,
-                halvings=check_int("halvings", cell["halvings"], low=1),
-                restarts=check_int("restarts", cell["restarts"], low=1), step_sizes=steps,
-                practical_rounds=check_int("practical_rounds", cell["practical_rounds"], low=1),
-                practical_tol=check_real("practical_tol", cell["practical_tol"], low=0.0))
-
-
 def _cluster_errors(theta, theta_star, index):
     """``||theta_index - theta*_index||`` of every replica (the theorem's labelling, no matching)."""
     return np.linalg.norm(theta[:, index, :] - theta_star[index], axis=1)
 
 
-def error_floor_memory(cell):
-    """Upper estimate of :func:`error_floor_trial`'s peak bytes from the cell's sizes (nothing is
-    allocated; :func:`mixreg.algorithms.trial_bytes`).
+def error_floor_memory(spec):
+    """Upper estimate of :func:`error_floor_trial`'s peak bytes from the spec's sizes (nothing is
+    allocated; :func:`mixreg.algorithms.trial_bytes`), without the trial's fixed overhead.
 
     The trial holds the practical problem (twice while the unbalanced one replaces it) and the
     theorem's problem of ``2 T n'`` points per client (``T`` from :func:`theory_rounds`, with the
     resampling's row indices ``8 N d / d``), and runs IFCA with two replicas on the latter,
     ``restarts x len(step_sizes)`` replicas on the former, and known-label least squares.
+
+    Parameters
+    ----------
+    spec : ErrorFloorSpec
+
+    Returns
+    -------
+    float
+        Bytes.
     """
-    method = _check_method(cell)
-    k = method["k"]
-    spec = ProblemSpec.from_cell(cell, ERROR_FLOOR_CELLS)
-    unbalanced = method["p_min"] < 1.0 / k - 1e-12
-    counts = np.array(exact_counts(spec.m, k, method["p_min"]) if unbalanced else  # balanced: as make_labels
-                      [spec.m // k + (j < spec.m % k) for j in range(k)])
+    problem, k = spec.problem, spec.problem.k
+    unbalanced = spec.unbalanced
+    counts = np.array(exact_counts(problem.m, k, spec.p_min) if unbalanced else  # balanced: as make_labels
+                      [problem.m // k + (j < problem.m % k) for j in range(k)])
     props = counts / counts.sum()
-    T = theory_rounds(method["halvings"], method["c1"], float(props.min()), float(props.max()))
-    theory = dataclasses.replace(spec, n=2 * T * spec.n)
-    replicas = method["restarts"] * len(method["step_sizes"])
-    runs = [("ifca", RunSizes.of(theory, replicas=2)), ("ifca", RunSizes.of(spec, replicas=replicas)),
+    T = theory_rounds(spec.halvings, spec.c1, float(props.min()), float(props.max()))
+    theory = dataclasses.replace(problem, n=2 * T * problem.n)
+    replicas = spec.restarts * len(spec.step_sizes)
+    runs = [("ifca", RunSizes.of(theory, replicas=2)), ("ifca", RunSizes.of(problem, replicas=replicas)),
             ("least_squares", RunSizes.of(theory))]
-    return trial_bytes([spec] * (2 if unbalanced else 1) + [theory], runs) + 8.0 * theory.max_rows
+    return trial_bytes([problem] * (2 if unbalanced else 1) + [theory], runs) + 8.0 * theory.max_rows
 
 
-def error_floor_trial(cell, seed):
+def error_floor_trial(spec, seed):
     """One trial of the error-floor experiment (see the module docstring).
 
     Parameters
     ----------
-    cell : dict
-        The problem, a :class:`mixreg.problems.ProblemSpec` under :data:`ERROR_FLOOR_CELLS`
-        (``m, k, d, sigma, separation, n_prime``), and the method (:data:`METHOD_KEYS`):
+    spec : ErrorFloorSpec
+        The problem (``spec.problem``, stored under :data:`ERROR_FLOOR_CELLS`: ``m, k, d,
+        sigma, separation, n_prime``), and the method (:data:`METHOD_KEYS`):
         ``p_min`` (smallest cluster's proportion, ``1/k`` = balanced), ``alpha`` (initial
         distance ``alpha Delta`` of the theorem's setting), ``c1`` (``gamma = c1 / p``),
         ``halvings`` (see :func:`theory_rounds`), ``restarts`` and ``step_sizes`` (the
@@ -205,40 +206,38 @@ def error_floor_trial(cell, seed):
         ``ls_rms`` (its expected RMS ``sigma sqrt(d / (N_j - d - 1))``, max over clusters),
         ``ls_full_err`` (known-label least squares on the theorem's ``2 T n'`` points per client).
 
-    Raises
-    ------
-    ValueError
-        A bad cell, naming the key and its allowed range.
+    A bad cell is refused when its spec is made (:meth:`ErrorFloorSpec.from_cell` raises
+    ``ValueError`` naming the field and its allowed range).
     """
-    method = _check_method(cell)
-    k = method["k"]
-    spec = ProblemSpec.from_cell(cell, ERROR_FLOOR_CELLS)
+    problem_spec = spec.problem
+    k = problem_spec.k
     data_ss, theory_ss, init_ss = seed.spawn(3)
 
     # --- the problem and the practical data set (n' points per client)
     data_rng = np.random.default_rng(data_ss)
-    problem = spec.generate(data_rng)
-    if method["p_min"] < 1.0 / k - 1e-12:  # same theta*, exact unbalanced proportions
-        problem = make_problem_from_parameters(problem.theta_star, exact_labels(spec.m, k, method["p_min"]), spec.n,
-                                               spec.sigma, rng=data_rng, dtype=spec.dtype, protocol=spec.protocol)
+    problem = problem_spec.generate(data_rng)
+    if spec.unbalanced:  # same theta*, exact unbalanced proportions
+        problem = make_problem_from_parameters(problem.theta_star, exact_labels(problem_spec.m, k, spec.p_min),
+                                               problem_spec.n, problem_spec.sigma, rng=data_rng,
+                                               dtype=problem_spec.dtype, protocol=problem_spec.protocol)
     counts = np.bincount(problem.labels, minlength=k)
-    props = counts / spec.m
+    props = counts / problem_spec.m
     p, p_max = float(props.min()), float(props.max())
     small, large = int(np.argmin(counts)), int(np.argmax(counts))
-    n_prime, d, m, sigma = spec.n, spec.d, spec.m, spec.sigma
+    n_prime, d, m, sigma = problem_spec.n, problem_spec.d, problem_spec.m, problem_spec.sigma
     truth = problem.theta_star
     delta = float(problem.separation)
 
     # --- the theorem's setting: 2 T n' points per client, resampled, from alpha Delta
-    c1 = method["c1"]
-    T = theory_rounds(method["halvings"], c1, p, p_max)
+    c1 = spec.c1
+    T = theory_rounds(spec.halvings, c1, p, p_max)
     theory_rng = np.random.default_rng(theory_ss)
     theory_problem = make_problem_from_parameters(truth, problem.labels, 2 * T * n_prime, sigma, rng=theory_rng,
                                                   dtype=problem.dtype, protocol=problem.protocol)
-    start = initial_parameters(theory_problem, 1, "close", rng=theory_rng, alpha=method["alpha"])
+    start = initial_parameters(theory_problem, 1, "close", rng=theory_rng, alpha=spec.alpha)
     steps = np.array([ifca_step_size(p, c1), ifca_safe_step_size(p_max, c1)])
     res = ifca(theory_problem, np.repeat(start, 2, axis=0), steps, n_rounds=T, resample=True, rng=theory_rng)
-    init_dist = float(method["alpha"] * delta)
+    init_dist = float(spec.alpha * delta)
     finite = ~res.diverged
     err = np.where(finite, matched_max_distance(res.theta, truth), np.nan)
     err_small = np.where(finite, _cluster_errors(res.theta, truth, small), np.nan)
@@ -261,14 +260,14 @@ def error_floor_trial(cell, seed):
         })
 
     # --- the practical setting: random starts x step grid, no resampling, chosen by training loss
-    grid = np.array(method["step_sizes"])
-    restarts = method["restarts"]
+    grid = np.array(spec.step_sizes)
+    restarts = spec.restarts
     starts = initial_parameters(problem, restarts, "gaussian", rng=np.random.default_rng(init_ss),
                                 scale=delta / math.sqrt(2 * d))
     # replica b = (start b // L, step size b % L)
-    tol = method["practical_tol"] if method["practical_tol"] > 0 else None
+    tol = spec.practical_tol if spec.practical_tol > 0 else None
     run = ifca(problem, np.repeat(starts, grid.size, axis=0), np.tile(grid, restarts),
-               n_rounds=method["practical_rounds"], tol=tol)
+               n_rounds=spec.practical_rounds, tol=tol)
     chosen = run.best_replica()
     if chosen is None:
         practical = dict(practical_err=math.nan, practical_step=math.nan, practical_misclustering=math.nan)

@@ -15,6 +15,8 @@ import pytest
 from experiments import error_floor
 from mixreg.montecarlo.reader import read_results
 
+pytestmark = pytest.mark.study
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):

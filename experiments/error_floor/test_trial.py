@@ -1,16 +1,27 @@
-"""The error-floor trial (:mod:`mixreg.trials_error_floor`) on tiny cells."""
+"""The error-floor trial (:mod:`experiments.error_floor.trial`) on tiny cells."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mixreg import trials_error_floor as tef
+from experiments.error_floor import trial as tef
+from experiments.error_floor.trial import ErrorFloorSpec, theory_rounds
 from mixreg.algorithms.ifca import ifca as real_ifca
-from mixreg.trials_error_floor import error_floor_trial, exact_labels, theory_rounds
 
 TINY = dict(m=12, k=2, d=3, sigma=0.1, separation=1.0, n_prime=4, p_min=0.5, alpha=0.25, c1=0.375, halvings=3,
             restarts=2, step_sizes=(0.5, 1.0), practical_rounds=20, practical_tol=0.0)
+
+
+def error_floor_trial(cell, seed):
+    """The trial on the spec of an engine cell (as the engine calls it)."""
+    return tef.error_floor_trial(ErrorFloorSpec.from_cell(cell), seed)
+
+
+def test_spec_round_trips_to_the_cell():
+    spec = ErrorFloorSpec.from_cell(TINY)
+    assert spec.to_cell() == TINY and list(spec.to_cell()) == list(TINY)  # same keys, same order: same seeds
+    assert spec.problem.n == 4 and spec.problem.scale == 1.0 and not spec.unbalanced
 
 
 def test_record_is_scalars_and_deterministic():
@@ -75,28 +86,24 @@ def test_unbalanced_theorem_step_fails_and_the_safe_step_contracts():
     assert rec["safe_err"] < 0.1 * rec["init_dist"]
 
 
-def test_exact_labels_and_rounds():
-    assert np.bincount(exact_labels(100, 2, 0.1)).tolist() == [10, 90]
-    assert np.bincount(exact_labels(10, 3, 0.01)).tolist() == [1, 5, 4]  # never empty
-    assert np.bincount(exact_labels(9, 3, 1 / 3)).tolist() == [3, 3, 3]
+def test_theory_rounds():
     assert theory_rounds(14, 0.375, 0.5, 0.5) == 14  # Theorem 1's 1/2 contraction
     assert theory_rounds(14, 0.375, 0.1, 0.9) == 112  # 1 - 0.75/9 per round
-    with pytest.raises(ValueError, match="p_min"):
-        exact_labels(10, 2, 0.7)
 
 
 @pytest.mark.parametrize(
     "change,message",
     [
-        (dict(p_min=0.6), "p_min must be in"),
-        (dict(alpha=0.5), "alpha must be in"),
-        (dict(c1=0.0), "c1 must be in"),
-        (dict(k=1), "k must be in"),
-        (dict(step_sizes=()), "step_sizes must hold"),
-        (dict(step_sizes=(0.5, -1.0)), "step_sizes must be in"),
-        (dict(halvings=0), "halvings must be in"),
-        (dict(n_prime=0), "n_prime must be in"),
-        (dict(separation=0.0), "separation must be in"),
+        (dict(p_min=0.6), r"p_min must be at most 1/k = 0.5; got p_min=0.6, k=2"),
+        (dict(p_min=0.0), r"p_min must be finite and > 0, got 0.0"),
+        (dict(alpha=0.5), r"alpha must be finite and in \(0, 0.5\), got 0.5"),
+        (dict(c1=0.0), "c1 must be finite and > 0, got 0.0"),
+        (dict(k=1), "k must be an integer >= 2"),
+        (dict(step_sizes=()), "step_sizes is empty"),
+        (dict(step_sizes=(0.5, -1.0)), r"step_sizes must be finite and > 0, got \[0.5, -1.0\]"),
+        (dict(halvings=0), "halvings must be an integer >= 1, got 0"),
+        (dict(n_prime=0), "n must be in"),  # the problem's own check (ProblemSpec: n is n_prime)
+        (dict(separation=0.0), "separation must be finite and > 0, got 0.0"),
         (dict(sigma=-1.0), "sigma must be in"),
     ],
 )
@@ -108,5 +115,5 @@ def test_bad_cells_fail_with_a_clear_message(change, message):
 def test_missing_method_key_is_named():
     cell = dict(TINY)
     del cell["halvings"]
-    with pytest.raises(ValueError, match=r"key\(s\) \['halvings'\]"):
+    with pytest.raises(TypeError, match="halvings"):
         error_floor_trial(cell, np.random.SeedSequence(0))

@@ -1,0 +1,184 @@
+"""error_floor's tables: per axis value and series the mean final error (``points``), and per
+axis and setting the fitted exponent against Corollary 1's (``exponents``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mixreg.problems import exact_labels, make_labels
+from mixreg.stats import bootstrap_mean_interval, finite_mean, fit_slope, loglog_slope, slope_verdict
+from mixreg.theory import ifca_safe_step_size, ifca_stationary_error, ifca_step_size
+
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS", "axis_points", "summarise"]
+
+NAME = "error_floor"
+TABLES = ("points", "exponents")  # written as <name>.csv; the figure is drawn from them alone
+DEFAULT_SEED = 20200604  # IFCA's arXiv submission date; any fixed integer would do
+
+#: The five axes, in panel order: the cell key each moves and its Config grid field.
+AXES = {"m": "ms", "n_prime": "n_primes", "d": "ds", "sigma": "sigmas", "p": "ps"}
+
+#: Corollary 1's exponent of its noise term (sigma / p) sqrt(d / (m n')), per axis.
+COROLLARY = {"m": -0.5, "n_prime": -0.5, "d": 0.5, "sigma": 1.0, "p": -1.0}
+#: The known-label (minimax) rate sigma sqrt(d / (p m n')), per axis.
+MINIMAX = {"m": -0.5, "n_prime": -0.5, "d": 0.5, "sigma": 1.0, "p": -0.5}
+
+#: The series of the figure and the settings of the table: record column of the final error and
+#: what the row's prediction is.
+SETTINGS = {
+    "theorem": dict(column="thm_err", source="Corollary 1", covered=True),
+    "theorem_safe_step": dict(column="safe_err", source="Corollary 1's form (step c1/p_max is outside Theorem 1)",
+                              covered=False),
+    "practical": dict(column="practical_err", source="Corollary 1's form (not covered: random init, no resampling)",
+                      covered=False),
+    "known_label_ls": dict(column="ls_err", source="minimax rate sigma sqrt(d/(p m n')) with known labels",
+                           covered=False),
+}
+
+
+def _reference(config):
+    return dict(m=config.m_ref, n_prime=config.n_prime_ref, d=config.d_ref, sigma=float(config.sigma_ref),
+                p=float(config.p_ref))
+
+
+def axis_points(config, axis):
+    """The cells' parameters along ``axis``: ``[(value, {m, n_prime, d, sigma, p}), ...]``, sorted."""
+    grid = sorted(set(getattr(config, AXES[axis])))
+    return [(v, {**_reference(config), axis: v}) for v in grid]
+
+
+def _select(records, params):
+    """The successful trials of the cell with these (m, n', d, sigma, p)."""
+    return [r for r in records if not r.get("error") and r["m"] == params["m"] and r["n_prime"] == params["n_prime"]
+            and r["d"] == params["d"] and r["sigma"] == params["sigma"] and r["p_min"] == params["p"]]
+
+
+def _values(records, column):
+    return np.array([np.nan if r[column] is None else float(r[column]) for r in records], dtype=float)
+
+
+def _derived(setting, config, params, recs):
+    """Our derivation of the statistic's leading term at a cell (``nan`` where it has none).
+
+    Theorem's setting: the largest stationary RMS error (:func:`mixreg.theory.ifca_stationary_error`)
+    with the step of the setting; practical setting and known-label least squares: the largest
+    known-label RMS ``sigma sqrt(d / (N_j - d - 1))`` (with the right identities, full-batch IFCA
+    converges to known-label least squares).
+    """
+    if setting in ("practical", "known_label_ls"):
+        return finite_mean(_values(recs, "ls_rms")) if recs else math.nan
+    k, m = config.k, params["m"]
+    labels = exact_labels(m, k, params["p"]) if params["p"] < 1 / k - 1e-12 else make_labels(m, k)
+    props = np.bincount(labels, minlength=k) / labels.size
+    step = (ifca_step_size(props.min(), config.c1) if setting == "theorem"
+            else ifca_safe_step_size(props.max(), config.c1))
+    return float(np.max(ifca_stationary_error(step, props, params["sigma"], params["d"], m, params["n_prime"])))
+
+
+def _points(config, records):
+    """One row per axis value and series (see :func:`summarise`)."""
+    rows = []
+    for a, axis in enumerate(AXES):
+        settings = [s for s in SETTINGS if s != "theorem_safe_step" or axis == "p"]
+        for value, params in axis_points(config, axis):
+            recs = _select(records, params)
+            x = finite_mean(_values(recs, "p")) if axis == "p" and recs else float(value)
+            for s, setting in enumerate(settings):
+                column = SETTINGS[setting]["column"]
+                rng = np.random.default_rng([DEFAULT_SEED, a, s, len(rows)])
+                mean, low, high = bootstrap_mean_interval(_values(recs, column), rng, config.n_boot)
+                run = {"theorem": "thm", "theorem_safe_step": "safe"}.get(setting)
+                diverged = int(np.nansum(_values(recs, f"{run}_diverged"))) if run else (
+                    int(np.nansum(_values(recs, "practical_diverged"))) if setting == "practical" else 0)
+                contracted = int(np.nansum(_values(recs, f"{run}_contracted"))) if run else len(recs)
+                miscl = {"thm": "thm_misclustering", "safe": "safe_misclustering"}.get(
+                    run, "practical_misclustering" if setting == "practical" else None)
+                rows.append(dict(
+                    axis=axis, value=float(value), x=x, series=setting, mean=mean, low=low, high=high,
+                    trials=len(recs), finite=int(np.isfinite(_values(recs, column)).sum()) if recs else 0,
+                    diverged=diverged, not_contracting=len(recs) - contracted,
+                    misclustering=finite_mean(_values(recs, miscl)) if miscl and recs else None,
+                    derived=_derived(setting, config, params, recs),
+                    p=x if axis == "p" else float(params["p"]),
+                    rho=finite_mean(_values(recs, "rho")) if recs else math.nan,
+                    n_prime=int(params["n_prime"]),
+                    theory_rounds=int(np.max(_values(recs, "theory_rounds"))) if recs else 0,
+                    init_dist=finite_mean(_values(recs, "init_dist")) if recs else math.nan,
+                    practical_step=finite_mean(_values(recs, "practical_step")) if recs else math.nan,
+                ))
+    return rows
+
+
+def _exponents(config, records, points):
+    """One row per axis and setting (see :func:`summarise`)."""
+    rows = []
+    for a, axis in enumerate(AXES):
+        settings = [s for s in SETTINGS if s != "theorem_safe_step" or axis == "p"]
+        for s, setting in enumerate(settings):
+            column = SETTINGS[setting]["column"]
+            pts = [r for r in points if r["axis"] == axis and r["series"] == setting]
+            failing = [r for r in pts if r["diverged"] or r["not_contracting"]]
+            used = [r for r in pts if r not in failing] if setting.startswith("theorem") else pts
+            samples = []
+            for r in used:
+                params = dict(dict(axis_points(config, axis))[r["value"]])
+                samples.append(_values(_select(records, params), column))
+            predicted = MINIMAX[axis] if setting == "known_label_ls" else COROLLARY[axis]
+            fit = fit_slope([r["x"] for r in used], samples, statistic="mean", n_boot=config.n_boot,
+                            rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
+            if failing:
+                verdict = "fails: not contracting"
+                others = slope_verdict(predicted, fit, tolerance=config.tolerance)
+                where = ", ".join(f"{r['x']:.3g}" for r in failing)
+                diverged = sum(r["diverged"] for r in failing)
+                note = (f"at {axis} = {where}: {sum(r['not_contracting'] for r in failing)} of "
+                        f"{sum(r['trials'] for r in failing)} trials end above the initial distance alpha Delta "
+                        f"({diverged} diverged); fitted on the other {len(used)} points only, where the slope "
+                        f"{'is consistent with' if others == 'consistent' else others} {predicted:+g}")
+            else:
+                verdict = slope_verdict(predicted, fit, tolerance=config.tolerance)
+                note = ""
+            logs = [(math.log(r["x"]), math.log(r["mean"])) for r in used if r["mean"] and r["mean"] > 0]
+            anchor_x = math.exp(np.mean([u for u, _ in logs])) if logs else math.nan
+            anchor_y = math.exp(np.mean([v for _, v in logs])) if logs else math.nan
+            rows.append(dict(
+                axis=axis, setting=setting, predicted=predicted, source=SETTINGS[setting]["source"],
+                fitted=fit.slope, low=fit.low, high=fit.high, verdict=verdict,
+                covered=SETTINGS[setting]["covered"], n_points=fit.n_points, intercept=fit.intercept,
+                anchor_x=anchor_x, anchor_y=anchor_y,
+                derived=loglog_slope([r["x"] for r in used], [r["derived"] for r in used]),
+                tolerance=float(config.tolerance), note=note,
+            ))
+    return rows
+
+
+def summarise(config, records):
+    """The figure's tables.
+
+    Returns
+    -------
+    dict
+        ``points``: one row per axis, axis value and series (``theorem``, ``theorem_safe_step``
+        on the p axis only, ``practical``, ``known_label_ls``): ``x`` (the axis value; on the p
+        axis the mean realised ``p``), ``mean`` of the final error over the trials where it is
+        finite, ``low``/``high`` (95% percentile bootstrap interval of the mean), ``trials``,
+        ``finite``, ``diverged`` (trials whose theorem-setting run diverged; for the practical
+        setting, diverged runs of all trials), ``not_contracting`` (theorem's setting: trials
+        ending above ``alpha Delta``), ``misclustering`` (mean final), ``derived`` (our
+        derivation of the leading term, see ``_derived``), ``p``, ``rho``, ``n_prime``,
+        ``theory_rounds`` (largest ``T``), ``init_dist`` (``alpha Delta``), ``practical_step``
+        (mean chosen step).
+        ``exponents``: one row per axis and setting: ``predicted`` (Corollary 1's exponent, or
+        the minimax rate's for known-label least squares) and its ``source``, ``fitted`` with
+        its 95% bootstrap interval ``low``/``high``, ``verdict`` (``consistent``,
+        ``contradicts``, ``undetermined``, or ``fails: not contracting`` when a theorem-setting
+        run did not contract at some axis value, which ``note`` names; the fit then uses the
+        other values), ``covered`` (the setting is Theorem 1's), ``n_points``, ``intercept``,
+        ``anchor_x``/``anchor_y`` (geometric centre of the fitted points: where the predicted
+        slope is drawn through), ``derived`` (slope of ``derived`` over the same points),
+        ``tolerance``, ``note``.
+    """
+    points = _points(config, records)
+    return {"points": points, "exponents": _exponents(config, records, points)}
