@@ -222,7 +222,8 @@ def shifted_directions(theta_star):
 def closeness_init(problem, alpha, direction, rng):
     """``theta_j = theta*_j + alpha Delta u_j`` (one replica) and the directions ``u``.
 
-    ``alpha`` is our closeness convention (:func:`initial_parameters`'s ``"close"``): NeurIPS Assumption 1 is ``alpha <= 1/4``; the arXiv version's
+    ``alpha`` is our closeness convention (:func:`initial_parameters`'s ``"close"``): NeurIPS
+    Assumption 1 is ``alpha <= 1/4``; the arXiv version's
     ``(1/2 - alpha') Delta`` is ``alpha = 1/2 - alpha'``.
 
     Parameters
