@@ -28,10 +28,17 @@ a Numba pass for losses, argmin and residuals, and per-client GEMMs for the grad
 (``2 N d B`` flops): ``(k + 1) 2 N d`` flops per replica-round, the algorithm's own count.
 Option I without resampling sums the per-client gradients a few clients at a time
 (:func:`mixreg.kernels.cluster_gradients`), bit-identically to summing them after all clients.
+
+Two probes of the mechanism behind Theorem 1 stand next to the driver: :func:`closeness_init`
+starts every model at ``theta*_j + alpha Delta u_j`` in a random, an adversarial or a shifted
+direction (:data:`CLOSENESS_DIRECTIONS`), and :func:`identity_round` runs one resampled round
+and returns the identity estimates the driver made in it (recovered through the driver's own
+split and kernels, so it must change with them).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -39,7 +46,7 @@ import numpy as np
 
 from .. import kernels
 from .._validation import check_choice, check_int, check_real
-from ..problems import check_rng
+from ..problems import Problem, check_rng
 from ._driver import (
     DriverResult,
     History,
@@ -63,11 +70,19 @@ __all__ = [
     "OPTIONS",
     "AGGREGATIONS",
     "INIT_METHODS",
+    "CLOSENESS_DIRECTIONS",
+    "adversarial_directions",
+    "shifted_directions",
+    "closeness_init",
+    "IdentityRound",
+    "identity_round",
 ]
 
 OPTIONS = ("gradient", "model")
 AGGREGATIONS = ("clients", "data")
 INIT_METHODS = ("official", "gaussian", "close", "truth")
+#: Directions of the displacement ``theta_j - theta*_j`` of :func:`closeness_init`.
+CLOSENESS_DIRECTIONS = ("random", "adversarial", "shifted")
 
 
 #: IFCA records the nearest-truth and both matched distances every round, and its objective
@@ -151,6 +166,93 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     else:
         theta = np.broadcast_to(problem.theta_star, (B, k, d))
     return np.array(theta, dtype=problem.dtype)
+
+
+def adversarial_directions(theta_star):
+    """Unit vectors from each centre towards its nearest other centre (lowest index on ties).
+
+    Moving ``theta_j`` along ``u_j`` brings it closest to the model a worker of the nearest
+    cluster compares it with: the worst direction for the identity estimate at a given
+    ``||theta_j - theta*_j||``.  For ``k = 2`` the two estimates move towards each other.
+
+    Parameters
+    ----------
+    theta_star : ndarray of shape (k, d), k >= 2
+
+    Returns
+    -------
+    ndarray of shape (k, d)
+    """
+    star = np.asarray(theta_star, dtype=np.float64)
+    diff = star[None, :, :] - star[:, None, :]  # [j, l] = theta*_l - theta*_j
+    dist = np.linalg.norm(diff, axis=2)
+    np.fill_diagonal(dist, np.inf)
+    nearest = np.argmin(dist, axis=1)
+    u = diff[np.arange(star.shape[0]), nearest]
+    return u / np.linalg.norm(u, axis=1, keepdims=True)
+
+
+def shifted_directions(theta_star):
+    """One unit vector for every estimate: from the closest pair's first centre to its second.
+
+    All estimates move by the same vector: ``theta_a`` approaches ``theta*_b`` (the closest
+    pair ``a < b``, lowest indices on ties) while ``theta_b`` moves away from ``theta*_a``.
+    Beyond ``alpha = 1/2`` the workers of ``b`` prefer model ``a`` while those of ``a`` keep it:
+    one model takes two clusters (for ``k = 2``, every worker), the configuration IFCA cannot
+    leave.  With :func:`adversarial_directions` (``k = 2``: the estimates move towards each
+    other), beyond 1/2 both clusters' workers swap models and IFCA converges to the permuted
+    truth instead.
+
+    Parameters
+    ----------
+    theta_star : ndarray of shape (k, d), k >= 2
+
+    Returns
+    -------
+    ndarray of shape (k, d)
+    """
+    star = np.asarray(theta_star, dtype=np.float64)
+    dist = np.linalg.norm(star[:, None, :] - star[None, :, :], axis=2)
+    dist[np.tril_indices(star.shape[0])] = np.inf
+    a, b = np.unravel_index(np.argmin(dist), dist.shape)
+    e = (star[b] - star[a]) / dist[a, b]
+    return np.broadcast_to(e, star.shape).copy()
+
+
+def closeness_init(problem, alpha, direction, rng):
+    """``theta_j = theta*_j + alpha Delta u_j`` (one replica) and the directions ``u``.
+
+    ``alpha`` is our closeness convention (:func:`initial_parameters`'s ``"close"``): NeurIPS
+    Assumption 1 is ``alpha <= 1/4``; the arXiv version's
+    ``(1/2 - alpha') Delta`` is ``alpha = 1/2 - alpha'``.
+
+    Parameters
+    ----------
+    problem : Problem
+    alpha : float >= 0
+    direction : {"random", "adversarial", "shifted"}
+        ``"random"``: ``u_j`` independent and uniform on the sphere (``initial_parameters``'s
+        ``"close"``); ``"adversarial"``: :func:`adversarial_directions`; ``"shifted"``:
+        :func:`shifted_directions`.
+    rng : numpy.random.Generator
+        Used by ``"random"`` only.
+
+    Returns
+    -------
+    theta : ndarray of shape (1, k, d), the problem's dtype
+    u : ndarray of shape (k, d), float64
+    """
+    check_choice("direction", direction, CLOSENESS_DIRECTIONS)
+    star, delta = problem.theta_star, problem.separation
+    if direction == "random":  # the unit sphere of initial_parameters' convention, at alpha = 1
+        u = (initial_parameters(problem, 1, "close", rng=rng, alpha=1.0)[0].astype(np.float64) - star) / delta
+        u /= np.linalg.norm(u, axis=1, keepdims=True)
+    elif direction == "adversarial":
+        u = adversarial_directions(star)
+    else:
+        u = shifted_directions(star)
+    theta = (star + alpha * delta * u)[None]
+    return np.array(theta, dtype=problem.dtype), u
 
 
 def _resampled_rounds(problem, n_rounds, rng):
@@ -486,3 +588,64 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 rec.record_point(t + 1, theta, replicas.diverged)
             if replicas.finished(t):
                 break
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentityRound:
+    """One resampled IFCA round and the identity estimates it made.
+
+    Attributes
+    ----------
+    result : IFCAResult
+        The round (``n_rounds = 1``, one replica, history recorded).
+    assignments : ndarray of shape (m,), int64
+        ``argmin_j F_i(theta_j)`` of every worker on its identity subset (ties: lowest index).
+    n_prime : int
+        Points of each worker's identity subset.
+    """
+
+    result: IFCAResult
+    assignments: np.ndarray
+    n_prime: int
+
+
+def identity_round(problem, theta, step_size, rng):
+    """One IFCA round (option I, resampling scheme, full participation) and its identity estimates.
+
+    The driver splits each worker's ``n_i`` points into a fresh identity subset and a fresh
+    gradient subset (``n' = floor(n_i / 2)`` each) with ``rng``; this reads the identity
+    subset from the same split (a copy of ``rng`` taken before the round, through the driver's
+    own splitting function) and applies the driver's kernels to it.  The mean of the
+    workers' smallest losses must equal the objective the driver recorded for the round.
+
+    Parameters
+    ----------
+    problem : Problem
+    theta : array of shape (k, d) or (1, k, d)
+    step_size : float
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    IdentityRound
+
+    Raises
+    ------
+    RuntimeError
+        If the recovered identity subset is not the one the driver used (the driver's
+        splitting changed).
+    """
+    theta = np.asarray(theta)
+    theta = theta if theta.ndim == 3 else theta[None]
+    if theta.shape[0] != 1:
+        raise ValueError(f"theta must be one replica, shape (k, d) or (1, k, d), got {theta.shape}")
+    before = copy.deepcopy(rng)  # the generator as the driver will find it
+    result = ifca(problem, theta, step_size, n_rounds=1, resample=True, rng=rng, history=True)
+    X, y, offsets = _resampled_rounds(problem, 1, before)
+    subset = Problem.from_arrays(X[0], y[0], offsets, problem.labels, problem.theta_star, sigma=problem.sigma)
+    objective, assignments = training_loss(subset, theta)
+    recorded = result.history.loss[0, 0]
+    if not np.isclose(objective[0], recorded, rtol=1e-9, atol=0.0):
+        raise RuntimeError(f"the recovered identity subset is not the driver's: objective {objective[0]!r} "
+                           f"against the recorded {recorded!r}")
+    return IdentityRound(result=result, assignments=assignments[0], n_prime=int(np.diff(offsets).min()))

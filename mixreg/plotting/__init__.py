@@ -14,9 +14,6 @@ One private module per figure family, every public name re-exported here:
 * :mod:`mixreg.plotting._two_phase_nu`: Su-Xu-Yang's :math:`\\nu` one term at a time, the fitted
   exponents against the bound's and the held-out residual of its constant
   (``experiments/two_phase_nu.py``);
-* :mod:`mixreg.plotting._ifca_mechanism`: IFCA against its theorems: the basin of the
-  initialisation, the misclustering exponent and the one-round contraction
-  (``experiments/ifca_basin.py``, ``ifca_misclustering.py``, ``ifca_contraction.py``);
 * :mod:`mixreg.plotting._phase1`: Su-Xu-Yang's Phase 1 with small anchors and a far start, its
   error against ``n_A`` and ``d`` beside anchor least squares, and the clients it needs against
   ``d`` and ``p_min`` (``experiments/two_phase_phase1.py``);
@@ -40,7 +37,6 @@ from ._two_phase import (
     plot_two_phase_scaling,
 )
 from ._two_phase_nu import plot_nu_sweeps
-from ._ifca_mechanism import plot_ifca_basin, plot_misclustering_exponent, plot_one_round_contraction
 from ._phase1 import plot_clients_needed, plot_phase1_error
 from ..methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
 
@@ -55,9 +51,6 @@ __all__ = [
     "plot_two_phase_rounds",
     "plot_two_phase_contraction",
     "plot_nu_sweeps",
-    "plot_ifca_basin",
-    "plot_misclustering_exponent",
-    "plot_one_round_contraction",
     "plot_phase1_error",
     "plot_clients_needed",
     "MethodStyle",

@@ -1,5 +1,6 @@
-"""Tests for :mod:`mixreg.trials_ifca_mechanism`: initial directions, the recovered identity
-estimates of a resampled IFCA round, and the three trial functions."""
+"""Tests for the probes of :mod:`mixreg.algorithms.ifca`: the initial directions of
+:func:`closeness_init` and the recovered identity estimates of a resampled round
+(:func:`identity_round`)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,15 @@ import numpy as np
 import pytest
 
 from mixreg import theory
-from mixreg.algorithms.ifca import _resampled_rounds
-from mixreg.problems import make_labels, make_problem_from_parameters, make_theta_star
-from mixreg.trials_ifca_mechanism import (
-    DIRECTIONS,
+from mixreg.algorithms.ifca import (
+    CLOSENESS_DIRECTIONS,
+    _resampled_rounds,
     adversarial_directions,
     closeness_init,
     identity_round,
-    ifca_basin_trial,
-    ifca_contraction_trial,
-    ifca_misclustering_trial,
     shifted_directions,
 )
+from mixreg.problems import make_labels, make_problem_from_parameters, make_theta_star
 
 
 def _problem(k=3, m=30, n=8, d=5, sigma=0.5, seed=0):
@@ -40,7 +38,7 @@ def test_shifted_directions_move_every_estimate_along_the_closest_pair():
     np.testing.assert_allclose(shifted_directions(star), [[1, 0]] * 3, atol=1e-15)
 
 
-@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("direction", CLOSENESS_DIRECTIONS)
 @pytest.mark.parametrize("alpha", [0.0, 0.25, 1.7])
 def test_closeness_init_is_at_alpha_delta(direction, alpha):
     pb = _problem()
@@ -91,50 +89,3 @@ def test_identity_round_refuses_several_replicas():
     pb = _problem()
     with pytest.raises(ValueError, match="one replica"):
         identity_round(pb, np.repeat(pb.theta_star[None], 2, axis=0), 0.5, np.random.default_rng(0))
-
-
-def _cell(**kw):
-    base = dict(m=40, k=2, n=40, d=5, sigma=0.5, delta=1.0, c1=0.375)
-    return {**base, **kw}
-
-
-def test_misclustering_trial_counts_and_exact_probability():
-    cell = _cell(m=400, n=2 * 6, sigma=1.0)
-    rec = ifca_misclustering_trial(cell, np.random.SeedSequence(4))
-    assert rec["n_prime"] == 6 and rec["n_workers"] == 400 and 0 <= rec["n_wrong"] <= 400
-    assert rec["snr"] == pytest.approx(1.0)
-    assert rec["exact_probability"] == pytest.approx(
-        float(theory.misclustering_probability(6, theory.ResidualPair.at_truth(1.0))), rel=1e-9)
-    assert rec["wrong_fraction"] == rec["n_wrong"] / 400
-    assert rec == ifca_misclustering_trial(cell, np.random.SeedSequence(4))  # deterministic
-    with pytest.raises(ValueError, match="k = 2"):
-        ifca_misclustering_trial(_cell(k=3, m=30), np.random.SeedSequence(0))
-
-
-def test_contraction_trial_ratios_and_bound():
-    cell = _cell(m=200, n=2 * 10, sigma=0.7, alpha=0.25, c2=1.0, c3=60.0, c4=1 / 9)
-    rec = ifca_contraction_trial(cell, np.random.SeedSequence(5))
-    rho, p, n_prime, d, m = rec["snr"], 0.5, 10, 5, 200
-    for j in range(2):
-        before = 0.25
-        rhs = theory.ifca_one_round_bound(before, 0.7, p, d, m, n_prime, 1.0, c2=1.0, c3=60.0, c4=1 / 9)
-        assert rec[f"bound_ratio_{j}"] == pytest.approx(rhs / before, rel=1e-10)
-        assert rec[f"noise_ratio_{j}"] == pytest.approx(0.5 + theory.ifca_error_floor(
-            0.7, p, d, m, n_prime, 1.0, c2=1.0, c3=0.0) / before, rel=1e-10)
-        assert 0 <= rec[f"wrong_{j}"] <= 1 and 0 <= rec[f"exact_wrong_{j}"] <= 1
-        assert rec[f"ratio_{j}"] > 0 and rec[f"c3_needed_{j}"] >= 0
-    assert rho == pytest.approx(1 / 0.49)
-
-
-def test_basin_trial_inside_and_beyond_the_adversarial_edge():
-    """Inside Assumption 1 both variants succeed; at alpha = 0.7 in the adversarial direction
-    (k = 2) the two estimates have crossed the midpoint: IFCA converges to the swapped truth, a
-    success up to permutation but not for Theorem 1's notion."""
-    base = _cell(m=40, n=2 * 8 * 20, d=5, sigma=0.2, n_rounds=8, floor_factor=2.0)
-    inside = ifca_basin_trial({**base, "alpha": 0.2, "direction": "random"}, np.random.SeedSequence(6))
-    assert inside["rs_success"] and inside["fb_success"] and inside["rs_same_success"]
-    assert inside["n_prime"] == 20 and inside["rs_threshold"] > inside["fb_threshold"] > 0
-    swapped = ifca_basin_trial({**base, "alpha": 0.7, "direction": "adversarial"}, np.random.SeedSequence(6))
-    assert swapped["population_edge"] == pytest.approx(0.5)
-    assert swapped["fb_success"] and not swapped["fb_same_success"]
-    assert swapped["fb_same_dist"] > 0.9  # each estimate ended at the other centre
