@@ -177,14 +177,15 @@ class Spec:
         self.validate()
 
     def validate(self):
-        """Check every field's constraints, then :meth:`check`; raise ``ValueError`` (or
-        ``TypeError`` for a value of the wrong kind) naming the first bad field; return ``self``."""
-        for field, hint in spec_fields(type(self)):
-            check = field.metadata.get("check")
-            if check is None:
-                continue
+        """Check every field's own constraints (in field order), then the relations between
+        fields, then :meth:`check`; raise ``ValueError`` (or ``TypeError`` for a value of the
+        wrong kind) naming the first bad field; return ``self``."""
+        declared = [(field, hint, field.metadata["check"]) for field, hint in spec_fields(type(self))
+                    if field.metadata.get("check") is not None]
+        for field, hint, check in declared:  # each field's own range first, then the relations
+            _check_field(field.name, getattr(self, field.name), hint, check)
+        for field, hint, check in declared:
             value = getattr(self, field.name)
-            _check_field(field.name, value, hint, check)
             for other, bound in (("at_most", "at most"), ("at_least", "at least")):
                 name = check[other]
                 if name is None or value is None or getattr(self, name) is None:
