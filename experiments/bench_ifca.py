@@ -428,7 +428,7 @@ def measure(quick, out):
     dtypes = (np.float32, np.float64)
     report = {"environment": environment_record(), "peak_gflops": {}, "ifca": []}
     # One BLAS thread throughout, peak included: the engine runs one single-threaded worker per
-    # core (bit-identical records; faster per trial than threaded kernels, see the README), so a
+    # core (bit-identical records; faster per trial than threaded kernels, see docs/benchmark.md), so a
     # core's own peak is the yardstick.
     with threadpool_limits(limits=1):
         peaks = {np.dtype(t).name: [gemm_peak(t)] for t in dtypes}

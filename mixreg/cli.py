@@ -384,7 +384,7 @@ def default_jobs():
     """Local worker processes when ``--jobs`` is not given: the cores of the machine, at most 8.
 
     Trials are independent, so one single-threaded process per core is the most efficient way
-    to use a small machine; results do not depend on this number (see the README).
+    to use a small machine; results do not depend on this number (see docs/engine.md).
     """
     return max(1, min(8, os.cpu_count() or 1))
 

@@ -324,7 +324,7 @@ def client_predictions(theta_sel, X, layout, out):
 
 
 #: Bytes of one block's per-client gradients in :func:`cluster_gradients`: of the order of a
-#: core's L2 cache (1 MiB on the 2-core machine of the README's benchmark), so that each gradient
+#: core's L2 cache (1 MiB on the 2-core machine of docs/benchmark.md), so that each gradient
 #: is added up while it is still in cache.  There, float32, d = 1000, one thread, this took the
 #: residuals, gradients and sums of a round from 23 to 18 ms at (m, n, k, B) = (100, 100, 2, 120)
 #: and from 33 to 25 ms at (400, 50, 2, 60) (with a trial running on the other core); 2 to 8

@@ -84,7 +84,7 @@ MAX_TRIALS = 10_000_000
 _BYTES_PER_TRIAL = 10_000
 #: Speed assumed by the time estimate, per single-threaded worker, for a sweep that does not
 #: give its own ``flop_rate``: a cautious round figure (the IFCA kernels reach 3e10 to 8e10 on
-#: one core at the official sizes, see the README's benchmark); the estimate is an order of
+#: one core at the official sizes, see docs/benchmark.md); the estimate is an order of
 #: magnitude.
 _FLOPS_PER_WORKER = 1e10
 _WARN_SECONDS = 86_400.0  # warn above a day

@@ -12,7 +12,7 @@ The data of all clients are stored stacked: ``X`` has shape ``(N, d)`` with ``N 
 and client ``i`` owns rows ``offsets[i]:offsets[i + 1]``.  Never a list of per-client arrays.
 
 Three protocols for the true parameters ``theta_star`` are provided, because the IFCA paper text
-and the official IFCA code disagree (see README, "Which problem is the IFCA figure?"):
+and the official IFCA code disagree (see docs/decisions.md, the theta* row):
 
 ``"official"``
     Each coordinate is 0 or ``scale`` with probability 1/2 (official IFCA code,
