@@ -74,7 +74,15 @@ from mixreg.study import Spec, Study, param
 
 from .figures import draw, plot_two_phase_contraction, plot_two_phase_rounds
 from .summary import CONTROL_METHODS, DEFAULT_SEED, NAME, TABLES, cell_keys, summarise
-from .trial import CURVE_METHODS, SOLVERS, TWO_PHASE_CELLS, TwoPhaseSpec, curve_columns, two_phase_memory, two_phase_trial
+from .trial import (
+    CURVE_METHODS,
+    SOLVERS,
+    TWO_PHASE_CELLS,
+    TwoPhaseSpec,
+    curve_columns,
+    two_phase_memory,
+    two_phase_trial,
+)
 
 __all__ = ["STUDY", "Config", "PRESETS", "TwoPhaseSpec", "cells_of", "cell_keys", "trial_flops", "trial_memory",
            "build_sweep", "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS",

@@ -45,7 +45,8 @@ the round's contraction :math:`r_t = e'_{t+1} / e_t`, with :math:`e_t = \\max_l 
 is a ratio of measured distances, not a fit.  The measured factor is their geometric mean from
 the round ``t0`` at which the labels have settled (they differ from the final decoding on at
 most :data:`LABEL_TOLERANCE` of the data from then on) until the iterate sits at its fixed point
-up to rounding (:func:`measured_contraction`; ``nan`` if fewer than :data:`MIN_WINDOW` rounds).
+up to rounding (:func:`mixreg.trajectories.measured_contraction`; ``nan`` if fewer than
+:data:`MIN_WINDOW` rounds).
 The labels never all equal the true ones here: a one-point client is misclustered at any
 :math:`\\theta` with a probability bounded away from 0, so "from the round the labels are right"
 is read as "from the round they stop moving"; the fraction of data they get right is recorded.
@@ -331,7 +332,8 @@ def two_phase_memory(spec):
     """Upper estimate of :func:`two_phase_trial`'s peak bytes from the cell's sizes (nothing is
     allocated; :func:`mixreg.algorithms.trial_bytes`): the problem with its anchors and the
     decoded labels of every round, then Phase 1 with its history, Phase 2 over the step grid with
-    its history, the losses of its path (:func:`decoded_labels`: the path's rounds as replicas),
+    its history, the losses of its path (:func:`mixreg.trajectories.decoded_labels`: the path's
+    rounds as replicas),
     the IFCA runs (``(ifca_restarts + 1) x len(steps)`` replicas), the least-squares baselines
     and :class:`LabelMapFixedPoints` (every row's ``d x d`` block in float64, ``8 N d^2``), one
     after the other (besides :data:`mixreg.study.TRIAL_OVERHEAD`).
