@@ -16,7 +16,7 @@ committed records and of its sweep's identity, so they stay): its styles are nam
 
 The views, each keyed by the names the study's records use (:attr:`MethodStyle.key`):
 
-* :data:`METHODS`: the algorithms of the two-phase experiment (``experiments/two_phase.py``):
+* :data:`METHODS`: the algorithms of the two-phase study (``experiments/two_phase/``):
   ``ifca``, ``oracle`` (= ``ifca_truth``), both with Algorithm 2's client weights;
   ``ifca_data``, ``oracle_data`` (= ``ifca_truth_data``) the same with data weights
   :math:`n_i/N`, a control; ``fedavg``, ``fedprox``; ``ls`` = known-label least squares,

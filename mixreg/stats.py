@@ -9,10 +9,10 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from ._validation import check_real
+from ._validation import check_int, check_real
 
 __all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict", "finite_mean",
-           "bootstrap_mean_interval", "loglog_slope"]
+           "bootstrap_mean_interval", "loglog_slope", "crossing", "fit_clients_needed"]
 
 
 def wilson_interval(successes, trials, level=0.95):
@@ -279,3 +279,136 @@ def loglog_slope(x, y):
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else math.nan
+
+
+# --------------------------------------------------------------------------------------------
+# From success rates over a grid of M to the number of clients needed
+# --------------------------------------------------------------------------------------------
+
+
+def crossing(Ms, rates, level=0.5):
+    """Where a success rate reaches ``level`` on an increasing grid of ``M``.
+
+    Parameters
+    ----------
+    Ms : array of shape (G,), increasing, > 0
+    rates : array of shape (G,)
+        Success rate at each ``M`` (``nan`` = not measured, skipped).
+    level : float in (0, 1)
+
+    Returns
+    -------
+    grid : float
+        The smallest grid ``M`` with ``rate >= level`` (``nan`` if none).
+    interpolated : float
+        ``M`` at which the rate rises through ``level`` between the last grid value below it
+        and ``grid``, interpolated linearly in ``log M`` (equal to ``grid`` at the first grid
+        value; ``nan`` if ``grid`` is).
+    status : {"found", "below_grid", "above_grid"}
+        ``"below_grid"`` when the first grid value already reaches ``level`` (the true value
+        may be smaller), ``"above_grid"`` when no grid value does.
+
+    Examples
+    --------
+    >>> grid, m, status = crossing([100, 200, 400], [0.0, 0.25, 0.75])  # log-midway in [200, 400]
+    >>> grid, round(m, 6), status
+    (400.0, 282.842712, 'found')
+    """
+    Ms = np.asarray(Ms, dtype=float)
+    rates = np.asarray(rates, dtype=float)
+    ok = np.isfinite(rates)
+    Ms, rates = Ms[ok], rates[ok]
+    hit = np.flatnonzero(rates >= level)
+    if hit.size == 0:
+        return float("nan"), float("nan"), "above_grid"
+    j = int(hit[0])
+    if j == 0:
+        return float(Ms[0]), float(Ms[0]), "below_grid"
+    t = (level - rates[j - 1]) / (rates[j] - rates[j - 1])
+    log_m = np.log(Ms[j - 1]) + t * (np.log(Ms[j]) - np.log(Ms[j - 1]))
+    return float(Ms[j]), float(np.exp(log_m)), "found"
+
+
+def _crossings_batch(Ms, rates, level):
+    """:func:`crossing` for many rate curves at once: ``rates`` (B, G) -> interpolated ``M`` (B,)
+    with ``nan`` where the crossing is not inside the grid."""
+    hit = rates >= level
+    any_hit = hit.any(axis=1)
+    j = np.argmax(hit, axis=1)
+    inside = any_hit & (j > 0)
+    out = np.full(rates.shape[0], np.nan)
+    if inside.any():
+        rows = np.flatnonzero(inside)
+        jj = j[rows]
+        r0, r1 = rates[rows, jj - 1], rates[rows, jj]
+        t = (level - r0) / (r1 - r0)
+        log_m = np.log(Ms[jj - 1]) + t * (np.log(Ms[jj]) - np.log(Ms[jj - 1]))
+        out[rows] = np.exp(log_m)
+    return out
+
+
+def _power_law(d, p, m):
+    """Least squares of ``log m`` on ``[log d, log p, 1]`` over finite ``m``; ``(a_d, a_p, b)`` or nans."""
+    ok = np.isfinite(m) & (m > 0)
+    if ok.sum() < 3:
+        return np.nan, np.nan, np.nan
+    A = np.column_stack([np.log(d[ok]), np.log(p[ok]), np.ones(ok.sum())])
+    if np.linalg.matrix_rank(A) < 3:
+        return np.nan, np.nan, np.nan
+    coef = np.linalg.lstsq(A, np.log(m[ok]), rcond=None)[0]
+    return float(coef[0]), float(coef[1]), float(coef[2])
+
+
+def fit_clients_needed(cells, *, level=0.5, n_boot=2000, ci=0.95, rng):
+    """Exponents of the clients needed, :math:`M^* \\propto d^{a_d} p_{\\min}^{a_p}`, with intervals.
+
+    For each cell ``(d, p_min)``, :math:`M^*` is the interpolated :func:`crossing` of its success
+    rate through ``level``; the exponents are the least-squares fit of :math:`\\log M^*` on
+    :math:`\\log d` and :math:`\\log p_{\\min}` jointly, over the cells whose crossing lies inside
+    their grid (``"found"``).  The interval resamples the trials within each cell (a trial's
+    outcomes over the whole grid move together: they share the data) and refits; a replicate in
+    which a cell's crossing leaves its grid drops that cell.
+
+    Parameters
+    ----------
+    cells : list of dict
+        ``d``, ``p_min``, ``Ms`` (array (G,), increasing), ``success`` (array (n_trials, G) of
+        0/1).
+    level : float
+    n_boot : int
+    ci : float in (0, 1)
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    dict
+        ``d``: :class:`mixreg.stats.SlopeFit` of :math:`a_d` (``intercept`` is the fit's
+        constant :math:`b`, ``n_points`` the cells used, ``n_boot`` the replicates that could
+        be fitted); ``p_min``: the same for :math:`a_p`; ``crossings``: per cell
+        ``(grid, interpolated, status)`` of :func:`crossing`.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    n_boot = check_int("n_boot", n_boot, low=1)
+    d = np.array([float(c["d"]) for c in cells])
+    p = np.array([float(c["p_min"]) for c in cells])
+    grids = [np.asarray(c["Ms"], dtype=float) for c in cells]
+    success = [np.asarray(c["success"], dtype=float).reshape(-1, g.size) for c, g in zip(cells, grids)]
+    observed = [crossing(g, s.mean(axis=0) if s.shape[0] else np.full(g.size, np.nan), level)
+                for g, s in zip(grids, success)]
+    found = np.array([m if status == "found" else np.nan for _, m, status in observed])
+    a_d, a_p, b = _power_law(d, p, found)
+    boot_m = np.full((n_boot, len(cells)), np.nan)
+    for j, (g, s) in enumerate(zip(grids, success)):
+        if s.shape[0]:
+            idx = rng.integers(0, s.shape[0], size=(n_boot, s.shape[0]))
+            boot_m[:, j] = _crossings_batch(g, s[idx].mean(axis=1), level)
+    boots = np.array([_power_law(d, p, row)[:2] for row in boot_m]).reshape(n_boot, 2)
+    out = {"crossings": observed}
+    for j, (name, value) in enumerate((("d", a_d), ("p_min", a_p))):
+        col = boots[:, j][np.isfinite(boots[:, j])]
+        low, high = (np.quantile(col, [(1 - ci) / 2, (1 + ci) / 2]) if col.size and np.isfinite(value)
+                     else (np.nan, np.nan))
+        out[name] = SlopeFit(slope=value, intercept=b, low=float(low), high=float(high), level=ci,
+                             n_points=int(np.isfinite(found).sum()), n_boot=int(col.size))
+    return out

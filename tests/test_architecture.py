@@ -18,8 +18,8 @@ PACKAGE = ROOT / "mixreg"
 LAYERS = (
     ("mixreg", "mixreg._validation", "mixreg._fixed_order", "mixreg.methods"),
     ("mixreg.kernels", "mixreg.problems", "mixreg.metrics", "mixreg.stats", "mixreg.theory", "mixreg.clustering",
-     "mixreg.provenance", "mixreg.trajectories"),
-    ("mixreg.baselines", "mixreg.local_solvers"),
+     "mixreg.provenance"),
+    ("mixreg.baselines", "mixreg.local_solvers", "mixreg.trajectories"),
     ("mixreg.algorithms",),
     ("mixreg.montecarlo", "mixreg.plotting"),
     ("mixreg.cli",),

@@ -155,7 +155,7 @@ def test_a_flag_overrides_the_preset(name, argv, changes):
         ("success_vs_R", ["--dtype", "float16"], "argument --dtype: invalid choice"),
         ("success_vs_R", ["--n-init", "2"], "unrecognized arguments: --n-init"),  # no abbreviations
         ("two_phase", ["--p-ref", "0.9"], "p_mins and p_ref must be in (0, 1/k]"),
-        ("two_phase", ["--anchor-points", "1"], "anchor_points must be >= 2"),
+        ("two_phase", ["--anchor-points", "1"], "anchor_points must be an integer >= 2"),
         ("two_phase", ["--Ms", "100", "x"], "argument --Ms: invalid int value: 'x'"),
     ],
 )

@@ -24,14 +24,17 @@ from mixreg.plotting import (  # noqa: E402
     RULES,
     MethodStyle,
     method_label,
-    plot_error_vs_rounds,
-    plot_two_phase_scaling,
     rule_title,
 )
-from mixreg.plotting import plot_two_phase_contraction, plot_two_phase_rounds  # noqa: E402
+from experiments.two_phase.figures import (  # noqa: E402
+    plot_error_vs_rounds,
+    plot_two_phase_contraction,
+    plot_two_phase_rounds,
+    plot_two_phase_scaling,
+)
 from experiments.success_vs_R.figures import plot_success_vs_separation  # noqa: E402
 from experiments.success_vs_R.trial import SUCCESS_RULES  # noqa: E402
-from mixreg.trials_two_phase import CURVE_METHODS  # noqa: E402
+from experiments.two_phase.trial import CURVE_METHODS  # noqa: E402
 
 STYLES = [*METHODS.values(), *RULES.values()]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from mixreg.stats import group_rates, wilson_interval
+from mixreg.stats import crossing, fit_clients_needed, group_rates, slope_verdict, wilson_interval
 
 
 @pytest.mark.parametrize("s,n", [(0, 10), (3, 10), (10, 10), (17, 40), (1, 1)])
@@ -53,3 +53,48 @@ def test_fit_slope_recovers_power_and_exponential_laws_and_their_intervals():
     # fewer than two usable grid values: no slope, no verdict
     fit = fit_slope(x[:2], [np.array([1.0]), np.array([np.nan])], rng=rng, n_boot=10)
     assert np.isnan(fit.slope) and slope_verdict(-1.0, fit) == "undetermined"
+
+
+# --------------------------------------------------------------------------------------------
+# From success rates over a grid of M to the clients needed (moved from the Phase-1 study's trial tests)
+# --------------------------------------------------------------------------------------------
+
+
+def test_crossing():
+    assert crossing([100, 200, 400], [0.0, 0.25, 0.75]) == (400.0, pytest.approx(200 * np.sqrt(2)), "found")
+    assert crossing([100, 200], [0.5, 1.0]) == (100.0, 100.0, "below_grid")
+    grid, interp, status = crossing([100, 200], [0.0, 0.4])
+    assert np.isnan(grid) and np.isnan(interp) and status == "above_grid"
+    assert crossing([100, 200, 400], [0.0, np.nan, 1.0])[2] == "found"  # unmeasured points are skipped
+
+
+def _synthetic_cells(law, rng, trials=40):
+    """Success iff M >= M*_trial, M*_trial = law(d, p) times a lognormal factor."""
+    cells = []
+    for d in (8, 16, 32):
+        for p in (0.1, 0.2, 0.4):
+            Ms = law(d, p) * 2.0 ** np.arange(-3, 4.5, 0.5)
+            need = law(d, p) * np.exp(0.3 * rng.standard_normal(trials))
+            cells.append(dict(d=d, p_min=p, Ms=Ms, success=Ms[None, :] >= need[:, None]))
+    return cells
+
+
+def test_fit_clients_needed_recovers_known_exponents():
+    """With M* = 5 d / p^2 exactly in the law, the fit recovers +1 and -2 inside its intervals."""
+    rng = np.random.default_rng(0)
+    fits = fit_clients_needed(_synthetic_cells(lambda d, p: 5.0 * d / p**2, rng), n_boot=300, rng=rng)
+    assert fits["d"].slope == pytest.approx(1.0, abs=0.1) and fits["p_min"].slope == pytest.approx(-2.0, abs=0.1)
+    assert slope_verdict(1.0, fits["d"]) == "consistent" and slope_verdict(-2.0, fits["p_min"]) == "consistent"
+    assert fits["d"].n_points == 9 and all(status == "found" for *_, status in fits["crossings"])
+    # a law with M* ~ d^2 / p contradicts the claim's shape
+    fits = fit_clients_needed(_synthetic_cells(lambda d, p: 0.5 * d**2 / p, rng), n_boot=300, rng=rng)
+    assert slope_verdict(1.0, fits["d"]) == "contradicts" and slope_verdict(-2.0, fits["p_min"]) == "contradicts"
+    assert fits["d"].slope == pytest.approx(2.0, abs=0.15) and fits["p_min"].slope == pytest.approx(-1.0, abs=0.15)
+
+
+def test_fit_clients_needed_without_enough_crossings_is_undetermined():
+    rng = np.random.default_rng(0)
+    cells = [dict(d=d, p_min=0.2, Ms=np.array([10.0, 20.0]), success=np.zeros((5, 2))) for d in (4, 8, 16)]
+    fits = fit_clients_needed(cells, n_boot=20, rng=rng)
+    assert np.isnan(fits["d"].slope) and slope_verdict(1.0, fits["d"]) == "undetermined"
+    assert [status for *_, status in fits["crossings"]] == ["above_grid"] * 3

@@ -8,15 +8,9 @@ One private module per figure family, every public name re-exported here:
 
 * :mod:`mixreg.plotting._common`: :func:`save_figure`, :func:`not_drawn` (a figure the tables
   cannot give, said in one line) and the helpers every figure shares;
-* :mod:`mixreg.plotting._two_phase`: Su-Xu-Yang's two-phase algorithm, error against rounds
-  with the controls, the measured Phase-2 contraction (``experiments/two_phase.py``), and the
-  scaling in ``M``, the size law and ``p_min``;
 * :mod:`mixreg.plotting._two_phase_nu`: Su-Xu-Yang's :math:`\\nu` one term at a time, the fitted
   exponents against the bound's and the held-out residual of its constant
   (``experiments/two_phase_nu.py``);
-* :mod:`mixreg.plotting._phase1`: Su-Xu-Yang's Phase 1 with small anchors and a far start, its
-  error against ``n_A`` and ``d`` beside anchor least squares, and the clients it needs against
-  ``d`` and ``p_min`` (``experiments/two_phase_phase1.py``);
 * :mod:`mixreg.plotting._compare`: every method of the registry and the reference points on one
   regime, error, misclustering, rounds, communication and wall time side by side
   (``experiments/compare.py``);
@@ -30,14 +24,7 @@ from __future__ import annotations
 
 from ._common import FigureNotDrawn, not_drawn, save_figure
 from ._compare import plot_comparison
-from ._two_phase import (
-    plot_error_vs_rounds,
-    plot_two_phase_contraction,
-    plot_two_phase_rounds,
-    plot_two_phase_scaling,
-)
 from ._two_phase_nu import plot_nu_sweeps
-from ._phase1 import plot_clients_needed, plot_phase1_error
 from ..methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
 
 __all__ = [
@@ -46,13 +33,7 @@ __all__ = [
     "save_figure",
     "FigureNotDrawn",
     "not_drawn",
-    "plot_error_vs_rounds",
-    "plot_two_phase_scaling",
-    "plot_two_phase_rounds",
-    "plot_two_phase_contraction",
     "plot_nu_sweeps",
-    "plot_phase1_error",
-    "plot_clients_needed",
     "MethodStyle",
     "METHODS",
     "RULES",

@@ -23,7 +23,7 @@ from mixreg.problems import (
     make_theta_star,
 )
 from experiments.success_vs_R.trial import IFCA_SUCCESS_CELLS
-from mixreg.trials_two_phase import TWO_PHASE_CELLS
+from experiments.two_phase.trial import TWO_PHASE_CELLS
 
 TWO_PHASE = dict(m=60, k=2, d=5, sigma=0.5, scale=2.0, protocol="gaussian", size_law="zipf", size_mean=4.0,
                  n_max=40, p_min=0.2, cov_low=0.5, cov_high=2.0, anchor_mode="per_cluster", anchor_points=20)

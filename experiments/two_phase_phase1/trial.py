@@ -1,4 +1,7 @@
-"""Trial function of the Phase-1 experiment: federated moment descent in its own regime.
+"""The Phase-1 study's trial: federated moment descent in its own regime, its typed spec and trial.
+
+:class:`Phase1Spec` is one cell of the grid: the problem (a :class:`mixreg.problems.ProblemSpec`
+stored under :data:`PHASE1_CELLS`) and Phase 1's settings.
 
 Su, Xu and Yang's Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`) is claimed
 to work with anchors of only :math:`n_A = \\tilde O(k)` points, from any initialisation, once
@@ -30,27 +33,30 @@ clients:
   :func:`mixreg.local_solvers.local_least_squares`), grouped by the same step 7
   (:func:`mixreg.algorithms.moment_descent.cluster_anchors`): what an anchor could do alone.
 
-The records hold errors only; success at an accuracy target is decided in the experiment's
-summary, which states the target.  :func:`crossing` and :func:`fit_clients_needed` turn success
-rates over the grid of ``M`` into the number of clients needed and its exponents.
+The records hold errors only; success at an accuracy target is decided in the study's summary,
+which states the target.  :func:`mixreg.stats.crossing` and :func:`mixreg.stats.fit_clients_needed`
+turn success rates over the grid of ``M`` into the number of clients needed and its exponents.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import ClassVar
 
 import numpy as np
 
-from ._validation import check_int, check_real
-from .algorithms import RunSizes, trial_bytes
-from .algorithms.moment_descent import cluster_anchors, moment_descent
-from .local_solvers import local_least_squares
-from .metrics import matched_max_distance
-from .problems import CellSchema, Problem, ProblemSpec
-from .stats import SlopeFit
-from .trials_two_phase import phase1_curve
+from mixreg._validation import check_int, check_real
+from mixreg.algorithms import RunSizes, trial_bytes
+from mixreg.algorithms.moment_descent import cluster_anchors, moment_descent
+from mixreg.local_solvers import local_least_squares
+from mixreg.metrics import matched_max_distance
+from mixreg.problems import CellSchema, Problem
+from mixreg.study import TrialSpec, param
+from mixreg.trajectories import phase1_curve
 
 __all__ = [
+    "Phase1Spec",
     "PHASE1_CELLS",
     "phase1_memory",
     "clients_for",
@@ -59,8 +65,6 @@ __all__ = [
     "nested_problem",
     "anchor_least_squares",
     "phase1_trial",
-    "crossing",
-    "fit_clients_needed",
 ]
 
 #: How :func:`phase1_trial` reads its problem from a cell.  ``m`` is every client drawn
@@ -70,6 +74,24 @@ PHASE1_CELLS = CellSchema(
     keys={"m": "m", "k": "k", "d": "d", "sigma": "sigma", "scale": "separation", "p_min": "p_min",
           "anchor_mode": "anchor_mode", "n_anchors": "n_anchors", "anchor_points": "n_A"},
     fixed={"protocol": "gaussian", "n": 2})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Phase1Spec(TrialSpec):
+    """One cell of the Phase-1 study: the problem (:data:`PHASE1_CELLS`) and Phase 1's settings.
+
+    The problem holds every client drawn, ``m = clients_for(max(cs), d, p_min) + M_A``; Phase 1
+    runs on nested subsets of them, one per grid value of ``cs``.
+    """
+
+    schema: ClassVar[CellSchema] = PHASE1_CELLS
+
+    cs: tuple[float, ...] = param("grid of M in the theorem's unit: M = c d / p_min^2", low=0, low_open=True,
+                                  distinct=True)
+    far: float = param("distance of the initialisation from every theta*_l, in units of Delta", low=0)
+    fmd_rounds: int = param("Phase-1 rounds T", low=1)
+    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", low=0, low_open=True)
+    fmd_sampling: str = param("data of S_t", choices=("reuse", "fresh"))
 
 
 def clients_for(c, d, p_min):
@@ -186,13 +208,22 @@ def anchor_least_squares(problem, anchors):
     return local_least_squares(problem.X[rows].astype(np.float64), problem.y[rows].astype(np.float64), offsets)
 
 
-def phase1_memory(cell):
+def phase1_memory(spec):
     """Upper estimate of :func:`phase1_trial`'s peak bytes from the cell's sizes (nothing is
     allocated; :func:`mixreg.algorithms.trial_bytes`): the problem with its anchors and one
     nested copy of its rows (:func:`nested_problem`), then Phase 1 with its history on it, or
-    the anchors' least squares."""
-    spec = ProblemSpec.from_cell(cell, PHASE1_CELLS)
-    T = int(cell["fmd_rounds"])
+    the anchors' least squares (besides :data:`mixreg.study.TRIAL_OVERHEAD`).
+
+    Parameters
+    ----------
+    spec : Phase1Spec
+
+    Returns
+    -------
+    float
+    """
+    T = int(spec.fmd_rounds)
+    spec = spec.problem
     nested = (np.dtype(spec.dtype).itemsize * spec.d + 24) * spec.max_rows
     anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
     runs = [("moment_descent", RunSizes(m=anchors, N=spec.max_rows, d=spec.d, k=spec.k, history_rounds=T)),
@@ -200,14 +231,15 @@ def phase1_memory(cell):
     return trial_bytes([spec], runs) + float(nested)
 
 
-def phase1_trial(cell, seed):
+def phase1_trial(spec, seed):
     """One trial of the Phase-1 experiment (see the module docstring).
 
     Parameters
     ----------
-    cell : dict
-        Problem (:data:`PHASE1_CELLS`): ``m, k, d, sigma, separation, p_min, anchor_mode,
-        n_anchors`` (ignored for ``"per_cluster"``), ``n_A``.  Method: ``cs`` (tuple, the grid
+    spec : Phase1Spec
+        Problem (``spec.problem``, stored under :data:`PHASE1_CELLS`): ``m, k, d, sigma``,
+        ``scale`` (the separation), ``p_min, anchor_mode, n_anchors`` (ignored for
+        ``"per_cluster"``), ``anchor_points`` (the cell's ``n_A``).  Method: ``cs`` (tuple, the grid
         of :math:`M p_{\\min}^2 / d`), ``far`` (distance of :math:`\\theta_0` from the truths in
         units of :math:`\\Delta`), ``fmd_rounds``, ``fmd_step_constant``, ``fmd_sampling``
         (data of :math:`S_t`; the anchors always reuse their ``n_A`` points, drawing
@@ -230,8 +262,8 @@ def phase1_trial(cell, seed):
         ``fmd_time_<c>``.
     """
     data_ss, anchor_ss, init_ss, fmd_ss = seed.spawn(4)
-    spec = ProblemSpec.from_cell(cell, PHASE1_CELLS)
-    cs = tuple(float(c) for c in cell["cs"])
+    cell, spec = spec, spec.problem  # the typed cell (Phase 1's settings) and its problem
+    cs = tuple(float(c) for c in cell.cs)
     if not cs or any(c <= 0 for c in cs) or list(cs) != sorted(set(cs)):
         raise ValueError(f"cs must be increasing positive grid values, got {cs}")
     k, d, p_min = spec.k, spec.d, spec.p_min
@@ -239,13 +271,13 @@ def phase1_trial(cell, seed):
     n_anchors = k if spec.anchor_mode == "per_cluster" else spec.n_anchors
     if Ms[-1] + n_anchors > spec.m:
         raise ValueError(f"m={spec.m} clients cannot hold M={Ms[-1]} non-anchor clients and {n_anchors} anchors")
-    T = int(cell["fmd_rounds"])
+    T = int(cell.fmd_rounds)
 
     problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
                                          np.random.default_rng(anchor_ss))
     star = problem.theta_star
     delta = problem.separation
-    theta0 = far_init(star, float(cell["far"]) * delta, np.random.default_rng(init_ss))
+    theta0 = far_init(star, float(cell.far) * delta, np.random.default_rng(init_ss))
     truth = star[problem.labels[anchors]]
 
     ls = anchor_least_squares(problem, anchors)
@@ -263,8 +295,8 @@ def phase1_trial(cell, seed):
         start = time.perf_counter()
         sub, sub_anchors = nested_problem(problem, anchors, M)
         res = moment_descent(sub, sub_anchors, k, rng=np.random.default_rng(ss), n_rounds=T, init=theta0,
-                             sampling=cell["fmd_sampling"], anchor_sampling="reuse",
-                             step_constant=float(cell["fmd_step_constant"]), history=True)
+                             sampling=cell.fmd_sampling, anchor_sampling="reuse",
+                             step_constant=float(cell.fmd_step_constant), history=True)
         curve = phase1_curve(res.history, res.clustering.groups, star)
         per_anchor = np.linalg.norm(res.anchor_theta - truth, axis=1)
         tag = c_label(c)
@@ -277,137 +309,4 @@ def phase1_trial(cell, seed):
             f"fmd_method_{tag}": res.clustering.method,
             f"fmd_time_{tag}": time.perf_counter() - start,
         })
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# From success rates over a grid of M to the number of clients needed
-# --------------------------------------------------------------------------------------------
-
-
-def crossing(Ms, rates, level=0.5):
-    """Where a success rate reaches ``level`` on an increasing grid of ``M``.
-
-    Parameters
-    ----------
-    Ms : array of shape (G,), increasing, > 0
-    rates : array of shape (G,)
-        Success rate at each ``M`` (``nan`` = not measured, skipped).
-    level : float in (0, 1)
-
-    Returns
-    -------
-    grid : float
-        The smallest grid ``M`` with ``rate >= level`` (``nan`` if none).
-    interpolated : float
-        ``M`` at which the rate rises through ``level`` between the last grid value below it
-        and ``grid``, interpolated linearly in ``log M`` (equal to ``grid`` at the first grid
-        value; ``nan`` if ``grid`` is).
-    status : {"found", "below_grid", "above_grid"}
-        ``"below_grid"`` when the first grid value already reaches ``level`` (the true value
-        may be smaller), ``"above_grid"`` when no grid value does.
-
-    Examples
-    --------
-    >>> grid, m, status = crossing([100, 200, 400], [0.0, 0.25, 0.75])  # log-midway in [200, 400]
-    >>> grid, round(m, 6), status
-    (400.0, 282.842712, 'found')
-    """
-    Ms = np.asarray(Ms, dtype=float)
-    rates = np.asarray(rates, dtype=float)
-    ok = np.isfinite(rates)
-    Ms, rates = Ms[ok], rates[ok]
-    hit = np.flatnonzero(rates >= level)
-    if hit.size == 0:
-        return float("nan"), float("nan"), "above_grid"
-    j = int(hit[0])
-    if j == 0:
-        return float(Ms[0]), float(Ms[0]), "below_grid"
-    t = (level - rates[j - 1]) / (rates[j] - rates[j - 1])
-    log_m = np.log(Ms[j - 1]) + t * (np.log(Ms[j]) - np.log(Ms[j - 1]))
-    return float(Ms[j]), float(np.exp(log_m)), "found"
-
-
-def _crossings_batch(Ms, rates, level):
-    """:func:`crossing` for many rate curves at once: ``rates`` (B, G) -> interpolated ``M`` (B,)
-    with ``nan`` where the crossing is not inside the grid."""
-    hit = rates >= level
-    any_hit = hit.any(axis=1)
-    j = np.argmax(hit, axis=1)
-    inside = any_hit & (j > 0)
-    out = np.full(rates.shape[0], np.nan)
-    if inside.any():
-        rows = np.flatnonzero(inside)
-        jj = j[rows]
-        r0, r1 = rates[rows, jj - 1], rates[rows, jj]
-        t = (level - r0) / (r1 - r0)
-        log_m = np.log(Ms[jj - 1]) + t * (np.log(Ms[jj]) - np.log(Ms[jj - 1]))
-        out[rows] = np.exp(log_m)
-    return out
-
-
-def _power_law(d, p, m):
-    """Least squares of ``log m`` on ``[log d, log p, 1]`` over finite ``m``; ``(a_d, a_p, b)`` or nans."""
-    ok = np.isfinite(m) & (m > 0)
-    if ok.sum() < 3:
-        return np.nan, np.nan, np.nan
-    A = np.column_stack([np.log(d[ok]), np.log(p[ok]), np.ones(ok.sum())])
-    if np.linalg.matrix_rank(A) < 3:
-        return np.nan, np.nan, np.nan
-    coef = np.linalg.lstsq(A, np.log(m[ok]), rcond=None)[0]
-    return float(coef[0]), float(coef[1]), float(coef[2])
-
-
-def fit_clients_needed(cells, *, level=0.5, n_boot=2000, ci=0.95, rng):
-    """Exponents of the clients needed, :math:`M^* \\propto d^{a_d} p_{\\min}^{a_p}`, with intervals.
-
-    For each cell ``(d, p_min)``, :math:`M^*` is the interpolated :func:`crossing` of its success
-    rate through ``level``; the exponents are the least-squares fit of :math:`\\log M^*` on
-    :math:`\\log d` and :math:`\\log p_{\\min}` jointly, over the cells whose crossing lies inside
-    their grid (``"found"``).  The interval resamples the trials within each cell (a trial's
-    outcomes over the whole grid move together: they share the data) and refits; a replicate in
-    which a cell's crossing leaves its grid drops that cell.
-
-    Parameters
-    ----------
-    cells : list of dict
-        ``d``, ``p_min``, ``Ms`` (array (G,), increasing), ``success`` (array (n_trials, G) of
-        0/1).
-    level : float
-    n_boot : int
-    ci : float in (0, 1)
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    dict
-        ``d``: :class:`mixreg.stats.SlopeFit` of :math:`a_d` (``intercept`` is the fit's
-        constant :math:`b`, ``n_points`` the cells used, ``n_boot`` the replicates that could
-        be fitted); ``p_min``: the same for :math:`a_p`; ``crossings``: per cell
-        ``(grid, interpolated, status)`` of :func:`crossing`.
-    """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    n_boot = check_int("n_boot", n_boot, low=1)
-    d = np.array([float(c["d"]) for c in cells])
-    p = np.array([float(c["p_min"]) for c in cells])
-    grids = [np.asarray(c["Ms"], dtype=float) for c in cells]
-    success = [np.asarray(c["success"], dtype=float).reshape(-1, g.size) for c, g in zip(cells, grids)]
-    observed = [crossing(g, s.mean(axis=0) if s.shape[0] else np.full(g.size, np.nan), level)
-                for g, s in zip(grids, success)]
-    found = np.array([m if status == "found" else np.nan for _, m, status in observed])
-    a_d, a_p, b = _power_law(d, p, found)
-    boot_m = np.full((n_boot, len(cells)), np.nan)
-    for j, (g, s) in enumerate(zip(grids, success)):
-        if s.shape[0]:
-            idx = rng.integers(0, s.shape[0], size=(n_boot, s.shape[0]))
-            boot_m[:, j] = _crossings_batch(g, s[idx].mean(axis=1), level)
-    boots = np.array([_power_law(d, p, row)[:2] for row in boot_m]).reshape(n_boot, 2)
-    out = {"crossings": observed}
-    for j, (name, value) in enumerate((("d", a_d), ("p_min", a_p))):
-        col = boots[:, j][np.isfinite(boots[:, j])]
-        low, high = (np.quantile(col, [(1 - ci) / 2, (1 + ci) / 2]) if col.size and np.isfinite(value)
-                     else (np.nan, np.nan))
-        out[name] = SlopeFit(slope=value, intercept=b, low=float(low), high=float(high), level=ci,
-                             n_points=int(np.isfinite(found).sum()), n_boot=int(col.size))
     return out

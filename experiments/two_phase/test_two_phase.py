@@ -1,34 +1,27 @@
-"""The two-phase experiment: trial function, its measurements, summaries and the command line.
+"""The two-phase study: trial function, its measurements, summaries and the command line.
 
 The end-to-end test runs a reduced grid (k = 2, d = 5, M = 600, Zipf sizes of mean 6 on [1, 100],
 4 trials per cell) and asserts what the experiment shows on unequal client sizes.
 """
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from experiments import two_phase
+from experiments.two_phase.summary import GAP_TOLERANCE
+from experiments.two_phase.trial import LabelMapFixedPoints, curve_columns, design_trace, two_phase_trial
 from mixreg.algorithms.fedx import fedx, fedx_linear_rates
 from mixreg.algorithms.ifca import ifca
 from mixreg.baselines import client_weighted_least_squares, known_label_least_squares
-from mixreg.problems import make_problem, make_problem_from_parameters
+from mixreg.problems import cluster_proportions, make_problem, make_problem_from_parameters
 from mixreg.theory import sxy_predicted_contraction
-from mixreg.trials_two_phase import (
-    LabelMapFixedPoints,
-    checkpoint_rounds,
-    cluster_proportions,
-    curve_columns,
-    decoded_labels,
-    design_trace,
-    geometric_rate,
-    labels_window,
-    measured_contraction,
-    pooled_training_loss,
-    two_phase_trial,
-)
+from mixreg.trajectories import decoded_labels, labels_window, measured_contraction
+
+pytestmark = pytest.mark.study
 
 TINY = ["--Ms", "60", "120", "--M-ref", "120", "--laws", "equal", "zipf", "--law-ref", "zipf", "--p-mins", "0.2",
         "--p-ref", "0.2", "--trials", "2", "--d", "4", "--k", "2", "--n-max", "20", "--size-mean", "4",
@@ -44,11 +37,9 @@ REDUCED = ["--Ms", "600", "--M-ref", "600", "--laws", "equal", "--law-ref", "zip
 
 
 def tiny_cell(**change):
-    args = two_phase.build_parser().parse_args(TINY)
-    config = two_phase.config_from_args(args)
-    cell = two_phase.cells_of(config)[0]
-    cell.update(change)
-    return cell
+    args = two_phase.STUDY.parser().parse_args(TINY)
+    config = two_phase.STUDY.config_from_args(args)
+    return dataclasses.replace(two_phase.cells_of(config)[0], **change)
 
 
 def _rows(path):
@@ -57,44 +48,24 @@ def _rows(path):
 
 
 def test_helpers():
-    np.testing.assert_array_equal(checkpoint_rounds(10, 4), [0, 4, 8, 10])
-    np.testing.assert_array_equal(checkpoint_rounds(8, 4), [0, 4, 8])
     np.testing.assert_allclose(cluster_proportions(3, 0.1), [0.1, 0.45, 0.45])
     with pytest.raises(ValueError, match="p_min"):
         cluster_proportions(3, 0.5)
     cell = tiny_cell()
     assert curve_columns(cell, "fedavg")[-1] == (9, "fedavg_err_t009")
-    path = 3.0 + 0.8 ** np.arange(60)[:, None, None] * np.ones((60, 2, 3))
-    assert geometric_rate(path) == pytest.approx(0.8, rel=1e-3)
     assert design_trace(10, 1.0, 1.0) == 10.0
     assert design_trace(10, 0.5, 2.0) == pytest.approx(10 * 1.5 / np.log(4))  # mean of the log-uniform law
 
 
-def test_measured_contraction_follows_each_rounds_own_fixed_point():
-    """Labels that flip at round 5 move the fixed point; each round's ratio is taken to its own."""
-    a, b = np.zeros((2, 3)), np.ones((2, 3))
-    path = np.empty((13, 2, 3))
-    path[0] = 5.0
-    fixed = np.empty((12, 2, 3))
-    for t in range(12):
-        fixed[t] = a if t < 5 else b
-        path[t + 1] = fixed[t] + 0.7 * (path[t] - fixed[t])
-    factor, window = measured_contraction(path, fixed, 0)
-    assert factor == pytest.approx(0.7) and window == 12
-    # the distance to the final fixed point alone would not show 0.7 over the flip
-    e = np.linalg.norm(path - b, axis=2).max(axis=1)
-    assert (e[-1] / e[0]) ** (1 / 12) != pytest.approx(0.7, abs=0.01)
-    assert np.isnan(measured_contraction(path, fixed, 9)[0])  # fewer than MIN_WINDOW rounds left
-    assert measured_contraction(path, fixed, 9, min_window=3) == pytest.approx((0.7, 3))
-
-
-def test_labels_window():
-    pb = make_problem_from_parameters(np.eye(2), np.array([0, 1, 1]), np.array([1, 998, 1]), 0.1,
-                                      rng=np.random.default_rng(0))
-    final = np.array([0, 1, 1])
-    labels = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 1], final, final])
-    assert labels_window(pb, labels) == (1, 3)  # a one-point client is 0.1% of the data, within the tolerance
-    assert labels_window(pb, labels, tolerance=0.0) == (3, 3)
+def test_the_cell_is_the_old_dict():
+    """The typed cell writes exactly the dict the trials were seeded from (keys, order, types)."""
+    cell = tiny_cell().to_cell()
+    assert list(cell) == ["M", "k", "d", "sigma", "separation", "p_min", "size_law", "size_mean", "n_max", "cov_low",
+                          "cov_high", "anchor_mode", "n_anchors", "anchor_points", "fmd_rounds", "fmd_sampling",
+                          "fmd_anchor_sampling", "fmd_step_constant", "fmd_clients", "fx_rounds", "fedavg_steps",
+                          "steps", "ifca_restarts", "checkpoint_every"]
+    assert type(cell["M"]) is int and type(cell["p_min"]) is float and cell["steps"] == (0.5, 1.0)
+    assert two_phase.TwoPhaseSpec.from_cell(cell) == tiny_cell()
 
 
 def test_client_weighted_least_squares_is_ifcas_true_label_fixed_point():
@@ -144,19 +115,11 @@ def test_measured_factor_is_the_exact_one_and_the_predicted_worst_case():
     assert (1 - exact) / (1 - predicted) == pytest.approx(1.0, abs=0.1)
 
 
-def test_pooled_training_loss():
-    pb = make_problem(10, 2, np.array([1, 2, 3, 4, 5, 1, 2, 3, 4, 5]), 3, 0.3, 1.0, rng=np.random.default_rng(3))
-    theta = np.random.default_rng(4).standard_normal((2, 2, 3))
-    expected = [sum(min(np.sum((pb.client(i)[0] @ th[j] - pb.client(i)[1]) ** 2) for j in range(2))
-                    for i in range(10)) / pb.N for th in theta]
-    np.testing.assert_allclose(pooled_training_loss(pb, theta), expected)
-
-
 def test_trial_record_is_scalars_and_consistent():
     cell = tiny_cell()
     rec = two_phase_trial(cell, np.random.SeedSequence(1))
     assert all(isinstance(v, (bool, int, float, str, np.integer, np.floating, np.bool_)) for v in rec.values())
-    T1 = cell["fmd_rounds"]
+    T1 = cell.fmd_rounds
     for method in ("ifca", "oracle", "ifca_data", "oracle_data", "fedavg", "fedprox"):
         assert [c for _, c in curve_columns(cell, method)] == sorted(c for c in rec if c.startswith(f"{method}_err_t"))
         assert rec[f"{method}_step"] in ((0.5, 1.0) if method in ("fedavg", "fedprox") else (0.25, 0.5))
@@ -234,7 +197,7 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
             assert check(f"{s}: trials whose measured factor is at most", cell)["verdict"] == "holds"
             gap = check(f"{s}: measured 1 - rho / predicted C1 p_min", cell)
             assert 1.0 <= float(gap["measured"]) <= 2.0
-            assert gap["verdict"] == ("holds" if abs(float(gap["measured"]) - 1) <= two_phase.GAP_TOLERANCE
+            assert gap["verdict"] == ("holds" if abs(float(gap["measured"]) - 1) <= GAP_TOLERANCE
                                       else "fails")
         unit = check(f"{s}: recursion fixed point with C2 = C3 = C4 = 1")
         assert float(unit["measured"]) > 10 and unit["verdict"] == "fails"
@@ -251,7 +214,7 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
         (["--fedavg-step", "1"], "--fedavg-step is now --steps"),
         (["--laws", "uniform"], "argument --laws: invalid choice"),
         (["--fmd-step-constant", "0"], "fmd_step_constant must be finite and > 0"),
-        (["--cov-low", "3"], "cov_high must be >= cov_low"),
+        (["--cov-low", "3"], "cov_high must be at least cov_low"),
         (["--trials", "0"], "trials must be an integer >= 1"),
         (["--steps", "-1"], "steps must be finite and > 0"),
         (["--anchor-mode", "random", "--n-anchors", "1"], "n_anchors must be in"),

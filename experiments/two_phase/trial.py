@@ -1,4 +1,7 @@
-"""Trial function of the two-phase experiment (Su, Xu and Yang 2022): one problem, every method.
+"""The two-phase study's trial (Su, Xu and Yang 2022): its typed spec and one problem, every method.
+
+:class:`TwoPhaseSpec` is one cell of the grid: the problem (a :class:`mixreg.problems.ProblemSpec`,
+stored under :data:`TWO_PHASE_CELLS`) and the methods' settings.
 
 :func:`two_phase_trial` draws an unbalanced clustered problem with anchors, runs
 
@@ -42,7 +45,8 @@ the round's contraction :math:`r_t = e'_{t+1} / e_t`, with :math:`e_t = \\max_l 
 is a ratio of measured distances, not a fit.  The measured factor is their geometric mean from
 the round ``t0`` at which the labels have settled (they differ from the final decoding on at
 most :data:`LABEL_TOLERANCE` of the data from then on) until the iterate sits at its fixed point
-up to rounding (:func:`measured_contraction`; ``nan`` if fewer than :data:`MIN_WINDOW` rounds).
+up to rounding (:func:`mixreg.trajectories.measured_contraction`; ``nan`` if fewer than
+:data:`MIN_WINDOW` rounds).
 The labels never all equal the true ones here: a one-point client is misclustered at any
 :math:`\\theta` with a probability bounded away from 0, so "from the round the labels are right"
 is read as "from the round they stop moving"; the fraction of data they get right is recorded.
@@ -67,33 +71,39 @@ round ``t``; IFCA runs ``T`` rounds.  :func:`curve_columns` lists the columns of
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import ClassVar
 
 import numpy as np
 
-from .algorithms import RunSizes, trial_bytes
-from .algorithms.fedx import fedx_linear_rates
-from .algorithms.ifca import ifca, initial_parameters, training_loss
-from .algorithms.two_phase import two_phase
-from .baselines import client_weighted_least_squares, known_label_least_squares
-from .local_solvers import stacked_update_operators
-from .metrics import matched_max_distance
-from .problems import CellSchema, ProblemSpec, cluster_proportions
-from .theory import chi_square_from_uniform, sxy_contraction_constant, sxy_nu_terms, sxy_predicted_contraction
+from mixreg.algorithms import RunSizes, trial_bytes
+from mixreg.algorithms.fedx import fedx_linear_rates
+from mixreg.algorithms.ifca import ifca, initial_parameters
+from mixreg.algorithms.two_phase import two_phase
+from mixreg.baselines import client_weighted_least_squares, known_label_least_squares
+from mixreg.local_solvers import stacked_update_operators
+from mixreg.metrics import matched_max_distance
+from mixreg.problems import CellSchema
+from mixreg.study import TrialSpec, param
+from mixreg.theory import chi_square_from_uniform, sxy_contraction_constant, sxy_nu_terms, sxy_predicted_contraction
+from mixreg.trajectories import (
+    LABEL_TOLERANCE,
+    MIN_WINDOW,
+    checkpoint_rounds,
+    decoded_labels,
+    labels_window,
+    measured_contraction,
+    phase1_curve,
+    pooled_training_loss,
+)
 
 __all__ = [
+    "TwoPhaseSpec",
     "two_phase_trial",
     "two_phase_memory",
-    "cluster_proportions",
-    "checkpoint_rounds",
     "curve_columns",
-    "phase1_curve",
-    "geometric_rate",
-    "decoded_labels",
-    "labels_window",
     "LabelMapFixedPoints",
-    "measured_contraction",
-    "pooled_training_loss",
     "design_trace",
     "CURVE_METHODS",
     "IFCA_RUNS",
@@ -127,132 +137,54 @@ SOLVERS = ("fedavg", "fedprox")
 #: Methods whose error curve is stored at the checkpoint rounds.
 CURVE_METHODS = (*IFCA_RUNS, *SOLVERS)
 
-#: Fewest rounds over which a contraction factor is measured.
-MIN_WINDOW = 5
 
-#: The window of the measured contraction opens once the decoded labels differ from the final
-#: decoding on at most this fraction of the data (one-point clients near a decision boundary keep
-#: flipping for as long as the models creep).
-LABEL_TOLERANCE = 1e-3
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TwoPhaseSpec(TrialSpec):
+    """One cell of the two-phase study: the problem and every method's settings.
+
+    The problem (:data:`TWO_PHASE_CELLS`): ``M`` clients, :math:`\\theta^*` of the Gaussian
+    protocol at minimum separation ``separation`` (the spec's ``scale``), ``p_min``
+    (:func:`mixreg.problems.cluster_proportions`), client sizes of ``size_law`` with mean
+    ``size_mean`` on ``[1, n_max]``, diagonal covariances in ``[cov_low, cov_high]``, the anchors.
+    """
+
+    schema: ClassVar[CellSchema] = TWO_PHASE_CELLS
+
+    fmd_rounds: int = param("Phase-1 rounds T1", low=1)
+    fmd_sampling: str = param("Phase-1 data of S_t", choices=("fresh", "reuse"))
+    fmd_anchor_sampling: str = param("Phase-1 data of the anchors", choices=("fresh", "reuse"))
+    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", low=0, low_open=True)
+    fmd_clients: int = param("clients |S_t| per Phase-1 round (0 = the method's default)", low=0)
+    fx_rounds: int = param("Phase-2 rounds", low=1)
+    fedavg_steps: int = param("local steps s of FedAvg(s)", low=1)
+    steps: tuple[float, ...] = param("step sizes eta (IFCA gamma = eta / 2)", low=0, low_open=True)
+    ifca_restarts: int = param("IFCA random starts", low=1)
+    checkpoint_every: int = param("rounds between stored curve points", low=1)
 
 
-def checkpoint_rounds(n_rounds, every):
-    """``0, every, 2 every, ...`` up to ``n_rounds``, always ending with ``n_rounds``."""
-    rounds = list(range(0, n_rounds + 1, every))
-    if rounds[-1] != n_rounds:
-        rounds.append(n_rounds)
-    return np.array(rounds, dtype=np.int64)
-
-
-def curve_columns(cell, method):
-    """``[(round, column name), ...]`` of ``method``'s curve in a cell's records."""
-    total = int(cell["fmd_rounds"]) + int(cell["fx_rounds"])
-    return [(int(t), f"{method}_err_t{t:03d}") for t in checkpoint_rounds(total, int(cell["checkpoint_every"]))]
+def curve_columns(spec, method):
+    """``[(round, column name), ...]`` of ``method``'s curve in the records of the cell ``spec``
+    (a :class:`TwoPhaseSpec`)."""
+    total = int(spec.fmd_rounds) + int(spec.fx_rounds)
+    return [(int(t), f"{method}_err_t{t:03d}") for t in checkpoint_rounds(total, int(spec.checkpoint_every))]
 
 
 def design_trace(d, cov_low, cov_high):
     """Expected :math:`\\operatorname{tr}\\Sigma_l` of the design: ``d`` times the mean of the
-    log-uniform law on ``[cov_low, cov_high]`` (:func:`mixreg.problems.diagonal_covariances`)."""
-    if cov_high == cov_low:
-        return float(d * cov_low)
-    return float(d * (cov_high - cov_low) / np.log(cov_high / cov_low))
-
-
-def phase1_curve(history, groups, theta_star):
-    """``d(centres_t, theta*)`` for every Phase-1 round, with the final anchor groups.
+    log-uniform law on ``[cov_low, cov_high]`` (:func:`mixreg.problems.diagonal_covariances`).
 
     Parameters
     ----------
-    history : MomentDescentHistory
-    groups : int array of shape (M_A,)
-        Final groups (``-1`` = left out).
-    theta_star : ndarray of shape (k, d)
-
-    Returns
-    -------
-    ndarray of shape (T1 + 1,)
-        ``nan`` where a group is empty.
-    """
-    k = theta_star.shape[0]
-    theta = history.theta  # (T1 + 1, M_A, d)
-    centres = np.full((theta.shape[0], k, theta.shape[2]), np.nan)
-    for j in range(k):
-        members = groups == j
-        if members.any():
-            centres[:, j] = theta[:, members].mean(axis=1)
-    return matched_max_distance(centres, theta_star)
-
-
-def geometric_rate(theta_path, *, fraction=0.5, tiny=1e-9):
-    """Per-round contraction of an iteration *fitted* to its path (kept for other experiments).
-
-    With :math:`e_t = \\max_l \\lVert \\theta_{l,t} - \\theta_{l,T} \\rVert` (distance to the last
-    iterate, a proxy of the fixed point), the rate is :math:`\\exp` of the least-squares slope of
-    :math:`\\log e_t` over rounds ``1 <= t <= fraction * T`` with
-    :math:`e_t > \\text{tiny} \\cdot e_0`.  :func:`measured_contraction` measures it instead,
-    against the exact fixed point of the settled labels.
-
-    Parameters
-    ----------
-    theta_path : ndarray of shape (T + 1, k, d)
-    fraction : float in (0, 1)
-    tiny : float
+    d : int
+    cov_low, cov_high : float, 0 < cov_low <= cov_high
 
     Returns
     -------
     float
-        ``nan`` with fewer than 3 usable rounds.
     """
-    path = np.asarray(theta_path, dtype=np.float64)
-    e = np.linalg.norm(path - path[-1], axis=2).max(axis=1)
-    T = path.shape[0] - 1
-    t = np.arange(T + 1)
-    use = (t >= 1) & (t <= fraction * T) & (e > tiny * max(e[0], np.finfo(float).tiny))
-    if use.sum() < 3:
-        return float("nan")
-    slope = np.polyfit(t[use], np.log(e[use]), 1)[0]
-    return float(np.exp(slope))
-
-
-def decoded_labels(problem, theta_path):
-    r"""The ML decoder's labels :math:`\arg\min_l L_i(\theta_t, l)` at every iterate.
-
-    Parameters
-    ----------
-    problem : Problem
-    theta_path : ndarray of shape (T + 1, k, d)
-
-    Returns
-    -------
-    int array of shape (T + 1, m)
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        _, assign = training_loss(problem, theta_path)
-    return assign
-
-
-def labels_window(problem, labels_path, *, tolerance=LABEL_TOLERANCE):
-    """When the decoded labels stop moving, relative to the final decoding.
-
-    Parameters
-    ----------
-    problem : Problem
-    labels_path : int array of shape (T + 1, m)
-    tolerance : float in [0, 1)
-
-    Returns
-    -------
-    t0 : int
-        First round from which the labels differ from the last row on at most ``tolerance`` of
-        the data (weights :math:`n_i / N`) at every later round.
-    settle : int
-        First round from which they equal the last row exactly.
-    """
-    differs = labels_path != labels_path[-1]
-    data = differs.astype(np.float64) @ (problem.sizes / problem.N)
-    late = np.flatnonzero(data > tolerance)
-    changed = np.flatnonzero(differs.any(axis=1))
-    return int(late[-1] + 1) if late.size else 0, int(changed[-1] + 1) if changed.size else 0
+    if cov_high == cov_low:
+        return float(d * cov_low)
+    return float(d * (cov_high - cov_low) / np.log(cov_high / cov_low))
 
 
 class LabelMapFixedPoints:
@@ -287,81 +219,6 @@ class LabelMapFixedPoints:
             if mine.any():
                 out[l] = np.linalg.lstsq(self.A[mine].sum(axis=0), self.b[mine].sum(axis=0), rcond=None)[0]
         return out
-
-
-def measured_contraction(theta_path, fixed_points, t0, *, min_window=MIN_WINDOW, rel_tiny=1e-10):
-    r"""Per-round factor of an affine iteration whose labels may still flip, measured exactly.
-
-    Round ``t`` maps :math:`\theta_t` to :math:`\theta_{t+1}` with the labels decoded at
-    :math:`\theta_t`, an affine map with fixed point :math:`\theta^\infty_t`, so
-    :math:`r_t = \max_l \lVert\theta_{l,t+1} - \theta^\infty_{l,t}\rVert /
-    \max_l \lVert\theta_{l,t} - \theta^\infty_{l,t}\rVert` is that round's contraction towards
-    its own fixed point (when the labels do not change, the product of the :math:`r_t` telescopes
-    to :math:`e_{t_1}/e_{t_0}`, :math:`e_t` the distance to the common fixed point).  The factor is
-    their geometric mean over the rounds ``t0 <= t`` whose distance is above rounding.
-
-    Parameters
-    ----------
-    theta_path : ndarray of shape (T + 1, k, d)
-    fixed_points : ndarray of shape (T, k, d)
-        Row ``t``: the fixed point of round ``t``'s map (rows before ``t0`` are not read).
-    t0 : int
-    min_window : int
-        Fewest rounds the window must hold.
-    rel_tiny : float
-        Rounds with :math:`e_t \le \text{rel\_tiny} \cdot \max(1, \max_l\lVert\theta^\infty_{l,t}
-        \rVert)` end the window (the iterate sits at its fixed point up to rounding).
-
-    Returns
-    -------
-    factor : float
-        ``nan`` if the window is shorter than ``min_window`` rounds.
-    window : int
-        Rounds used.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> path = 0.9 ** np.arange(11)[:, None, None] * np.ones((11, 2, 3)) + 1.0
-    >>> measured_contraction(path, np.ones((10, 2, 3)), 2)
-    (0.9, 8)
-    """
-    path = np.asarray(theta_path, dtype=np.float64)
-    fixed = np.asarray(fixed_points, dtype=np.float64)
-    logs = []
-    for t in range(int(t0), fixed.shape[0]):
-        before = np.linalg.norm(path[t] - fixed[t], axis=1).max()
-        if not before > rel_tiny * max(1.0, float(np.linalg.norm(fixed[t], axis=1).max())):
-            break
-        after = np.linalg.norm(path[t + 1] - fixed[t], axis=1).max()
-        if not after > 0:  # landed on the fixed point exactly (or left the finite numbers)
-            break
-        logs.append(np.log(after / before))
-    if len(logs) < min_window:
-        return float("nan"), len(logs)
-    return float(np.round(np.exp(np.mean(logs)), 15)), len(logs)
-
-
-def pooled_training_loss(problem, theta):
-    """The pooled objective :math:`\\frac1N \\sum_i \\min_j \\lVert X_i\\theta_j - y_i\\rVert^2` of
-    each replica (IFCA with data weights minimises it).
-
-    Parameters
-    ----------
-    problem : Problem
-    theta : ndarray of shape (B, k, d)
-
-    Returns
-    -------
-    ndarray of shape (B,)
-    """
-    theta = np.asarray(theta, dtype=np.float64)
-    B, k, d = theta.shape
-    X, y = problem.X.astype(np.float64), problem.y.astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        r2 = np.square(X @ theta.reshape(B * k, d).T - y[:, None])
-        per_client = np.add.reduceat(r2, problem.offsets[:-1], axis=0).reshape(problem.m, B, k)
-        return per_client.min(axis=2).sum(axis=0) / problem.N
 
 
 def _best(loss, among):
@@ -435,14 +292,14 @@ def _phase2(problem, name, res, steps, local_steps, n_rounds, p1_curve, rounds):
     return out
 
 
-def _ifca_runs(problem, cell, init_ss, total, rounds):
+def _ifca_runs(problem, spec, init_ss, total, rounds):
     """The four IFCA runs (two aggregations x two starts), each over the step grid."""
     d = problem.d
-    R = int(cell["ifca_restarts"])
-    gammas = np.asarray(cell["steps"], dtype=np.float64) / 2  # gamma = eta / 2 (see the module docstring)
+    R = int(spec.ifca_restarts)
+    gammas = np.asarray(spec.steps, dtype=np.float64) / 2  # gamma = eta / 2 (see the module docstring)
     L = gammas.size
     inits = initial_parameters(problem, R, "gaussian", rng=np.random.default_rng(init_ss),
-                               scale=float(cell["separation"]) / np.sqrt(2 * d))
+                               scale=float(spec.problem.scale) / np.sqrt(2 * d))
     theta0 = np.concatenate([np.repeat(inits, L, axis=0), np.repeat(problem.theta_star[None], L, axis=0)])
     starts = {"random": np.arange(R * L), "truth": R * L + np.arange(L)}
     out, diverged = {}, 0
@@ -471,38 +328,48 @@ def _ifca_runs(problem, cell, init_ss, total, rounds):
     return out
 
 
-def two_phase_memory(cell):
+def two_phase_memory(spec):
     """Upper estimate of :func:`two_phase_trial`'s peak bytes from the cell's sizes (nothing is
     allocated; :func:`mixreg.algorithms.trial_bytes`): the problem with its anchors and the
     decoded labels of every round, then Phase 1 with its history, Phase 2 over the step grid with
-    its history, the losses of its path (:func:`decoded_labels`: the path's rounds as replicas),
+    its history, the losses of its path (:func:`mixreg.trajectories.decoded_labels`: the path's
+    rounds as replicas),
     the IFCA runs (``(ifca_restarts + 1) x len(steps)`` replicas), the least-squares baselines
     and :class:`LabelMapFixedPoints` (every row's ``d x d`` block in float64, ``8 N d^2``), one
-    after the other."""
-    spec = ProblemSpec.from_cell(cell, TWO_PHASE_CELLS)
-    T1, T2 = int(cell["fmd_rounds"]), int(cell["fx_rounds"])
-    L = len(cell["steps"])
+    after the other (besides :data:`mixreg.study.TRIAL_OVERHEAD`).
+
+    Parameters
+    ----------
+    spec : TwoPhaseSpec
+
+    Returns
+    -------
+    float
+    """
+    T1, T2, L, R = int(spec.fmd_rounds), int(spec.fx_rounds), len(spec.steps), int(spec.ifca_restarts)
+    spec = spec.problem
     anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
     runs = [("moment_descent", RunSizes(m=anchors, N=spec.max_rows, d=spec.d, k=spec.k, history_rounds=T1)),
             ("fedx", RunSizes.of(spec, replicas=L, history_rounds=T2)),
             ("training_loss", RunSizes.of(spec, replicas=T2 + 1)),  # decoded_labels along the path
-            ("ifca", RunSizes.of(spec, replicas=(int(cell["ifca_restarts"]) + 1) * L, history_rounds=T1 + T2)),
+            ("ifca", RunSizes.of(spec, replicas=(R + 1) * L, history_rounds=T1 + T2)),
             ("least_squares", RunSizes.of(spec)),
             8.0 * spec.max_rows * spec.d * (spec.d + 3)]  # LabelMapFixedPoints: every row's d x d block
     return trial_bytes([spec], runs) + 8.0 * 2 * (T1 + T2 + 1) * spec.m
 
 
-def two_phase_trial(cell, seed):
+def two_phase_trial(spec, seed):
     """One trial of the two-phase experiment (see the module docstring).
 
     Parameters
     ----------
-    cell : dict
-        Problem: ``M, k, d, sigma, separation`` (minimum distance of the Gaussian-protocol
-        :math:`\\theta^*`), ``p_min`` (:func:`cluster_proportions`), ``size_law, size_mean,
-        n_max`` (:func:`mixreg.problems.client_sizes`, ``n_min = 1``), ``cov_low, cov_high``
-        (:func:`mixreg.problems.diagonal_covariances`; both 1 for the identity).
-        Anchors: ``anchor_mode, n_anchors`` (ignored for ``"per_cluster"``), ``anchor_points``.
+    spec : TwoPhaseSpec
+        Problem (``spec.problem``): ``m`` clients (the cell's ``M``), ``k, d, sigma``, ``scale``
+        (the minimum distance ``separation`` of the Gaussian-protocol :math:`\\theta^*`),
+        ``p_min`` (:func:`mixreg.problems.cluster_proportions`), ``size_law, size_mean, n_max``
+        (:func:`mixreg.problems.client_sizes`, ``n_min = 1``), ``cov_low, cov_high``
+        (:func:`mixreg.problems.diagonal_covariances`; both 1 for the identity).  Anchors:
+        ``anchor_mode, n_anchors`` (ignored for ``"per_cluster"``), ``anchor_points``.
         Phase 1: ``fmd_rounds, fmd_sampling, fmd_anchor_sampling, fmd_step_constant, fmd_clients``
         (0 = default).  Phase 2: ``fx_rounds, fedavg_steps``.  Step sizes: ``steps``, the grid
         of :math:`\\eta` (FedX; IFCA runs :math:`\\gamma = \\eta/2`).  IFCA: ``ifca_restarts``.
@@ -515,17 +382,16 @@ def two_phase_trial(cell, seed):
     dict of scalars
     """
     data_ss, anchor_ss, fmd_ss, init_ss = seed.spawn(4)
-    spec = ProblemSpec.from_cell(cell, TWO_PHASE_CELLS)
-    problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
-                                         np.random.default_rng(anchor_ss))
-    k, d, theta_star = spec.k, spec.d, problem.theta_star
-    T1, T2 = int(cell["fmd_rounds"]), int(cell["fx_rounds"])
+    pb = spec.problem
+    problem, anchors = pb.with_anchors(pb.generate(np.random.default_rng(data_ss)), np.random.default_rng(anchor_ss))
+    k, d, theta_star = pb.k, pb.d, problem.theta_star
+    T1, T2 = int(spec.fmd_rounds), int(spec.fx_rounds)
     total = T1 + T2
-    rounds = checkpoint_rounds(total, int(cell["checkpoint_every"]))
-    steps = np.asarray(cell["steps"], dtype=np.float64)
-    s = int(cell["fedavg_steps"])
+    rounds = checkpoint_rounds(total, int(spec.checkpoint_every))
+    steps = np.asarray(spec.steps, dtype=np.float64)
+    s = int(spec.fedavg_steps)
     fractions = problem.cluster_sizes / problem.N
-    trace = design_trace(d, float(cell["cov_low"]), float(cell["cov_high"]))
+    trace = design_trace(d, float(pb.cov_low), float(pb.cov_high))
     out = {}
 
     # Phase 1, then Phase 2 with each local solver: the FedAvg call runs Phase 1, the FedProx call
@@ -534,9 +400,9 @@ def two_phase_trial(cell, seed):
     for name in SOLVERS:
         local_steps = s if name == "fedavg" else 1
         run = two_phase(problem, anchors, k, steps, rng=np.random.default_rng(fmd_ss), phase1_rounds=T1,
-                        sampling=cell["fmd_sampling"], anchor_sampling=cell["fmd_anchor_sampling"],
-                        step_constant=float(cell["fmd_step_constant"]),
-                        phase1_options=dict(clients_per_round=int(cell["fmd_clients"]) or None), phase1_history=True,
+                        sampling=spec.fmd_sampling, anchor_sampling=spec.fmd_anchor_sampling,
+                        step_constant=float(spec.fmd_step_constant),
+                        phase1_options=dict(clients_per_round=int(spec.fmd_clients) or None), phase1_history=True,
                         local_solver=name, local_steps=local_steps, phase2_rounds=T2, history=True, phase1=p1)
         if p1 is None:
             p1 = run.phase1
@@ -555,9 +421,9 @@ def two_phase_trial(cell, seed):
         predictable = np.isfinite(eta) and local_steps == 1  # derived for FedAvg(1) and FedProx
         theory = dict(sizes=problem.sizes, cov_trace=trace) if name == "fedprox" else {}
         out[f"{name}_rate_predicted"] = float(sxy_predicted_contraction(
-            eta, fractions, float(cell["cov_low"]), float(cell["cov_high"]), name, **theory)) if predictable \
+            eta, fractions, float(pb.cov_low), float(pb.cov_high), name, **theory)) if predictable \
             else float("nan")
-        out[f"{name}_C1_predicted"] = float(sxy_contraction_constant(eta, float(cell["cov_low"]), name, **theory)) \
+        out[f"{name}_C1_predicted"] = float(sxy_contraction_constant(eta, float(pb.cov_low), name, **theory)) \
             if predictable else float("nan")
         out[f"{name}_rate_linear"] = float(np.nanmax(fedx_linear_rates(problem, eta, name, local_steps))) \
             if np.isfinite(eta) else float("nan")
@@ -565,7 +431,7 @@ def two_phase_trial(cell, seed):
 
     # IFCA: two aggregations x (random starts, the truth) x step sizes
     start = time.perf_counter()
-    out.update(_ifca_runs(problem, cell, init_ss, total, rounds))
+    out.update(_ifca_runs(problem, spec, init_ss, total, rounds))
     out["ifca_time"] = time.perf_counter() - start
 
     # the exact fixed points with the true labels, and the theory's inputs

@@ -1,4 +1,4 @@
-"""The Phase-1 experiment end to end on a reduced quick config: what its tables and figures show."""
+"""The Phase-1 study end to end on a reduced quick config: what its tables and figures show."""
 
 import csv
 
@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from experiments import two_phase_phase1 as phase1
+
+pytestmark = pytest.mark.study
 
 # The quick preset with fewer trials and shorter grids (about a minute on two busy cores).
 REDUCED = ["--trials", "6", "--d-ref", "16", "--nA-grid", "3", "12", "48", "--nA-ref", "12",
@@ -100,8 +102,9 @@ def test_dry_run_counts_the_cells(capsys):
 
 
 def test_cells_follow_the_theorems_unit():
-    config = phase1.config_from_args(phase1.build_parser().parse_args(REDUCED))
-    for cell in phase1.cells_of(config):
+    config = phase1.STUDY.config_from_args(phase1.STUDY.parser().parse_args(REDUCED))
+    for spec in phase1.cells_of(config):
+        cell = spec.to_cell()
         anchors = cell["k"] if cell["anchor_mode"] == "per_cluster" else cell["n_anchors"]
         assert cell["m"] == phase1.clients_for(max(cell["cs"]), cell["d"], cell["p_min"]) + anchors
         assert np.all(np.diff(cell["cs"]) > 0)

@@ -1,16 +1,27 @@
-"""Phase 1 of Su, Xu and Yang in its regime (``experiments/two_phase_phase1.py``): the error
-against the anchors' size and the dimension, and the clients needed against d and p_min."""
+"""two_phase_phase1's figures: Phase 1's error against the anchors' size and the dimension, and the
+clients it needs against d and p_min.
+
+:func:`draw` makes them from the tables of :func:`.summary.summarise` alone (so ``--redraw``
+repeats them exactly); :func:`plot_phase1_error` and :func:`plot_clients_needed` draw from the
+series they are given.
+"""
 
 from __future__ import annotations
 
+import pathlib
 import textwrap
 
 import matplotlib.ticker
 import numpy as np
 
-from ._common import _plain, plt
+from mixreg.plotting import save_figure
+from mixreg.plotting._common import _plain, plt
+from mixreg.stats import SlopeFit
 
-__all__ = ["plot_phase1_error", "plot_clients_needed"]
+from .summary import _num
+from .trial import clients_for
+
+__all__ = ["draw", "plot_phase1_error", "plot_clients_needed"]
 
 # The anchor versions are told apart by colour, the estimators by line style and marker.  (These
 # two methods are not in the registry of :mod:`mixreg.methods`, whose keys name the
@@ -244,3 +255,125 @@ def plot_clients_needed(cells, crossings, *, main_target, targets=(), title=None
         fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
     fig.tight_layout(rect=(0, 0.03 if footnote else 0.0, 1, 1))
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# The study's figures, from its tables
+# --------------------------------------------------------------------------------------------
+
+
+def _run_name(config):
+    """The preset's name, or that it was changed by flags."""
+    from . import STUDY  # the study's presets (imported when drawing: the package imports this module)
+
+    return config.preset if STUDY.preset(config.preset) == config else f"{config.preset} preset with changed flags"
+
+
+def _footnote(config):
+    return (f"{_run_name(config)} (our stand-in protocol): k={config.k}, Δ={config.separation:g}, "
+            f"σ={config.sigma:g}, x ~ N(0, I), non-anchor clients of 2 points, start θ₀ at {config.far:g}Δ from "
+            f"every θ*_l (outside their span), {config.fmd_rounds} Phase-1 rounds, "
+            f"step c={config.fmd_step_constant:g}, S_t = "
+            f"{'all non-anchor clients' if config.fmd_sampling == 'reuse' else 'fresh pairs'} each round, anchors "
+            f"reuse their n_A points; {config.trials} trials per cell; median and quartiles.")
+
+
+def _fit_of(rows, axis, prefix):
+    row = next((r for r in rows if r["axis"] == axis and str(r["setting"]).startswith(prefix)), None)
+    if row is None:
+        return None
+    return SlopeFit(slope=_num(row["fitted"]), intercept=float("nan"), low=_num(row["low"]), high=_num(row["high"]),
+                    level=0.95, n_points=int(row["n_points"]), n_boot=0), row["verdict"]
+
+
+def _error_figure(config, tables):
+    errors, exponents = tables["errors"], tables["exponents"]
+    panels = []
+    for axis, fixed in (("n_A", f"d = {config.d_ref}"), ("d", f"n_A = {config.nA_ref}")):
+        series = []
+        for mode in config.anchor_modes:
+            rows = sorted((r for r in errors if r["axis"] == axis and r["anchor_mode"] == mode), key=lambda r: r[axis])
+            x = [r[axis] for r in rows]
+            slope = ""
+            if axis == "d":
+                fit = _fit_of([e for e in exponents if f"{mode} anchors" in e["setting"]], "d", "Phase-1 error")
+                if fit is not None:
+                    slope = f", slope {fit[0].slope:+.2f} [{fit[0].low:+.2f}, {fit[0].high:+.2f}] ({fit[1]})"
+            series.append(dict(key=f"fmd_{mode}", mode=mode, method="fmd", x=x,
+                               median=[r["fmd_err_median"] for r in rows], low=[r["fmd_err_q25"] for r in rows],
+                               high=[r["fmd_err_q75"] for r in rows],
+                               label=f"Phase 1 (FMD), {mode.replace('_', ' ')} anchors{slope}"))
+            if mode == "random":  # with one anchor per cluster the output is the anchors themselves
+                series.append(dict(key=f"anchor_{mode}", mode=mode, method="anchor", x=x,
+                                   median=[r["anchor_err_max_median"] for r in rows],
+                                   low=[r["anchor_err_max_q25"] for r in rows],
+                                   high=[r["anchor_err_max_q75"] for r in rows],
+                                   label="Phase 1, worst single anchor max_a ‖θ_a,T − θ*_z_a‖, random anchors "
+                                         "(per cluster: equal to the output)"))
+            series.append(dict(key=f"ls_{mode}", mode=mode, method="ls", x=x,
+                               median=[r["ls_err_median"] for r in rows], low=[r["ls_err_q25"] for r in rows],
+                               high=[r["ls_err_q75"] for r in rows],
+                               label=f"least squares on each anchor, {mode.replace('_', ' ')} anchors"))
+        rows = [r for r in errors if r["axis"] == axis]
+        covered = {m: min((r["covered_rate"] for r in rows if r["anchor_mode"] == m), default=float("nan"))
+                   for m in config.anchor_modes}
+        panels.append(dict(
+            axis=axis, series=series,
+            reference=(float(np.nanmedian([_num(r["theta_norm_median"]) for r in rows])),
+                       "error of the estimate 0 (max ‖θ*_l‖, median)"),
+            start=(float(np.nanmin([_num(r["init_distance_min"]) for r in rows])) * config.separation,
+                   f"the start: min_l ‖θ₀ − θ*_l‖ (≥ {config.far:g}Δ)"),
+            diagonal=(config.d_ref if axis == "n_A" else config.nA_ref),
+            diagonal_label=("n_A = d" if axis == "n_A" else "d = n_A"),
+            title=(f"error against n_A ({fixed}, M = {clients_for(config.c_ref, config.d_ref, config.p_ref)})"
+                   if axis == "n_A" else f"error against d ({fixed}, M = {config.c_ref:g} d / p_min² = "
+                   f"{config.c_ref / config.p_ref ** 2:.0f} d)"),
+            xlabel=("points per anchor n_A (k = %d)" % config.k) if axis == "n_A" else "dimension d",
+            note=("random anchors covered every cluster in ≥ "
+                  f"{covered.get('random', float('nan')):.0%} of the trials of each point"
+                  if "random" in covered else ""),
+        ))
+    targets = [(config.separation / q, f"Δ/{q}") for q in config.target_divisors]
+    title = (f"Phase 1 with small anchors from a far start (θ₀ at {config.far:g}Δ): k = {config.k}, "
+             f"p_min = {config.p_ref:.3g}, Δ = {config.separation:g}")
+    return plot_phase1_error(panels, targets=targets, title=title, footnote=_footnote(config))
+
+
+def _clients_figure(config, tables):
+    rates, needed, exponents = tables["rates"], tables["needed"], tables["exponents"]
+    q = config.main_divisor
+    cells = []
+    for d in config.need_ds:
+        for p in config.need_p_mins:
+            rows = sorted((r for r in rates if r["d"] == d and abs(_num(r["p_min"]) - p) < 1e-12), key=lambda r: r["M"])
+            cells.append(dict(d=d, p_min=p, M=[r["M"] for r in rows], err=[r["err_median"] for r in rows],
+                              err_low=[r["err_q25"] for r in rows], err_high=[r["err_q75"] for r in rows],
+                              rate=[r[f"success_D{q}"] for r in rows], rate_low=[r[f"success_D{q}_low"] for r in rows],
+                              rate_high=[r[f"success_D{q}_high"] for r in rows]))
+    crossings = []
+    for qq in config.target_divisors:
+        rows = [r for r in needed if r["target_divisor"] == qq]
+        fits = {axis: _fit_of([e for e in exponents if f"Delta/{qq} " in e["setting"]], axis, "clients")
+                for axis in ("d", "p_min")}
+        text = "; ".join(f"{axis}: {fit[0].slope:+.2f} [{fit[0].low:+.2f}, {fit[0].high:+.2f}] {fit[1]}"
+                         for axis, fit in fits.items() if fit is not None and np.isfinite(fit[0].slope))
+        if not text:
+            found = sum(r["status"] == "found" for r in rows)
+            text = f"not fitted ({found} of {len(rows)} cells cross 1/2 inside their grid; 3 needed)"
+        crossings.append(dict(divisor=qq, d=[r["d"] for r in rows], p_min=[_num(r["p_min"]) for r in rows],
+                              M=[_num(r["M_interpolated"]) for r in rows], status=[r["status"] for r in rows],
+                              M_grid_max=[_num(r["M_grid_max"]) for r in rows],
+                              label=f"Δ/{qq}: exponents {text}"))
+    title = (f"Clients needed by Phase 1 against d and p_min (predicted M ∝ d / p_min²): k = {config.k}, "
+             f"{config.need_anchor_mode.replace('_', ' ')} anchors of n_A = {config.need_nA} points")
+    return plot_clients_needed(cells, crossings, main_target=(config.separation / q, f"Δ/{q}"),
+                               targets=[(config.separation / qq, f"Δ/{qq}") for qq in config.target_divisors],
+                               title=title, footnote=_footnote(config))
+
+
+def draw(config, tables, outdir):
+    """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
+    outdir = pathlib.Path(outdir)
+    paths = save_figure(_error_figure(config, tables), outdir / "phase1_error")
+    paths += save_figure(_clients_figure(config, tables), outdir / "phase1_clients")
+    return paths

@@ -1,16 +1,28 @@
-"""Su, Xu and Yang's two-phase algorithm (``experiments/two_phase.py``): error curves, the Phase-2
-contraction, and the scaling in ``M``, the size law and ``p_min``."""
+"""two_phase's figures: error against rounds with the controls, and the measured Phase-2 contraction.
+
+:func:`draw` makes them from the tables of :func:`.summary.summarise` alone (so ``--redraw``
+repeats them exactly); :func:`plot_two_phase_rounds` and :func:`plot_two_phase_contraction` draw
+from the curves and points they are given.  :func:`plot_error_vs_rounds` (one panel of curves)
+and :func:`plot_two_phase_scaling` (the final error against ``M``, the size law and ``p_min``)
+are the family's other figures.
+"""
 
 from __future__ import annotations
 
+import pathlib
 import textwrap
 
 import numpy as np
 
-from ._common import _errorbars, _label, _style, plt
-from ..methods import METHODS
+from mixreg.methods import METHODS, method_label
+from mixreg.plotting import save_figure
+from mixreg.plotting._common import _errorbars, _label, _style, plt
 
-__all__ = ["plot_error_vs_rounds", "plot_two_phase_rounds", "plot_two_phase_contraction", "plot_two_phase_scaling"]
+from .summary import FLOOR_FACTOR, GAP_TOLERANCE, NAME, ROUNDS_SPREAD
+from .trial import SOLVERS
+
+__all__ = ["draw", "plot_error_vs_rounds", "plot_two_phase_rounds", "plot_two_phase_contraction",
+           "plot_two_phase_scaling"]
 
 
 def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, title=None, footnote=None):
@@ -320,3 +332,131 @@ def _rounds_axis(ax, switch_round):
                 va="top", ha="center", color="0.3", backgroundcolor="white")
     ax.set_yscale("log")
     ax.set_xlabel("communication round t")
+
+
+# --------------------------------------------------------------------------------------------
+# The study's figures, from its tables
+# --------------------------------------------------------------------------------------------
+
+
+def _labels(config):
+    """Legend labels of the methods, from the plotting registry (FedAvg with its s)."""
+    return {name: method_label(name, **({"s": config.fedavg_steps} if name == "fedavg" else {}))
+            for name in METHODS}
+
+
+
+def _footnote(config):
+    return (
+        f"{config.preset} (our stand-in protocol; the paper's settings are unknown): k={config.k}, d={config.d}, "
+        f"Δ={config.separation:g}, σ={config.sigma:g}, Σ_l diagonal in [{config.cov_low:g}, {config.cov_high:g}], "
+        f"mean client size {config.size_mean:g} on [1, {config.n_max}], {config.trials} trials per cell. "
+        f"FMD: {config.fmd_rounds} rounds, {config.fmd_sampling} S_t data, {config.fmd_anchor_sampling} anchor "
+        f"data, c={config.fmd_step_constant:g}, {config.anchor_mode} anchors with {config.anchor_points} points. "
+        f"Phase 2: {config.fx_rounds} rounds, FedAvg({config.fedavg_steps}). IFCA option I, {config.ifca_restarts} "
+        f"random starts. Step sizes: every method runs η ∈ {{{', '.join(f'{g:g}' for g in config.steps)}}} "
+        "(IFCA γ = η/2) and keeps the lowest final value of its own training objective."
+    )
+
+
+def _short(config, method):
+    return method_label(method, short=True, **({"s": config.fedavg_steps} if method == "fedavg" else {}))
+
+
+def _curve(rows, method, label):
+    sel = [r for r in rows if r["method"] == method]
+    return dict(key=method, label=label, rounds=np.array([r["round"] for r in sel]),
+                median=np.array([r["median"] for r in sel], dtype=float),
+                low=np.array([r["q25"] for r in sel], dtype=float), high=np.array([r["q75"] for r in sel], dtype=float))
+
+
+def _check(tables, start):
+    """The check whose text starts with ``start``, at the reference cell (or over all cells)."""
+    rows = [row for row in tables["checks"] if row["check"].startswith(start)]
+    for row in rows:
+        if row["cell"] in ("reference", "all cells"):
+            return row
+    return rows[0] if rows else None
+
+
+def _rounds_figure(config, tables, labels):
+    rows, theory = tables["curves"], tables["theory"]
+    first = {s: [t for t in theory if t["solver"] == s][0] for s in SOLVERS}
+    floors = [("ls", first["fedavg"]["ls_floor"], f"{labels['ls']} (median)"),
+              ("cwls", first["fedavg"]["cwls_floor"], f"{labels['cwls']} (median)")]
+    left = dict(title="IFCA: Algorithm 2's client weights 1/m against data weights n_i/N",
+                curves=[_curve(rows, m, labels[m]) for m in ("ifca", "oracle", "ifca_data", "oracle_data")],
+                floors=floors)
+    lines = []
+    for s in SOLVERS:
+        th = [t for t in theory if t["solver"] == s]
+        t_rounds = np.array([t["round"] for t in th])
+        head = first[s]
+        lines.append(dict(key=s, rounds=t_rounds, values=np.array([t["unit"] for t in th], dtype=float),
+                          linestyle="--",
+                          label=f"{_short(config, s)}: theorem's recursion from the FMD output, 1 − C₁p_min "
+                                f"with C₁ = {head['C1']:.3g} derived, C₂ = C₃ = C₄ = 1; prediction (constants "
+                                f"fixed before the data); fixed point {head['unit_fixed_point']:.3g}"))
+        lines.append(dict(key=s, rounds=t_rounds, values=np.array([t["fitted"] for t in th], dtype=float),
+                          linestyle=":",
+                          label=f"the same with C₂ = {head['C2_fitted']:.3g}: fit on the {head['fit_cells']} other "
+                                f"cells (worst in-sample ratio x{head['fit_worst_ratio']:.2f}), held-out residual "
+                                f"at this cell: measured floor / fitted fixed point = {head['heldout_ratio']:.2f}"))
+    right = dict(title="Two-phase: FMD, then FedAvg / FedProx, against the Phase-2 theorem",
+                 curves=[_curve(rows, m, labels[m]) for m in SOLVERS], floors=floors[:1], theory=lines)
+    title = (f"Error against rounds at M = {config.M_ref}, {config.law_ref} sizes, p_min = {config.p_ref:g} "
+             "(median over trials, band = quartiles)")
+    verdicts = []
+    for s in SOLVERS:
+        c = _check(tables, f"{s}: recursion fixed point with C2")
+        h = _check(tables, f"{s}: measured floor / fixed point with C2 fitted")
+        if c is not None:
+            verdicts.append(f"{s}: the unit-constant recursion's fixed point is {c['measured']:.3g}x the measured "
+                            f"floor ({'matches' if c['verdict'] == 'holds' else 'misses'} within x{FLOOR_FACTOR:g})")
+        if h is not None:
+            verdicts.append(f"with C₂ fitted elsewhere the held-out floor is {h['measured']:.2f}x the fit "
+                            f"({h['verdict']} within x{FLOOR_FACTOR:g})")
+    cw = _check(tables, "IFCA's true-label fixed points")
+    if cw is not None:
+        verdicts.append(f"client weights alone cost x{cw['measured']:.2f} over the known-label LS (client-weighted "
+                        "LS, both IFCA's exact true-label limits)")
+    footnote = _footnote(config) + " Findings: " + "; ".join(verdicts) + "."
+    return plot_two_phase_rounds([left, right], switch_round=config.fmd_rounds, title=title, footnote=footnote)
+
+
+def _contraction_figure(config, tables, labels):
+    ok = [r for r in tables["contraction"] if not r["failed"]]
+    solvers = []
+    for s in SOLVERS:
+        rows = [r for r in ok if r["solver"] == s]
+        solvers.append(dict(key=s, label=labels[s], predicted=[r["rate_predicted"] for r in rows],
+                            measured=[r["rate_measured"] for r in rows], exact=[r["rate_exact"] for r in rows],
+                            p=[r["p_min_data"] for r in rows], C1=[r["C1_predicted"] for r in rows],
+                            rounds=[r["rounds_to_floor"] for r in rows],
+                            rounds_predicted=[r["rounds_predicted"] for r in rows],
+                            reference=[bool(r["reference"]) for r in rows]))
+    notes = []
+    for s in SOLVERS:
+        c = _check(tables, f"{s}: measured 1 - rho / predicted")
+        r = _check(tables, f"{s}: rounds to 2x floor")
+        b = _check(tables, f"{s}: trials whose measured factor is at most")
+        if c is not None:
+            notes.append(f"{s}: measured/predicted 1 − ρ = {c['measured']:.2f} at the reference cell "
+                         f"({c['verdict']} within ±{GAP_TOLERANCE:.0%}); measured ≤ predicted worst factor in "
+                         f"{b['measured']:.0f} of {b['reference']:.0f} trials there")
+        if r is not None and np.isfinite(r["measured"]):
+            notes.append(f"{s}: rounds/(ρ⁻¹ log(1/ν)) median {r['reference']:.2g}, spread x{r['measured']:.2g} "
+                         f"over cells ({r['verdict']} within x{ROUNDS_SPREAD:g})")
+    title = ("Phase-2 contraction from the round the labels settle (≤ 0.1% of the data still to flip), against "
+             "1 − C₁p_min with C₁ derived in advance\n(one point per trial and cell; predictions made before the "
+             "data)")
+    footnote = _footnote(config) + " " + "; ".join(notes) + "."
+    return plot_two_phase_contraction(solvers, title=title, footnote=footnote)
+
+
+def draw(config, tables, outdir):
+    """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
+    outdir, labels = pathlib.Path(outdir), _labels(config)
+    paths = save_figure(_rounds_figure(config, tables, labels), outdir / f"{NAME}_rounds")
+    paths += save_figure(_contraction_figure(config, tables, labels), outdir / f"{NAME}_contraction")
+    return paths

@@ -1,20 +1,18 @@
-"""The Phase-1 trial function and its helpers (:mod:`mixreg.trials_phase1`), on tiny cells."""
+"""The Phase-1 trial function and its helpers (:mod:`.trial`), on tiny cells."""
 
 import numpy as np
 import pytest
 
-from mixreg.problems import Problem, ProblemSpec
-from mixreg.stats import slope_verdict
-from mixreg.trials_phase1 import (
+from experiments.two_phase_phase1.trial import (
+    Phase1Spec,
     anchor_least_squares,
     c_label,
     clients_for,
-    crossing,
     far_init,
-    fit_clients_needed,
     nested_problem,
     phase1_trial,
 )
+from mixreg.problems import Problem, ProblemSpec
 
 
 def tiny_cell(**change):
@@ -24,7 +22,7 @@ def tiny_cell(**change):
     if not change.get("m"):
         n_anchors = cell["k"] if cell["anchor_mode"] == "per_cluster" else cell["n_anchors"]
         cell["m"] = clients_for(max(cell["cs"]), cell["d"], cell["p_min"]) + n_anchors
-    return cell
+    return Phase1Spec.from_cell(cell)
 
 
 def test_grid_units():
@@ -85,46 +83,6 @@ def test_anchor_least_squares_exact_when_overdetermined_and_min_norm_otherwise()
     np.testing.assert_allclose(est[1], row_space @ star[1], atol=1e-10)
     # its error is exactly the truth's component outside the 4-dimensional row space
     assert np.linalg.norm(est[1] - star[1]) == pytest.approx(np.linalg.norm(star[1] - row_space @ star[1]))
-
-
-def test_crossing():
-    assert crossing([100, 200, 400], [0.0, 0.25, 0.75]) == (400.0, pytest.approx(200 * np.sqrt(2)), "found")
-    assert crossing([100, 200], [0.5, 1.0]) == (100.0, 100.0, "below_grid")
-    grid, interp, status = crossing([100, 200], [0.0, 0.4])
-    assert np.isnan(grid) and np.isnan(interp) and status == "above_grid"
-    assert crossing([100, 200, 400], [0.0, np.nan, 1.0])[2] == "found"  # unmeasured points are skipped
-
-
-def _synthetic_cells(law, rng, trials=40):
-    """Success iff M >= M*_trial, M*_trial = law(d, p) times a lognormal factor."""
-    cells = []
-    for d in (8, 16, 32):
-        for p in (0.1, 0.2, 0.4):
-            Ms = law(d, p) * 2.0 ** np.arange(-3, 4.5, 0.5)
-            need = law(d, p) * np.exp(0.3 * rng.standard_normal(trials))
-            cells.append(dict(d=d, p_min=p, Ms=Ms, success=Ms[None, :] >= need[:, None]))
-    return cells
-
-
-def test_fit_clients_needed_recovers_known_exponents():
-    """With M* = 5 d / p^2 exactly in the law, the fit recovers +1 and -2 inside its intervals."""
-    rng = np.random.default_rng(0)
-    fits = fit_clients_needed(_synthetic_cells(lambda d, p: 5.0 * d / p**2, rng), n_boot=300, rng=rng)
-    assert fits["d"].slope == pytest.approx(1.0, abs=0.1) and fits["p_min"].slope == pytest.approx(-2.0, abs=0.1)
-    assert slope_verdict(1.0, fits["d"]) == "consistent" and slope_verdict(-2.0, fits["p_min"]) == "consistent"
-    assert fits["d"].n_points == 9 and all(status == "found" for *_, status in fits["crossings"])
-    # a law with M* ~ d^2 / p contradicts the claim's shape
-    fits = fit_clients_needed(_synthetic_cells(lambda d, p: 0.5 * d**2 / p, rng), n_boot=300, rng=rng)
-    assert slope_verdict(1.0, fits["d"]) == "contradicts" and slope_verdict(-2.0, fits["p_min"]) == "contradicts"
-    assert fits["d"].slope == pytest.approx(2.0, abs=0.15) and fits["p_min"].slope == pytest.approx(-1.0, abs=0.15)
-
-
-def test_fit_clients_needed_without_enough_crossings_is_undetermined():
-    rng = np.random.default_rng(0)
-    cells = [dict(d=d, p_min=0.2, Ms=np.array([10.0, 20.0]), success=np.zeros((5, 2))) for d in (4, 8, 16)]
-    fits = fit_clients_needed(cells, n_boot=20, rng=rng)
-    assert np.isnan(fits["d"].slope) and slope_verdict(1.0, fits["d"]) == "undetermined"
-    assert [status for *_, status in fits["crossings"]] == ["above_grid"] * 3
 
 
 def test_trial_is_deterministic_and_reports_every_grid_value():
