@@ -1,9 +1,9 @@
-"""The registered methods of :data:`mixreg.trials_compare.COMPARED`, head to head, on a suite of regimes.
+"""The registered methods of :data:`.trial.COMPARED`, head to head, on a suite of regimes.
 
 Run ``python -m experiments.compare`` for the quick default (eight regimes, k = 2, d = 10,
 m = 40, 8 trials each, about a minute on two cores) or ``--preset full`` (40 trials, m = 100).
 
-Methods (:mod:`mixreg.trials_compare`): IFCA (options I and II, two aggregations), Su-Xu-Yang's
+Methods (:mod:`.trial`): IFCA (options I and II, two aggregations), Su-Xu-Yang's
 Phase 2 (FedAvg(2), FedProx with the ML decoder) from random starts, the one-shot method, FeSEM,
 PACFL (joint and x-only signatures), point-level IFCA and k-FED (an explicit list: the two-phase
 method, registered as ``two_phase``, needs anchor clients and is not compared); and the reference
@@ -12,7 +12,7 @@ truth.
 Every method is tuned the same way: the replica (random start x step size of one grid) with the
 lowest final value of its own training objective, never a distance to the truth.
 
-Regimes (:data:`mixreg.trials_compare.REGIMES`), each a change of one thing from ``balanced``:
+Regimes (:data:`.trial.REGIMES`), each a change of one thing from ``balanced``:
 
 ``balanced``        n_i = n for every client, identity covariances, clusters of equal size
 ``small_n``         n_i = d / 5 < d: local least squares is underdetermined
@@ -36,68 +36,60 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import sys
 import warnings
 
-import numpy as np
+from mixreg.algorithms import unmet_precondition
+from mixreg.montecarlo import SweepWarning
+from mixreg.study import Spec, Study, param
 
-from mixreg import cli as _cli
-from mixreg.cli import param
-from mixreg.algorithms import TRIAL_OVERHEAD, unmet_precondition
-from mixreg.montecarlo import Sweep, SweepWarning
-from mixreg.plotting import plot_comparison, save_figure
-from mixreg.trials_compare import (
+from .figures import draw, plot_comparison
+from .summary import DEFAULT_SEED, NAME, TABLES, summarise
+from .trial import (
     COMPARED,
     METHODS,
     METRICS,
+    REFERENCES,
     REGIMES,
     STEPS,
     TOL,
+    VARIANTS,
+    CompareSpec,
     compare_memory,
     compare_trial,
     spec_of,
 )
 
-NAME = "compare"
-TABLES = ("summary",)
-DEFAULT_SEED = 20221128  # NeurIPS 2022, where Su, Xu and Yang presented the two-phase method
-REPO = pathlib.Path(__file__).resolve().parent.parent
+__all__ = ["STUDY", "Config", "PRESETS", "CompareSpec", "cells_of", "method_refusals", "trial_memory", "build_sweep",
+           "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "COMPARED", "METHODS", "METRICS",
+           "REFERENCES", "REGIMES", "STEPS", "TOL", "VARIANTS", "compare_trial", "compare_memory", "spec_of",
+           "plot_comparison"]
 
-@dataclasses.dataclass(frozen=True)
-class Config:
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(Spec):
     """Everything that defines the comparison (what the manifest records and a resume compares)."""
 
     preset: str = param("quick (default, about a minute) or full")
-    regimes: tuple[str, ...] = param("regimes to run (mixreg.trials_compare.REGIMES)", choices=tuple(REGIMES))
-    m: int = param("clients")
-    n: int = param("points per client (the mean, in the unbalanced regime)")
-    d: int = param("dimension")
-    k: int = param("clusters")
-    sigma: float = param("noise level sigma (x 3 and / 10 in the SNR regimes)")
-    separation: float = param("minimum distance between the theta*_l (Gaussian protocol)")
-    trials: int = param("trials per regime")
-    n_inits: int = param("random starts per method, each run with every step size of the grid")
-    n_rounds: int = param("most rounds of every iterative phase")
+    regimes: tuple[str, ...] = param("regimes to run (REGIMES of experiments/compare/trial.py)",
+                                     choices=tuple(REGIMES), distinct=True)
+    m: int = param("clients", low=1)
+    n: int = param("points per client (the mean, in the unbalanced regime)", low=1)
+    d: int = param("dimension", low=1)
+    k: int = param("clusters", low=2, at_most="m", why="every cluster needs a client")
+    sigma: float = param("noise level sigma (x 3 and / 10 in the SNR regimes)", low=0, low_open=True)
+    separation: float = param("minimum distance between the theta*_l (Gaussian protocol)", low=0, low_open=True)
+    trials: int = param("trials per regime", low=1)
+    n_inits: int = param("random starts per method, each run with every step size of the grid", low=1)
+    n_rounds: int = param("most rounds of every iterative phase", low=1)
 
-    def validate(self):
-        """Raise ``ValueError`` naming the first bad option and its allowed range."""
-        for name in ("m", "n", "d", "k", "trials", "n_inits", "n_rounds"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if not 2 <= self.k <= self.m:
-            raise ValueError(f"k must be in [2, m] = [2, {self.m}], got {self.k}")
-        if not self.regimes or len(set(self.regimes)) < len(self.regimes):
-            raise ValueError(f"regimes must be distinct names among {list(REGIMES)}, got {list(self.regimes)}")
+    def check(self):
+        """The unequal_p regime's share of cluster 0 (0.2 <= 1/k), and every regime's problem."""
         if "unequal_p" in self.regimes and 0.2 > 1 / self.k:
             raise ValueError(f"the unequal_p regime gives cluster 0 probability 0.2, which needs k <= 5, got k={self.k}")
-        for name in ("sigma", "separation"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
         for regime in self.regimes:
             _spec(self, regime)  # raises naming the ProblemSpec field
-        return self
 
 
 PRESETS = {
@@ -109,9 +101,15 @@ PRESETS = {
 
 
 def cells_of(config):
-    """One cell per regime: the regime's name and the base problem (see :func:`spec_of`)."""
-    return tuple(dict(regime=regime, m=config.m, n=config.n, d=config.d, k=config.k, sigma=float(config.sigma),
-                      separation=float(config.separation), n_rounds=config.n_rounds, n_inits=config.n_inits)
+    """One cell per regime: the regime's name and the base problem (see :func:`spec_of`).
+
+    Warns (a :class:`mixreg.montecarlo.SweepWarning`, shown in one line by the command line) once
+    per method a regime refuses whatever the draw (:func:`method_refusals`): the grid is where
+    the study learns it, before any trial runs."""
+    for line in method_refusals(config):
+        warnings.warn(line, SweepWarning, stacklevel=3)
+    return tuple(CompareSpec(regime=regime, m=config.m, n=config.n, d=config.d, k=config.k, sigma=float(config.sigma),
+                             separation=float(config.separation), n_rounds=config.n_rounds, n_inits=config.n_inits)
                  for regime in config.regimes)
 
 
@@ -159,104 +157,46 @@ def method_refusals(config):
     return lines
 
 
-#: The flags that set a trial's memory (a refusal for memory names them).
-SIZE_FLAGS = _cli.config_flags("m", "n", "d", "k", "n_inits")
+def trial_memory(spec):
+    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
+    (:func:`.trial.compare_memory`)."""
+    return compare_memory(spec)
 
 
-def trial_memory(cell):
-    """Upper estimate of one trial's peak bytes: its arrays
-    (:func:`mixreg.trials_compare.compare_memory`) and :data:`TRIAL_OVERHEAD`."""
-    return TRIAL_OVERHEAD + compare_memory(cell)
+def _record(config):
+    """The recorded config: the flags, the methods, the step grid, the tolerance, the tuning rule
+    and the regimes' descriptions (in place of their names)."""
+    return dict(dataclasses.asdict(config), methods=list(METHODS), steps=list(STEPS), tol_relative=TOL,
+                tuning="per method, the replica (start x step) with the lowest final training objective",
+                regimes={name: REGIMES[name][0] for name in config.regimes})
+
+
+STUDY = Study(
+    name=NAME,
+    command="python -m experiments.compare",
+    description="Every registered method and the reference points, head to head, on a suite of regimes.",
+    config=Config,
+    presets=PRESETS,
+    cells=cells_of,
+    trial=compare_trial,
+    spec_type=CompareSpec,
+    tables=TABLES,
+    summarise=summarise,
+    draw=draw,
+    root_seed=DEFAULT_SEED,
+    memory=trial_memory,
+    size_flags=("--m", "--n", "--d", "--k", "--n-inits"),
+    record=_record,
+    figures_dir=REPO / "figures",
+)
 
 
 def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The comparison's sweep; a :class:`SweepWarning` per method a regime refuses
-    (:func:`method_refusals`)."""
-    config.validate()
-    for line in method_refusals(config):
-        warnings.warn(line, SweepWarning, stacklevel=2)
-    return Sweep(
-        name=NAME,
-        trial_fn=compare_trial,
-        cells=cells_of(config),
-        n_trials=config.trials,
-        root_seed=root_seed,
-        config=dict(dataclasses.asdict(config), methods=list(METHODS), steps=list(STEPS), tol_relative=TOL,
-                    tuning="per method, the replica (start x step) with the lowest final training objective",
-                    regimes={name: REGIMES[name][0] for name in config.regimes}),
-        memory_fn=trial_memory,
-        size_names=SIZE_FLAGS,
-    )
+    """The comparison's sweep (:meth:`mixreg.study.Study.sweep`); a :class:`SweepWarning` per
+    method a regime refuses (:func:`method_refusals`)."""
+    return STUDY.sweep(config, root_seed)
 
 
-#: Metrics summarised with a 95% interval of the mean (normal approximation).
-_WITH_INTERVAL = ("err_mean", "err_max", "mis_clients", "mis_points")
-
-
-def summarise(config, records):
-    """``summary``: one row per (regime, method), in the order of :data:`METHODS`.
-
-    Columns: ``regime``, ``method``, ``trials`` (without failed trials), ``refused`` (trials
-    where the method refused the problem) and the first ``refusal`` reason, ``all_diverged``
-    (trials where every replica of the method diverged: no estimate, left out of every mean),
-    ``<metric>_mean`` for every metric of :data:`mixreg.trials_compare.METRICS` (``nan``
-    ignored), ``<metric>_low`` / ``_high`` for the errors and misclustering.
-    """
-    ok = [rec for rec in records if not rec.get("error")]
-    rows = []
-    for regime in config.regimes:
-        recs = [rec for rec in ok if rec["regime"] == regime]
-        for method in METHODS:
-            refused = [rec.get(f"{method}_refused") or "" for rec in recs]
-            row = dict(regime=regime, method=method, trials=len(recs),
-                       refused=sum(1 for reason in refused if reason),
-                       refusal=next((reason for reason in refused if reason), ""),
-                       all_diverged=sum(1 for rec, reason in zip(recs, refused)
-                                        if not reason and not np.isfinite(_num(rec, f"{method}_err_mean"))))
-            for metric in METRICS:
-                values = np.array([_num(rec, f"{method}_{metric}") for rec in recs], dtype=float)
-                values = values[np.isfinite(values)]
-                row[f"{metric}_mean"] = float(values.mean()) if values.size else float("nan")
-                if metric in _WITH_INTERVAL:
-                    half = float(1.96 * values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else float("nan")
-                    row[f"{metric}_low"] = float(row[f"{metric}_mean"] - half)
-                    row[f"{metric}_high"] = float(row[f"{metric}_mean"] + half)
-            rows.append(row)
-    return {"summary": rows}
-
-
-def _num(rec, key):
-    value = rec.get(key)
-    if value is None or value == "":
-        return float("nan")
-    return float(value)
-
-
-def draw(config, tables, outdir):
-    """One figure per regime, from ``summary`` alone; returns the paths written."""
-    paths = []
-    for regime in config.regimes:
-        rows = [row for row in tables["summary"] if row["regime"] == regime]
-        if not rows:
-            continue
-        spec = _spec(config, regime)
-        title = (f"{regime}: {REGIMES[regime][0]}  (m = {spec.m}, k = {spec.k}, d = {spec.d}, σ = {spec.sigma:g}, "
-                 f"Δ = {config.separation:g}; {rows[0]['trials']} trials)")
-        footnote = (f"Every method: {config.n_inits} random starts (FeSEM (k-means start): {config.n_inits} of its paper's "
-                    f"best-of-20 k-means starts) x steps {list(STEPS)}, the replica with the lowest "
-                    f"final training objective (never the distance to θ*); at most {config.n_rounds} rounds, stop when no "
-                    f"coordinate moves more than {TOL:g} x the data's parameter scale. Bars: 95% intervals of the mean. "
-                    f"Floats: per client, counted from each protocol. Misclustering at 0.5 (dotted) is chance for k = 2. "
-                    f"Grey: reference points (known-label LS knows every point's cluster; local only has no clustering).")
-        fig = plot_comparison(rows, title=title, footnote=footnote)
-        paths += save_figure(fig, pathlib.Path(outdir) / f"{NAME}_{regime}")
-    return paths
-
-
-build_parser, config_from_args, main = _cli.entry_points(
-    __name__,
-    description="Every registered method and the reference points, head to head, on a suite of regimes.")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv=None):
+    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
+    return STUDY.main(argv)

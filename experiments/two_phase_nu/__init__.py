@@ -11,7 +11,7 @@ theorem (Su, Xu and Yang, NeurIPS 2022; see ``mixreg.theory``) bounds the final 
 
 Five one-dimensional sweeps through one reference cell (``M_ref`` clients of mean size
 ``n_ref``, ``p_ref``), each moving one term and holding the others fixed, with client sizes that
-are not drawn but designed (:class:`mixreg.trials_two_phase_nu.SizeDesign`), so that ``M``,
+are not drawn but designed (:class:`.trial.SizeDesign`), so that ``M``,
 ``N``, ``chi2(w)`` and ``nu`` are exactly the same in every trial of a cell:
 
 ``tiny``
@@ -31,7 +31,7 @@ are not drawn but designed (:class:`mixreg.trials_two_phase_nu.SizeDesign`), so 
     the smallest cluster's share at fixed sizes, hence at fixed nu: the bound goes like
     ``1 / p_min``.
 
-Methods per trial (:func:`mixreg.trials_two_phase_nu.two_phase_nu_trial`): FMD -> FedAvg(s) and
+Methods per trial (:func:`.trial.two_phase_nu_trial`): FMD -> FedAvg(s) and
 FMD -> FedProx (Phase 2 run until it stops moving), and known-label least squares (the oracle).
 
 For every sweep and method, the fitted exponent (or log-slope, along the tiny-client fraction) of
@@ -66,46 +66,32 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import sys
 
-import numpy as np
+from mixreg.study import Spec, Study, param
 
-from mixreg import cli as _cli
-from mixreg.cli import param
-from mixreg.montecarlo import Sweep
-from mixreg.plotting import method_label, plot_nu_sweeps, save_figure
-from mixreg.stats import fit_slope, slope_verdict
-from mixreg.theory import fit_log_constant, leave_group_out_constant, sxy_axis_exponent, sxy_bound_shape
-from mixreg.algorithms import TRIAL_OVERHEAD
-from mixreg.trials_two_phase_nu import (
+from .figures import draw, plot_nu_sweeps, statement
+from .summary import AXES, AXIS_NAMES, DEFAULT_SEED, METHOD_KEYS, NAME, TABLES, axis_designs, design_key, summarise
+from .trial import (
     DESIGN_KEYS,
+    NuTrialSpec,
     SizeDesign,
     design_quantities,
     two_phase_nu_memory,
     two_phase_nu_trial,
 )
 
-NAME = "two_phase_nu"
-TABLES = ("axes", "exponents", "holdout")  # <name>.csv; the figure is drawn from them alone
-DEFAULT_SEED = 20220614  # the paper's arXiv submission month; any fixed integer would do
-REPO = pathlib.Path(__file__).resolve().parent.parent
+__all__ = ["STUDY", "Config", "PRESETS", "NuTrialSpec", "SizeDesign", "DESIGN_KEYS", "cells_of", "axis_designs",
+           "design_key", "trial_flops", "trial_memory", "build_sweep", "summarise", "draw", "statement", "main",
+           "NAME", "TABLES", "DEFAULT_SEED", "AXES", "AXIS_NAMES", "METHOD_KEYS", "design_quantities",
+           "two_phase_nu_trial", "two_phase_nu_memory", "plot_nu_sweeps"]
 
-#: The sweeps, in the order of the figure: (name, what moves, what is held, x label, x on a log scale).
-AXES = (
-    ("tiny", "ν₁: share of tiny clients", "N, M fixed; χ²(w) rises with it",
-     "fraction of the clients holding {n_tiny} point(s)", False),
-    ("chi2", "ν₂ through χ²(w)", "N, M fixed, no tiny clients", "1 + χ²(w) (realised, anchors included)", True),
-    ("M_fixed_n", "ν₂ through M at fixed n_i", "N grows with M", "ordinary clients M", True),
-    ("M_fixed_N", "ν₂ through M at fixed N", "n_i = N/M shrinks", "ordinary clients M", True),
-    ("p_min", "1/p_min at fixed ν", "client sizes fixed", "realised p_min (anchors included)", True),
-)
-AXIS_NAMES = tuple(a[0] for a in AXES)
-METHOD_KEYS = ("fedavg", "fedprox", "ls")
-_FINAL = {"fedavg": "fedavg_final", "fedprox": "fedprox_final", "ls": "ls_err"}
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+_SLOPES = ("tiny_fractions", "chi2s", "Ms_fixed_n", "Ms_fixed_N", "p_mins")
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(Spec):
     """Everything that defines the sweep (what the manifest records and a resume compares).
 
     Each field but ``preset`` is a flag of the command line, named as the field
@@ -113,89 +99,70 @@ class Config:
     """
 
     preset: str = param("quick (default, about 35 s of CPU) or paper (about 5 min of CPU)")
-    k: int = param("clusters")
-    d: int = param("dimension")
-    sigma: float = param("noise level sigma")
-    separation: float = param("minimum separation Delta of theta*")
-    M_ref: int = param("ordinary clients of the reference cell (the k anchors come on top)")
-    n_ref: int = param("client size of the reference cell (N_ref = M_ref n_ref)")
-    p_ref: float = param("fraction of the ordinary clients in the smallest cluster, reference cell")
-    tiny_fractions: tuple[float, ...] = param("fractions of tiny clients of the 'tiny' sweep")
-    chi2s: tuple[float, ...] = param("target chi-squares of the bulk sizes of the 'chi2' sweep")
-    Ms_fixed_n: tuple[int, ...] = param("numbers of clients M of the 'M at fixed n_i' sweep")
-    Ms_fixed_N: tuple[int, ...] = param("numbers of clients M of the 'M at fixed N' sweep")
-    N_fixed: int = param("total points N of the ordinary clients along the 'M at fixed N' sweep")
-    p_mins: tuple[float, ...] = param("p_min values of the 'p_min at fixed nu' sweep")
-    trials: int = param("trials per cell")
-    n_tiny: int = param("points of a tiny client", default=1)
-    n_low: int = param("points of the small clients of the 'chi2' sweep (0 = n_ref - 1)", default=0)
-    anchor_points: int = param("points of each of the k anchors (one per cluster)", default=60)
-    cov_low: float = param("smallest eigenvalue of the feature covariances Sigma_l", default=0.5)
-    cov_high: float = param("largest eigenvalue of the feature covariances Sigma_l", default=2.0)
-    fmd_rounds: int = param("Phase-1 rounds T1", default=10)
+    k: int = param("clusters", low=2)
+    d: int = param("dimension", low=1, at_least="k", why="Phase 1 estimates k directions in dimension d")
+    sigma: float = param("noise level sigma", low=0)
+    separation: float = param("minimum separation Delta of theta*", low=0, low_open=True)
+    M_ref: int = param("ordinary clients of the reference cell (the k anchors come on top)", low=1)
+    n_ref: int = param("client size of the reference cell (N_ref = M_ref n_ref)", low=1)
+    p_ref: float = param("fraction of the ordinary clients in the smallest cluster, reference cell (at most 1/k)",
+                         low=0, low_open=True, high=0.5)
+    tiny_fractions: tuple[float, ...] = param("fractions of tiny clients of the 'tiny' sweep", low=0, high=1,
+                                              high_open=True)
+    chi2s: tuple[float, ...] = param("target chi-squares of the bulk sizes of the 'chi2' sweep", low=0)
+    Ms_fixed_n: tuple[int, ...] = param("numbers of clients M of the 'M at fixed n_i' sweep (each at least 2k)",
+                                        low=1)
+    Ms_fixed_N: tuple[int, ...] = param("numbers of clients M of the 'M at fixed N' sweep (each at least 2k)", low=1,
+                                        at_most="N_fixed", why="every client needs a point")
+    N_fixed: int = param("total points N of the ordinary clients along the 'M at fixed N' sweep", low=1)
+    p_mins: tuple[float, ...] = param("p_min values of the 'p_min at fixed nu' sweep (each at most 1/k)", low=0,
+                                      low_open=True, high=0.5)
+    trials: int = param("trials per cell", low=1)
+    n_tiny: int = param("points of a tiny client", default=1, low=1)
+    n_low: int = param("points of the small clients of the 'chi2' sweep (0 = n_ref - 1), below n_ref", default=0,
+                       low=0)
+    anchor_points: int = param("points of each of the k anchors (one per cluster)", default=60, low=2)
+    cov_low: float = param("smallest eigenvalue of the feature covariances Sigma_l", default=0.5, low=0,
+                           low_open=True)
+    cov_high: float = param("largest eigenvalue of the feature covariances Sigma_l", default=2.0, low=0,
+                            low_open=True, at_least="cov_low")
+    fmd_rounds: int = param("Phase-1 rounds T1", default=10, low=1)
     fmd_sampling: str = param("Phase-1 data of S_t: fresh disjoint pairs every round, or reused",
                               default="fresh", choices=("fresh", "reuse"))
     fmd_anchor_sampling: str = param("Phase-1 data of the anchors: fresh pairs every round, or reused",
                                      default="reuse", choices=("fresh", "reuse"))
-    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", default=0.5)
-    fx_rounds: int = param("Phase-2 rounds at most", default=1500)
-    fx_tol: float = param("Phase 2 stops once no coordinate moves more than this in a round", default=1e-6)
-    fedavg_steps: int = param("local steps s of FedAvg(s)", default=1)
-    fedavg_step: float = param("FedAvg step size eta", default=1.0)
-    fedprox_step: float = param("FedProx parameter eta", default=10.0)
-    n_boot: int = param("bootstrap resamples of each fitted exponent", default=2000)
+    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", default=0.5, low=0,
+                                     low_open=True)
+    fx_rounds: int = param("Phase-2 rounds at most", default=1500, low=1)
+    fx_tol: float = param("Phase 2 stops once no coordinate moves more than this in a round", default=1e-6, low=0)
+    fedavg_steps: int = param("local steps s of FedAvg(s)", default=1, low=1)
+    fedavg_step: float = param("FedAvg step size eta", default=1.0, low=0, low_open=True)
+    fedprox_step: float = param("FedProx parameter eta", default=10.0, low=0, low_open=True)
+    n_boot: int = param("bootstrap resamples of each fitted exponent", default=2000, low=1)
 
     @property
     def low_size(self):
         """``n_low`` of the 'chi2' sweep (``n_ref - 1`` when the field is 0)."""
         return self.n_low or self.n_ref - 1
 
-    def validate(self):
-        """Raise ``ValueError`` naming the first bad option and its allowed range."""
-        for name in ("k", "d", "M_ref", "n_ref", "N_fixed", "trials", "n_tiny", "anchor_points", "fmd_rounds",
-                     "fx_rounds", "fedavg_steps", "n_boot"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.k < 2:
-            raise ValueError(f"k must be at least 2 (the sweeps need clusters), got {self.k}")
-        if self.d < self.k:  # Phase 1 estimates the span of the k models: at most d directions
-            raise ValueError(f"d must be at least k = {self.k} (Phase 1 estimates k directions in dimension d), "
-                             f"got d={self.d}")
-        if not isinstance(self.n_low, (int, np.integer)) or not 0 <= self.n_low < self.n_ref:
-            raise ValueError(f"n_low must be an integer in [0, n_ref) = [0, {self.n_ref}) (0 = n_ref - 1), "
-                             f"got {self.n_low!r}")
+    def check(self):
+        """What no field's keywords say: the slopes' two points, ``n_low < n_ref``, ``M >= 2k``,
+        ``p <= 1/k``, and every design of every sweep buildable (raises naming the problem)."""
+        if self.n_low >= self.n_ref:
+            raise ValueError(f"n_low must be below n_ref (0 = n_ref - 1); got n_low={self.n_low}, n_ref={self.n_ref}")
         if self.n_ref < 2 and self.n_low == 0:
             raise ValueError("n_ref must be at least 2 when n_low = 0 (n_low = n_ref - 1 >= 1)")
-        for name in ("tiny_fractions", "chi2s", "Ms_fixed_n", "Ms_fixed_N", "p_mins"):
+        for name in _SLOPES:
             if len(getattr(self, name)) < 2:
                 raise ValueError(f"{name} needs at least 2 values (a slope), got {list(getattr(self, name))}")
-        if any(not 0 <= f < 1 for f in self.tiny_fractions):
-            raise ValueError(f"tiny_fractions must be in [0, 1), got {list(self.tiny_fractions)}")
-        if any(not np.isfinite(c) or c < 0 for c in self.chi2s):
-            raise ValueError(f"chi2s must be finite and >= 0, got {list(self.chi2s)}")
         for name in ("Ms_fixed_n", "Ms_fixed_N"):
-            Ms = getattr(self, name)
-            if any(not isinstance(M, (int, np.integer)) or M < 2 * self.k for M in Ms):
-                raise ValueError(f"{name} must hold integers >= 2k = {2 * self.k}, got {list(Ms)}")
-        if any(M > self.N_fixed for M in self.Ms_fixed_N):
-            raise ValueError(f"Ms_fixed_N must be at most N_fixed = {self.N_fixed} (every client needs a point), "
-                             f"got {list(self.Ms_fixed_N)}")
-        if any(not 0 < p <= 1 / self.k for p in self.p_mins + (self.p_ref,)):
-            raise ValueError(f"p_mins and p_ref must be in (0, 1/k] = (0, {1 / self.k:.4g}], got "
-                             f"{list(self.p_mins)} and p_ref={self.p_ref!r}")
-        if not np.isfinite(self.sigma) or self.sigma < 0:
-            raise ValueError(f"sigma must be finite and >= 0, got {self.sigma!r}")
-        for name in ("separation", "fedavg_step", "fedprox_step", "fmd_step_constant", "cov_low", "cov_high"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-        if self.cov_high < self.cov_low:
-            raise ValueError(f"cov_high must be >= cov_low, got {self.cov_high!r} < {self.cov_low!r}")
-        if not np.isfinite(self.fx_tol) or self.fx_tol < 0:
-            raise ValueError(f"fx_tol must be finite and >= 0, got {self.fx_tol!r}")
-        axis_designs(self)  # every design of every sweep must be buildable (raises naming the problem)
-        return self
+            if any(M < 2 * self.k for M in getattr(self, name)):
+                raise ValueError(f"every value of {name} must be at least 2k (two clients per cluster); "
+                                 f"got {name}={list(getattr(self, name))}, k={self.k}")
+        if any(p > 1 / self.k for p in self.p_mins + (self.p_ref,)):
+            raise ValueError(f"p_mins and p_ref must be at most 1/k = {1 / self.k:.4g} (the smallest cluster's "
+                             f"share); got p_mins={list(self.p_mins)}, p_ref={self.p_ref!r}")
+        axis_designs(self)
 
 
 # Quick: k = 3, d = 10, Delta = 2, sigma = 1.5 (snr Delta^2/sigma^2 = 1.8: clients of a few points are
@@ -215,33 +182,19 @@ PRESETS = {
 }
 
 
-# --------------------------------------------------------------------------------------------
-# The grid
-# --------------------------------------------------------------------------------------------
-
-
-def _design(config, M, N, *, p_min=None, tiny_fraction=0.0, chi2_target=0.0):
-    return SizeDesign(M=int(M), N=int(N), k=config.k, p_min=float(config.p_ref if p_min is None else p_min),
-                      tiny_fraction=float(tiny_fraction), n_tiny=config.n_tiny, chi2_target=float(chi2_target),
-                      n_low=config.low_size if chi2_target > 0 else 1, anchor_points=config.anchor_points)
-
-
-def axis_designs(config):
-    """``{sweep: [SizeDesign, ...]}`` in the order of the sweep's values."""
-    M, N = config.M_ref, config.M_ref * config.n_ref
-    return {
-        "tiny": [_design(config, M, N, tiny_fraction=f) for f in config.tiny_fractions],
-        "chi2": [_design(config, M, N, chi2_target=c) for c in config.chi2s],
-        "M_fixed_n": [_design(config, m, m * config.n_ref) for m in config.Ms_fixed_n],
-        "M_fixed_N": [_design(config, m, config.N_fixed) for m in config.Ms_fixed_N],
-        "p_min": [_design(config, M, N, p_min=p) for p in config.p_mins],
-    }
+def cells_of(config):
+    """The five sweeps' cells, each distinct design once (the reference cell is on four sweeps)."""
+    designs = {}
+    for sweep in axis_designs(config).values():
+        for design in sweep:
+            designs.setdefault(design_key(design), design)
+    return tuple(_cell(config, design) for design in designs.values())
 
 
 def _cell(config, design):
-    """One cell: the design (:data:`DESIGN_KEYS`), the problem and the methods."""
-    return dict(
-        design.to_cell(), d=config.d, sigma=float(config.sigma), separation=float(config.separation),
+    """One cell: the design, the problem and the methods."""
+    return NuTrialSpec(
+        design=design, d=config.d, sigma=float(config.sigma), separation=float(config.separation),
         cov_low=float(config.cov_low), cov_high=float(config.cov_high), fmd_rounds=config.fmd_rounds,
         fmd_sampling=config.fmd_sampling, fmd_anchor_sampling=config.fmd_anchor_sampling,
         fmd_step_constant=float(config.fmd_step_constant), fx_rounds=config.fx_rounds, fx_tol=float(config.fx_tol),
@@ -250,275 +203,46 @@ def _cell(config, design):
     )
 
 
-def _key(design):
-    return tuple(design.to_cell()[key] for key in DESIGN_KEYS)
-
-
-def cells_of(config):
-    """The five sweeps' cells, each distinct design once (the reference cell is on four sweeps)."""
-    designs = {}
-    for sweep in axis_designs(config).values():
-        for design in sweep:
-            designs.setdefault(_key(design), design)
-    return tuple(_cell(config, design) for design in designs.values())
-
-
-def trial_flops(cell):
+def trial_flops(spec):
     """Dominant cost: per local solver and Phase-2 round, two GEMMs of ``2 k N_total d`` flops
     (about 150 rounds assumed; Phase 2 stops when it stops moving)."""
-    return float(2 * 2 * 2 * cell["k"] * (cell["N"] + cell["k"] * cell["anchor_points"]) * cell["d"] * 150)
+    design = spec.design
+    return float(2 * 2 * 2 * design.k * (design.N + design.k * design.anchor_points) * spec.d * 150)
 
 
-#: The flags that set a trial's memory (a refusal for memory names them).
-SIZE_FLAGS = _cli.config_flags("M_ref", "n_ref", "Ms_fixed_n", "Ms_fixed_N", "N_fixed", "d", "anchor_points")
+def trial_memory(spec):
+    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
+    (:func:`.trial.two_phase_nu_memory`)."""
+    return two_phase_nu_memory(spec)
 
 
-def trial_memory(cell):
-    """Upper estimate of one trial's peak bytes: its arrays
-    (:func:`mixreg.trials_two_phase_nu.two_phase_nu_memory`) and :data:`TRIAL_OVERHEAD`."""
-    return TRIAL_OVERHEAD + two_phase_nu_memory(cell)
+STUDY = Study(
+    name=NAME,
+    command="python -m experiments.two_phase_nu",
+    description="Su-Xu-Yang's nu one term at a time: fitted exponents of the two-phase method's final "
+                "error against the bound's, with a held-out constant.",
+    config=Config,
+    presets=PRESETS,
+    cells=cells_of,
+    trial=two_phase_nu_trial,
+    spec_type=NuTrialSpec,
+    tables=TABLES,
+    summarise=summarise,
+    draw=draw,
+    root_seed=DEFAULT_SEED,
+    cost=trial_flops,
+    memory=trial_memory,
+    size_flags=("--M-ref", "--n-ref", "--Ms-fixed-n", "--Ms-fixed-N", "--N-fixed", "--d", "--anchor-points"),
+    paper_presets=("paper",),
+    figures_dir=REPO / "figures",
+)
 
 
 def build_sweep(config, root_seed=DEFAULT_SEED):
-    config.validate()
-    return Sweep(
-        name=NAME,
-        trial_fn=two_phase_nu_trial,
-        cells=cells_of(config),
-        n_trials=config.trials,
-        root_seed=root_seed,
-        config=dataclasses.asdict(config),
-        cost_fn=trial_flops,
-        memory_fn=trial_memory,
-        size_names=SIZE_FLAGS,
-    )
+    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
+    return STUDY.sweep(config, root_seed)
 
 
-# --------------------------------------------------------------------------------------------
-# Summaries
-# --------------------------------------------------------------------------------------------
-
-
-def _records_of(records, design):
-    key = _key(design)
-    return [r for r in records if not r.get("error") and tuple(r[k] for k in DESIGN_KEYS) == key]
-
-
-def _values(records, column):
-    v = np.array([float(r[column]) if r[column] is not None else np.nan for r in records], dtype=float)
-    return v[np.isfinite(v)]
-
-
-def _quartiles(values):
-    if values.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    q = np.percentile(values, [50, 25, 75])
-    return float(q[0]), float(q[1]), float(q[2])
-
-
-def _x(axis, design, quantities):
-    """The sweep's coordinate of a cell, from its realised design."""
-    if axis == "tiny":
-        return float(design.tiny_counts.sum() / design.M)
-    if axis == "chi2":
-        return 1.0 + quantities["chi2"]
-    if axis in ("M_fixed_n", "M_fixed_N"):
-        return float(design.M)
-    return quantities["p_min_realised"]
-
-
-def _axis_rows(config, records):
-    """Per sweep and cell: x, realised quantities and the methods' medians and quartiles."""
-    rows, index = [], {}
-    for axis, designs in axis_designs(config).items():
-        for design in designs:
-            q = design_quantities(design, d=config.d, sigma=config.sigma)
-            recs = _records_of(records, design)
-            row = dict(axis=axis, cell=index.setdefault(_key(design), len(index)), x=_x(axis, design, q),
-                       M=design.M, N=design.N, M_total=q["M_total"], N_total=q["N_total"],
-                       p_min=q["p_min_realised"], N_min=q["N_min"], chi2=q["chi2"], nu1=q["nu1"], nu2=q["nu2"],
-                       nu=q["nu"], tiny_data=q["tiny_data"], mean_size=q["mean_size"],
-                       bound=float(sxy_bound_shape(q["nu"], q["p_min_realised"])), ls_floor=q["ls_floor"],
-                       trials=len(recs))
-            for m in METHOD_KEYS:
-                values = _values(recs, _FINAL[m])
-                row[f"{m}_median"], row[f"{m}_q25"], row[f"{m}_q75"] = _quartiles(values)
-                row[f"{m}_missing"] = len(recs) - values.size
-            for m in ("fedavg", "fedprox"):
-                row[f"{m}_misclustered_median"] = _quartiles(_values(recs, f"{m}_misclustered_data"))[0]
-                row[f"{m}_converged"] = float(np.mean([bool(r[f"{m}_converged"]) for r in recs])) if recs else np.nan
-            row["fmd_median"] = _quartiles(_values(recs, "fmd_err"))[0]
-            rows.append(row)
-    return rows
-
-
-def _holdout(rows):
-    """Leave-one-sweep-out constant of ``C nu / p_min`` per method, on the distinct cells."""
-    cells = {}
-    for row in rows:
-        cells.setdefault(row["cell"], row)
-    cells = [cells[j] for j in sorted(cells)]
-    member = np.zeros((len(AXIS_NAMES), len(cells)), dtype=bool)
-    for row in rows:
-        member[AXIS_NAMES.index(row["axis"]), row["cell"]] = True
-    reference = np.array([c["bound"] for c in cells])
-    table = []
-    for m in ("fedavg", "fedprox"):
-        observed = np.array([c[f"{m}_median"] for c in cells])
-        C, residual = leave_group_out_constant(observed, reference, member)
-        ratio = observed / reference
-        C_all = fit_log_constant(observed, reference)
-        for g, axis in enumerate(AXIS_NAMES):
-            r = residual[g][member[g]]
-            r = r[np.isfinite(r)]
-            for row in rows:
-                if row["axis"] == axis:
-                    row[f"{m}_theory"] = float(C[g] * row["bound"])
-                    row[f"{m}_residual"] = float(row[f"{m}_median"] / row[f"{m}_theory"])
-            table.append(dict(axis=axis, method=m, C_without_axis=float(C[g]),
-                              train_cells=int((~member[g]).sum()), test_cells=int(member[g].sum()),
-                              residual_min=float(r.min()) if r.size else np.nan,
-                              residual_max=float(r.max()) if r.size else np.nan,
-                              rms_log10_residual=float(np.sqrt(np.mean(np.log10(r) ** 2))) if r.size else np.nan,
-                              C_all_cells=C_all, ratio_min_all=float(np.nanmin(ratio)),
-                              ratio_max_all=float(np.nanmax(ratio))))
-    return table
-
-
-def _exponents(config, records, rows):
-    """Per sweep and method: fitted exponent with its bootstrap interval, the bound's and LS's."""
-    table = []
-    designs = axis_designs(config)
-    for a, (axis, _, _, _, log_x) in enumerate(AXES):
-        sel = [r for r in rows if r["axis"] == axis]
-        x = np.array([r["x"] for r in sel])
-        u = np.log(x) if log_x else x
-        predicted = sxy_axis_exponent(x, [r["nu"] for r in sel], [r["p_min"] for r in sel], log_x=log_x)
-        predicted_log = sxy_axis_exponent(x, [r["nu"] for r in sel], [r["p_min"] for r in sel], log_x=log_x,
-                                          log_factor=True)
-        ls_rate = float(np.polyfit(u, np.log([r["ls_floor"] for r in sel]), 1)[0])
-        for j, m in enumerate(METHOD_KEYS):
-            samples = [_values(_records_of(records, design), _FINAL[m]) for design in designs[axis]]
-            rng = np.random.default_rng([DEFAULT_SEED, a, j])
-            fit = fit_slope(x, samples, log_x=log_x, statistic="median", n_boot=config.n_boot, rng=rng)
-            table.append(dict(axis=axis, method=m, predicted=predicted, fitted=fit.slope, low=fit.low,
-                              high=fit.high, verdict=slope_verdict(predicted, fit), predicted_log=predicted_log,
-                              ls_rate=ls_rate, verdict_ls=slope_verdict(ls_rate, fit), log_x=log_x,
-                              points=fit.n_points, trials=int(sum(s.size for s in samples))))
-    return table
-
-
-def summarise(config, records):
-    """The figure's tables (see the module docstring): ``axes``, ``exponents``, ``holdout``."""
-    rows = _axis_rows(config, records)
-    holdout = _holdout(rows)
-    return dict(axes=rows, exponents=_exponents(config, records, rows), holdout=holdout)
-
-
-# --------------------------------------------------------------------------------------------
-# The figure
-# --------------------------------------------------------------------------------------------
-
-
-def _labels(config):
-    return {m: method_label(m, **({"s": config.fedavg_steps} if m == "fedavg" else {})) for m in METHOD_KEYS}
-
-
-def _fmt(value):
-    return f"{value:+.2f}" if np.isfinite(value) else "n/a"
-
-
-def statement(axis, exponents):
-    """One plain sentence on what a sweep shows, from its rows of ``exponents.csv``."""
-    rows = {r["method"]: r for r in exponents if r["axis"] == axis}
-    avg, ls = rows["fedavg"], rows["ls"]
-    unit = "log-slope" if not _truthy(avg["log_x"]) else "exponent"
-    fitted = f"{unit} {_fmt(avg['fitted'])} [{_fmt(avg['low'])}, {_fmt(avg['high'])}]"
-    if avg["verdict"] == "consistent":
-        shape = f"{fitted}, consistent with the {_fmt(avg['predicted'])} of ν/p_min"
-    elif avg["verdict"] == "contradicts":
-        flat = avg["low"] <= 0 <= avg["high"]
-        shape = (f"CONTRADICTS the bound's shape{': no visible effect' if flat else ''}, {fitted} where ν/p_min "
-                 f"predicts {_fmt(avg['predicted'])}")
-    else:
-        shape = "undetermined (no interval)"
-    if ls["verdict_ls"] == "consistent" and avg["verdict_ls"] == "consistent":
-        floor = f"; FedAvg follows known-label LS ({_fmt(ls['fitted'])})"
-    elif avg["verdict_ls"] == "contradicts":
-        floor = f"; FedAvg departs from the LS rate {_fmt(avg['ls_rate'])}"
-    else:
-        floor = ""
-    return f"FMD → FedAvg: {shape}{floor}."
-
-
-def _truthy(value):
-    return value is True or str(value).lower() == "true"
-
-
-def _footnote(config):
-    return (
-        f"{config.preset}: k={config.k}, d={config.d}, Δ={config.separation:g}, σ={config.sigma:g}, Σ_l diagonal in "
-        f"[{config.cov_low:g}, {config.cov_high:g}], reference M={config.M_ref} clients of {config.n_ref} points, "
-        f"p_min={config.p_ref:g}, + {config.k} anchors of {config.anchor_points} points; sizes designed, not drawn "
-        f"(N, M, χ², ν identical in every trial of a cell); {config.trials} trials per cell. "
-        f"FMD {config.fmd_rounds} rounds; Phase 2 until no coordinate moves more than {config.fx_tol:g} "
-        f"(at most {config.fx_rounds} rounds), "
-        f"FedAvg({config.fedavg_steps}) η={config.fedavg_step:g}, FedProx η={config.fedprox_step:g}. ν with unit "
-        "constants C₃ = C₄ = 1; exponents from medians, 95% stratified bootstrap; predicted = exponent of ν/p_min "
-        "(log factor left out)."
-    )
-
-
-def draw(config, tables, outdir):
-    """The figure, from the tables of :func:`summarise` only; returns the paths written."""
-    rows, exponents, holdout = tables["axes"], tables["exponents"], tables["holdout"]
-    labels = _labels(config)
-    panels = []
-    for axis, moves, held, xlabel, log_x in AXES:
-        sel = [r for r in rows if r["axis"] == axis]
-        series = [(m, labels[m], [r[f"{m}_median"] for r in sel], [r[f"{m}_q25"] for r in sel],
-                   [r[f"{m}_q75"] for r in sel]) for m in METHOD_KEYS]
-        C = next(h["C_without_axis"] for h in holdout if h["axis"] == axis and h["method"] == "fedavg")
-        fits = {r["method"]: r for r in exponents if r["axis"] == axis}
-        note = "\n".join(
-            f"{labels[m].replace('FMD → ', '')}: {_fmt(fits[m]['fitted'])} [{_fmt(fits[m]['low'])}, "
-            f"{_fmt(fits[m]['high'])}]" for m in METHOD_KEYS)
-        note += (f"\nν/p_min predicts {_fmt(fits['fedavg']['predicted'])} (with log(1/ν): "
-                 f"{_fmt(fits['fedavg']['predicted_log'])}); LS rate {_fmt(fits['fedavg']['ls_rate'])}")
-        panels.append(dict(
-            title=f"{moves}\n({held})", xlabel=xlabel.format(n_tiny=config.n_tiny), log_x=bool(_truthy(log_x)),
-            x=[r["x"] for r in sel], nu=[r["nu"] for r in sel], series=series,
-            theory=([r["fedavg_theory"] for r in sel],
-                    f"C·ν/p_min, C = {C:.3g} fitted on the other sweeps' cells (FedAvg)"),
-            note=note, statement=statement(axis, exponents),
-            contradicts=next(r["verdict"] for r in exponents if r["axis"] == axis and r["method"] == "fedavg")
-            == "contradicts"))
-    forest = dict(axes=[a[1].replace(" through ", "\nthrough ") for a in AXES],
-                  rows=[dict(axis=AXIS_NAMES.index(r["axis"]), key=r["method"], label=labels[r["method"]],
-                             fitted=r["fitted"], low=r["low"], high=r["high"], predicted=r["predicted"],
-                             ls_rate=r["ls_rate"]) for r in exponents])
-    ratio = {h["method"]: (h["ratio_min_all"], h["ratio_max_all"], h["C_all_cells"]) for h in holdout}
-    held = dict(axes=[a[1] for a in AXES],
-                points=[dict(axis=AXIS_NAMES.index(r["axis"]), key=m, label=labels[m], residual=r[f"{m}_residual"])
-                        for r in rows for m in ("fedavg", "fedprox")],
-                text="\n".join(f"{labels[m].replace('FMD → ', '')}: final/(ν/p_min) ranges {lo:.3g} to {hi:.3g} "
-                               f"over the cells ({hi / lo:.1f}x)" for m, (lo, hi, _) in ratio.items()))
-    title = ("Su-Xu-Yang's ν one term at a time: fitted exponents of the final error against those of the "
-             "bound ν/p_min (unit constants)")
-    fig = plot_nu_sweeps(panels, forest, held, title=title, footnote=_footnote(config))
-    return save_figure(fig, pathlib.Path(outdir) / NAME)
-
-
-# --------------------------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------------------------
-
-
-build_parser, config_from_args, main = _cli.entry_points(
-    __name__, paper_presets=("paper",),
-    description="Su-Xu-Yang's nu one term at a time: fitted exponents of the two-phase method's final "
-                "error against the bound's, with a held-out constant.")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv=None):
+    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
+    return STUDY.main(argv)

@@ -11,18 +11,12 @@ One private module per figure family, every public name re-exported here:
 * :mod:`mixreg.plotting._two_phase`: Su-Xu-Yang's two-phase algorithm, error against rounds
   with the controls, the measured Phase-2 contraction (``experiments/two_phase.py``), and the
   scaling in ``M``, the size law and ``p_min``;
-* :mod:`mixreg.plotting._two_phase_nu`: Su-Xu-Yang's :math:`\\nu` one term at a time, the fitted
-  exponents against the bound's and the held-out residual of its constant
-  (``experiments/two_phase_nu.py``);
 * :mod:`mixreg.plotting._ifca_mechanism`: IFCA against its theorems: the basin of the
   initialisation, the misclustering exponent and the one-round contraction
   (``experiments/ifca_basin.py``, ``ifca_misclustering.py``, ``ifca_contraction.py``);
 * :mod:`mixreg.plotting._phase1`: Su-Xu-Yang's Phase 1 with small anchors and a far start, its
   error against ``n_A`` and ``d`` beside anchor least squares, and the clients it needs against
   ``d`` and ``p_min`` (``experiments/two_phase_phase1.py``);
-* :mod:`mixreg.plotting._compare`: every method of the registry and the reference points on one
-  regime, error, misclustering, rounds, communication and wall time side by side
-  (``experiments/compare.py``);
 and, re-exported from :mod:`mixreg.methods` (data only, so trials and tables read it without
 matplotlib): the one registry of method and success-rule names, labels, colours, markers and
 line styles (:data:`METHODS`, :data:`RULES`, :data:`COMPARE`, :func:`method_label`,
@@ -32,7 +26,6 @@ line styles (:data:`METHODS`, :data:`RULES`, :data:`COMPARE`, :func:`method_labe
 from __future__ import annotations
 
 from ._common import FigureNotDrawn, not_drawn, save_figure
-from ._compare import plot_comparison
 from ._error_floor import plot_error_floor
 from ._two_phase import (
     plot_error_vs_rounds,
@@ -40,13 +33,11 @@ from ._two_phase import (
     plot_two_phase_rounds,
     plot_two_phase_scaling,
 )
-from ._two_phase_nu import plot_nu_sweeps
 from ._ifca_mechanism import plot_ifca_basin, plot_misclustering_exponent, plot_one_round_contraction
 from ._phase1 import plot_clients_needed, plot_phase1_error
 from ..methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
 
 __all__ = [
-    "plot_comparison",
     "COMPARE",
     "plot_error_floor",
     "save_figure",
@@ -56,7 +47,6 @@ __all__ = [
     "plot_two_phase_scaling",
     "plot_two_phase_rounds",
     "plot_two_phase_contraction",
-    "plot_nu_sweeps",
     "plot_ifca_basin",
     "plot_misclustering_exponent",
     "plot_one_round_contraction",
