@@ -119,13 +119,14 @@ def test_estimate_bounds_the_measured_peak(name):
     small sweep is at least the peak tracemalloc measures in its trial, and at most FACTOR times
     it; a warm-up trial first compiles the kernels, whose memory the overhead covers."""
     sweep = _small_sweep(name)
-    estimates = [sweep.memory_fn(cell) for cell in sweep.cells]
+    memory_fn, trial_fn = sweep.function("memory_fn"), sweep.function()  # with a typed spec: on the spec
+    estimates = [memory_fn(cell) for cell in sweep.cells]
     cell = sweep.cells[max(range(len(estimates)), key=estimates.__getitem__)]
     arrays = max(estimates) - TRIAL_OVERHEAD
-    sweep.trial_fn(dict(cell), trial_seed(sweep.root_seed, cell, 0))
+    trial_fn(dict(cell), trial_seed(sweep.root_seed, cell, 0))
     tracemalloc.start()
     try:
-        sweep.trial_fn(dict(cell), trial_seed(sweep.root_seed, cell, 1))
+        trial_fn(dict(cell), trial_seed(sweep.root_seed, cell, 1))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

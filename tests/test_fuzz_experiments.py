@@ -258,7 +258,7 @@ BOUNDS = [
     bound("TP1-target_divisors-0", "two_phase_phase1", ['--target-divisors', '0', '2', '3'], 'target_divisors must hold integers >= 1, got [0, 2, 3]'),
     bound("TP1-main_divisor-0", "two_phase_phase1", ['--main-divisor', '0'], 'main_divisor must be an integer >= 1, got 0'),
     bound("TP1-n_boot-0", "two_phase_phase1", ['--n-boot', '0'], 'n_boot must be an integer >= 1, got 0'),
-    bound("TPN-k-0", "two_phase_nu", ['--k', '0'], 'k must be an integer >= 1, got 0'),
+    bound("TPN-k-0", "two_phase_nu", ['--k', '0'], 'k must be an integer >= 2, got 0'),
     bound("TPN-d-0", "two_phase_nu", ['--d', '0'], 'd must be an integer >= 1, got 0'),
     bound("TPN-sigma-nan", "two_phase_nu", ['--sigma', 'nan'], 'sigma must be finite and >= 0, got nan'),
     bound("TPN-sigma-neg", "two_phase_nu", ['--sigma', '-1'], 'sigma must be finite and >= 0, got -1.0'),
@@ -266,21 +266,21 @@ BOUNDS = [
     bound("TPN-separation-neg", "two_phase_nu", ['--separation', '-1'], 'separation must be finite and > 0, got -1.0'),
     bound("TPN-M_ref-0", "two_phase_nu", ['--M-ref', '0'], 'M_ref must be an integer >= 1, got 0'),
     bound("TPN-n_ref-0", "two_phase_nu", ['--n-ref', '0'], 'n_ref must be an integer >= 1, got 0'),
-    bound("TPN-p_ref-nan", "two_phase_nu", ['--p-ref', 'nan'], 'p_mins and p_ref must be in (0, 1/k] = (0, 0.3333], got [0.05, 0.1, 0.2, 0.3333333333333333] and p_ref=nan'),
-    bound("TPN-p_ref-neg", "two_phase_nu", ['--p-ref', '-1'], 'p_mins and p_ref must be in (0, 1/k] = (0, 0.3333], got [0.05, 0.1, 0.2, 0.3333333333333333] and p_ref=-1.0'),
-    bound("TPN-tiny_fractions-nan", "two_phase_nu", ['--tiny-fractions', 'nan', '0.0', '0.2'], 'tiny_fractions must be in [0, 1), got [nan, 0.0, 0.2]'),
-    bound("TPN-tiny_fractions-neg", "two_phase_nu", ['--tiny-fractions', '-1', '0.0', '0.2'], 'tiny_fractions must be in [0, 1), got [-1.0, 0.0, 0.2]'),
+    bound("TPN-p_ref-nan", "two_phase_nu", ['--p-ref', 'nan'], 'p_ref must be finite and in (0, 0.5], got nan'),
+    bound("TPN-p_ref-neg", "two_phase_nu", ['--p-ref', '-1'], 'p_ref must be finite and in (0, 0.5], got -1.0'),
+    bound("TPN-tiny_fractions-nan", "two_phase_nu", ['--tiny-fractions', 'nan', '0.0', '0.2'], 'tiny_fractions must be finite and in [0, 1), got [nan, 0.0, 0.2]'),
+    bound("TPN-tiny_fractions-neg", "two_phase_nu", ['--tiny-fractions', '-1', '0.0', '0.2'], 'tiny_fractions must be finite and in [0, 1), got [-1.0, 0.0, 0.2]'),
     bound("TPN-chi2s-nan", "two_phase_nu", ['--chi2s', 'nan', '0.0', '0.5'], 'chi2s must be finite and >= 0, got [nan, 0.0, 0.5]'),
     bound("TPN-chi2s-neg", "two_phase_nu", ['--chi2s', '-1', '0.0', '0.5'], 'chi2s must be finite and >= 0, got [-1.0, 0.0, 0.5]'),
-    bound("TPN-Ms_fixed_n-0", "two_phase_nu", ['--Ms-fixed-n', '0', '500', '1000'], 'Ms_fixed_n must hold integers >= 2k = 6, got [0, 500, 1000]'),
-    bound("TPN-Ms_fixed_N-0", "two_phase_nu", ['--Ms-fixed-N', '0', '1000', '2000'], 'Ms_fixed_N must hold integers >= 2k = 6, got [0, 1000, 2000]'),
+    bound("TPN-Ms_fixed_n-0", "two_phase_nu", ['--Ms-fixed-n', '0', '500', '1000'], 'Ms_fixed_n must be an integer >= 1, got [0, 500, 1000]'),
+    bound("TPN-Ms_fixed_N-0", "two_phase_nu", ['--Ms-fixed-N', '0', '1000', '2000'], 'Ms_fixed_N must be an integer >= 1, got [0, 1000, 2000]'),
     bound("TPN-N_fixed-0", "two_phase_nu", ['--N-fixed', '0'], 'N_fixed must be an integer >= 1, got 0'),
-    bound("TPN-p_mins-nan", "two_phase_nu", ['--p-mins', 'nan', '0.05', '0.1'], 'p_mins and p_ref must be in (0, 1/k] = (0, 0.3333], got [nan, 0.05, 0.1] and p_ref=0.2'),
-    bound("TPN-p_mins-neg", "two_phase_nu", ['--p-mins', '-1', '0.05', '0.1'], 'p_mins and p_ref must be in (0, 1/k] = (0, 0.3333], got [-1.0, 0.05, 0.1] and p_ref=0.2'),
+    bound("TPN-p_mins-nan", "two_phase_nu", ['--p-mins', 'nan', '0.05', '0.1'], 'p_mins must be finite and in (0, 0.5], got [nan, 0.05, 0.1]'),
+    bound("TPN-p_mins-neg", "two_phase_nu", ['--p-mins', '-1', '0.05', '0.1'], 'p_mins must be finite and in (0, 0.5], got [-1.0, 0.05, 0.1]'),
     bound("TPN-trials-0", "two_phase_nu", ['--trials', '0'], 'trials must be an integer >= 1, got 0'),
     bound("TPN-n_tiny-0", "two_phase_nu", ['--n-tiny', '0'], 'n_tiny must be an integer >= 1, got 0'),
-    bound("TPN-n_low-neg", "two_phase_nu", ['--n-low', '-1'], 'n_low must be an integer in [0, n_ref) = [0, 8) (0 = n_ref - 1), got -1'),
-    bound("TPN-anchor_points-0", "two_phase_nu", ['--anchor-points', '0'], 'anchor_points must be an integer >= 1, got 0'),
+    bound("TPN-n_low-neg", "two_phase_nu", ['--n-low', '-1'], 'n_low must be an integer >= 0, got -1'),
+    bound("TPN-anchor_points-0", "two_phase_nu", ['--anchor-points', '0'], 'anchor_points must be an integer >= 2, got 0'),
     bound("TPN-cov_low-nan", "two_phase_nu", ['--cov-low', 'nan'], 'cov_low must be finite and > 0, got nan'),
     bound("TPN-cov_low-neg", "two_phase_nu", ['--cov-low', '-1'], 'cov_low must be finite and > 0, got -1.0'),
     bound("TPN-cov_high-nan", "two_phase_nu", ['--cov-high', 'nan'], 'cov_high must be finite and > 0, got nan'),
@@ -300,7 +300,7 @@ BOUNDS = [
     bound("CMP-m-0", "compare", ['--m', '0'], 'm must be an integer >= 1, got 0'),
     bound("CMP-n-0", "compare", ['--n', '0'], 'n must be an integer >= 1, got 0'),
     bound("CMP-d-0", "compare", ['--d', '0'], 'd must be an integer >= 1, got 0'),
-    bound("CMP-k-0", "compare", ['--k', '0'], 'k must be an integer >= 1, got 0'),
+    bound("CMP-k-0", "compare", ['--k', '0'], 'k must be an integer >= 2, got 0'),
     bound("CMP-sigma-nan", "compare", ['--sigma', 'nan'], 'sigma must be finite and > 0, got nan'),
     bound("CMP-sigma-neg", "compare", ['--sigma', '-1'], 'sigma must be finite and > 0, got -1.0'),
     bound("CMP-separation-nan", "compare", ['--separation', 'nan'], 'separation must be finite and > 0, got nan'),
@@ -504,34 +504,37 @@ COMBOS = [
     combo("TP1-rounds-no-memory", "two_phase_phase1", ["--fmd-rounds", "1000000000000"],
           "of memory, more than this machine's", ("--fmd-rounds",)),
     # ---- two_phase_nu
-    combo("TPN-k-1", "two_phase_nu", ["--k", "1"], "k must be at least 2 (the sweeps need clusters), got 1", ("k",)),
-    combo("TPN-d-below-k", "two_phase_nu", ["--d", "2"], "d must be at least k = 3 (Phase 1 estimates k directions "
-          "in dimension d), got d=2", ("d",)),
-    combo("TPN-n-low-at-n-ref", "two_phase_nu", ["--n-low", "8"], "n_low must be an integer in [0, n_ref) = [0, 8)",
+    combo("TPN-k-1", "two_phase_nu", ["--k", "1"], "k must be an integer >= 2, got 1", ("k",)),
+    combo("TPN-d-below-k", "two_phase_nu", ["--d", "2"], "d must be at least k (Phase 1 estimates k directions "
+          "in dimension d); got d=2, k=3", ("d",)),
+    combo("TPN-n-low-at-n-ref", "two_phase_nu", ["--n-low", "8"], "n_low must be below n_ref (0 = n_ref - 1); got n_low=8, n_ref=8",
           ("n_low",)),
     combo("TPN-Ms-fixed-N-above-N", "two_phase_nu", ["--Ms-fixed-N", "1000", "30000"],
-          "Ms_fixed_N must be at most N_fixed = 24000 (every client needs a point)", ("Ms_fixed_N",)),
+          "every value of Ms_fixed_N must be at most N_fixed (every client needs a point); got "
+          "Ms_fixed_N=[1000, 30000], N_fixed=24000", ("Ms_fixed_N",)),
     combo("TPN-n-tiny-above-N", "two_phase_nu", ["--n-tiny", "1000"], "tiny clients of n_tiny=1000 points leave",
           ("n_tiny",)),
     combo("TPN-tiny-fraction-1", "two_phase_nu", ["--tiny-fractions", "0", "1"],
-          "tiny_fractions must be in [0, 1), got [0.0, 1.0]", ("tiny_fractions",)),
+          "tiny_fractions must be finite and in [0, 1), got [0.0, 1.0]", ("tiny_fractions",)),
     combo("TPN-chi2s-one-point", "two_phase_nu", ["--chi2s", "0.5"], "chi2s needs at least 2 values (a slope), got [0.5]",
           ("chi2s",)),
     combo("TPN-p-mins-above-1-over-k", "two_phase_nu", ["--p-mins", "0.1", "0.5"],
-          "p_mins and p_ref must be in (0, 1/k] = (0, 0.3333], got [0.1, 0.5]", ("p_mins",)),
+          "p_mins and p_ref must be at most 1/k = 0.3333 (the smallest cluster's share); got "
+          "p_mins=[0.1, 0.5]", ("p_mins",)),
     combo("TPN-cov-low-above-high", "two_phase_nu", ["--cov-low", "3", "--cov-high", "2"],
-          "cov_high must be >= cov_low, got 2.0 < 3.0", ("cov_high",)),
+          "cov_high must be at least cov_low; got cov_high=2.0, cov_low=3.0", ("cov_high",)),
     combo("TPN-Ms-fixed-n-below-2k", "two_phase_nu", ["--Ms-fixed-n", "4", "500"],
-          "Ms_fixed_n must hold integers >= 2k = 6, got [4, 500]", ("Ms_fixed_n",)),
-    combo("TPN-anchor-points-1", "two_phase_nu", ["--anchor-points", "1"], "anchor_points must be in [2, inf), got 1",
+          "every value of Ms_fixed_n must be at least 2k (two clients per cluster); got "
+          "Ms_fixed_n=[4, 500], k=3", ("Ms_fixed_n",)),
+    combo("TPN-anchor-points-1", "two_phase_nu", ["--anchor-points", "1"], "anchor_points must be an integer >= 2, got 1",
           ("anchor_points",)),
     combo("TPN-too-many-trials", "two_phase_nu", ["--trials", "100000000"], "more than the engine's limit of 1e+07",
           ("trials",)),
     # ---- compare
-    combo("CMP-k-1", "compare", ["--k", "1"], "k must be in [2, m] = [2, 40], got 1", ("k",)),
-    combo("CMP-k-above-m", "compare", ["--k", "41"], "k must be in [2, m] = [2, 40], got 41", ("k",)),
+    combo("CMP-k-1", "compare", ["--k", "1"], "k must be an integer >= 2, got 1", ("k",)),
+    combo("CMP-k-above-m", "compare", ["--k", "41"], "k must be at most m (every cluster needs a client); got k=41, m=40", ("k",)),
     combo("CMP-regimes-repeated", "compare", ["--regimes", "balanced", "balanced"],
-          "regimes must be distinct names among", ("regimes",)),
+          "regimes must be distinct, got ['balanced', 'balanced']", ("regimes",)),
     combo("CMP-unequal-p-k-6", "compare", ["--k", "6", "--m", "60"],
           "the unequal_p regime gives cluster 0 probability 0.2, which needs k <= 5, got k=6", ("k=6",)),
     combo("CMP-too-many-trials", "compare", ["--trials", "100000000"], "more than the engine's limit of 1e+07",
@@ -678,7 +681,9 @@ def test_a_legal_edge_is_accepted_with_the_grid_its_axes_give(name, argv, n_cell
     assert "Traceback" not in out
     with warnings.catch_warnings(record=True) as caught:  # the refusals again, as SweepWarnings
         warnings.simplefilter("always")
-        sweep = module.build_sweep(module.config_from_args(module.build_parser().parse_args(argv)))
+        study = getattr(module, "STUDY", None)  # a study folder: its Study parses; a script: its own functions
+        sweep = module.build_sweep(study.config_from_args(study.parser().parse_args(argv)) if study is not None
+                                   else module.config_from_args(module.build_parser().parse_args(argv)))
     assert [str(w.message) for w in caught] == [line.split(": warning: ", 1)[1] for line in lines]
     assert len(sweep.cells) == n_cells
     assert f"Grid: {n_cells} cells x " in out

@@ -112,8 +112,8 @@ class Config(Spec):
     chi2s: tuple[float, ...] = param("target chi-squares of the bulk sizes of the 'chi2' sweep", low=0)
     Ms_fixed_n: tuple[int, ...] = param("numbers of clients M of the 'M at fixed n_i' sweep (each at least 2k)",
                                         low=1)
-    Ms_fixed_N: tuple[int, ...] = param("numbers of clients M of the 'M at fixed N' sweep (each at least 2k)", low=1,
-                                        at_most="N_fixed", why="every client needs a point")
+    Ms_fixed_N: tuple[int, ...] = param("numbers of clients M of the 'M at fixed N' sweep (each at least 2k, at most "
+                                        "N_fixed)", low=1)
     N_fixed: int = param("total points N of the ordinary clients along the 'M at fixed N' sweep", low=1)
     p_mins: tuple[float, ...] = param("p_min values of the 'p_min at fixed nu' sweep (each at most 1/k)", low=0,
                                       low_open=True, high=0.5)
@@ -146,8 +146,9 @@ class Config(Spec):
         return self.n_low or self.n_ref - 1
 
     def check(self):
-        """What no field's keywords say: the slopes' two points, ``n_low < n_ref``, ``M >= 2k``,
-        ``p <= 1/k``, and every design of every sweep buildable (raises naming the problem)."""
+        """What no field's keywords say: the slopes' two points, ``n_low < n_ref``, ``M <= N_fixed``
+        (a relation checked here, after ``N_fixed``'s own range), ``M >= 2k``, ``p <= 1/k``, and
+        every design of every sweep buildable (raises naming the problem)."""
         if self.n_low >= self.n_ref:
             raise ValueError(f"n_low must be below n_ref (0 = n_ref - 1); got n_low={self.n_low}, n_ref={self.n_ref}")
         if self.n_ref < 2 and self.n_low == 0:
@@ -155,6 +156,9 @@ class Config(Spec):
         for name in _SLOPES:
             if len(getattr(self, name)) < 2:
                 raise ValueError(f"{name} needs at least 2 values (a slope), got {list(getattr(self, name))}")
+        if any(M > self.N_fixed for M in self.Ms_fixed_N):  # here, not at_most=: N_fixed comes later
+            raise ValueError(f"every value of Ms_fixed_N must be at most N_fixed (every client needs a point); "
+                             f"got Ms_fixed_N={list(self.Ms_fixed_N)}, N_fixed={self.N_fixed}")
         for name in ("Ms_fixed_n", "Ms_fixed_N"):
             if any(M < 2 * self.k for M in getattr(self, name)):
                 raise ValueError(f"every value of {name} must be at least 2k (two clients per cluster); "
