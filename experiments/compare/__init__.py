@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import warnings
+from collections.abc import Mapping
 
 from mixreg.algorithms import unmet_precondition
 from mixreg.montecarlo import SweepWarning
@@ -83,6 +84,13 @@ class Config(Spec):
     trials: int = param("trials per regime", low=1)
     n_inits: int = param("random starts per method, each run with every step size of the grid", low=1)
     n_rounds: int = param("most rounds of every iterative phase", low=1)
+
+    def __post_init__(self):
+        # the recorded config (_record) holds the regimes' descriptions under their names, in order:
+        # a config rebuilt from a manifest (--redraw) reads the names
+        if isinstance(self.regimes, Mapping):
+            object.__setattr__(self, "regimes", tuple(self.regimes))
+        super().__post_init__()
 
     def check(self):
         """The unequal_p regime's share of cluster 0 (0.2 <= 1/k), and every regime's problem."""
