@@ -26,10 +26,10 @@ The views, each keyed by the names the study's records use (:attr:`MethodStyle.k
   squares as a ceiling), whose labels are the panel titles of
   :func:`mixreg.plotting.plot_success_vs_separation`.  Their colour is ``None``: that figure
   colours its curves by noise level;
-* :data:`COMPARE`: the methods of the head-to-head comparison (``experiments/compare.py``), in
-  table order; their :attr:`MethodStyle.kind` says which are registered algorithms, variants
-  and reference points (:data:`mixreg.trials_compare.VARIANTS` and ``REFERENCES`` are read
-  from it).
+* :data:`COMPARE`: the methods of the head-to-head comparison (the study ``experiments/compare/``),
+  in table order; their :attr:`MethodStyle.kind` says which are registered algorithms, variants
+  and reference points (the study's ``VARIANTS`` and ``REFERENCES``, in
+  ``experiments/compare/trial.py``, are read from it).
 
 A label may be a template with ``{name}`` fields for the method's parameters (FedAvg's number
 of local steps ``s``); :func:`method_label` fills them in.
@@ -154,7 +154,7 @@ REGISTRY = (
                     short="honest", kind="rule"),
         MethodStyle("oracle", "known-label LS oracle (ceiling)", None, "o", "-", short="oracle", kind="rule"),
     ),
-    # the head-to-head comparison: the algorithms of mixreg.trials_compare.COMPARED, then the
+    # the head-to-head comparison: the algorithms of COMPARED (experiments/compare/trial.py), then the
     # reference points, in table order.  Grey for the reference points; IFCA's family in
     # purples, Su-Xu-Yang's Phase 2 in greens, the one-shot clusterers in oranges, the
     # point-level methods in blues

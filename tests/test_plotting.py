@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 from experiments.success_vs_R.figures import plot_success_collapse, plot_success_vs_separation  # noqa: E402
 from experiments.success_vs_mn.figures import plot_success_heatmap, plot_success_vs_m  # noqa: E402
 from mixreg.plotting import save_figure  # noqa: E402
-from mixreg.plotting._common import _plain  # noqa: E402
+from mixreg.plotting import plain_tick  # noqa: E402
 
 
 def _summary():
@@ -49,7 +49,7 @@ def test_save_figure_writes_every_copy_of_one_drawing(tmp_path):
 
 
 def test_plain_tick_labels_have_no_scientific_notation():
-    assert [_plain(v) for v in (0.03, 0.1, 2.0, 40.0, 500.0)] == ["0.03", "0.1", "2", "40", "500"]
+    assert [plain_tick(v) for v in (0.03, 0.1, 2.0, 40.0, 500.0)] == ["0.03", "0.1", "2", "40", "500"]
 
 
 def test_ceiling_is_drawn_only_when_asked_and_the_prediction_is_labelled():
@@ -139,20 +139,3 @@ def test_m_n_figures_have_one_panel_per_rule_and_r_and_say_what_is_predicted(tmp
     hatched = [p for p in panels[0].patches if p.get_hatch()]
     assert len(hatched) == sum(row["ls_unlikely"] for row in predictions)
     save_figure(fig, tmp_path / "heat")
-
-
-def test_comparison_figure_says_why_a_method_was_refused():
-    import matplotlib.pyplot as plt
-
-    from mixreg.plotting import plot_comparison
-
-    reason = "needs d >= 4 for p = 3 signature vectors; got d = 3"
-    rows = [dict(method="ifca", trials=2, refused=0, refusal="", all_diverged=0, err_mean_mean=0.5,
-                 err_max_mean=0.7, mis_clients_mean=0.1, mis_points_mean=0.1, rounds_mean=10.0,
-                 upload_mean=5.0, download_mean=5.0, time_mean=0.01),
-            dict(method="pacfl_x", trials=2, refused=2, refusal=reason, all_diverged=0)]
-    fig = plot_comparison(rows, title="balanced", footnote="Every method: ...")
-    texts = [t.get_text() for t in fig.texts] + [t.get_text() for ax in fig.axes for t in ax.texts]
-    plt.close(fig)
-    assert any(text.endswith(f"PACFL (x) refused: {reason}.") and text.startswith("Every method") for text in texts)
-    assert "refused in 2/2 trials (why: below)" in texts

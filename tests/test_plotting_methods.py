@@ -50,7 +50,7 @@ def test_oracle_means_known_label_least_squares_and_the_views_derive_from_the_re
     """"oracle" names known-label least squares only; the two-phase records' ``oracle`` columns
     (IFCA started at theta*, recorded before the names were settled) are ``ifca_truth``'s."""
     from mixreg.methods import COMPARE, REGISTRY
-    from mixreg.trials_compare import COMPARED as ALGORITHMS, METHODS as COMPARED, REFERENCES, VARIANTS
+    from experiments.compare.trial import COMPARED as ALGORITHMS, METHODS as COMPARED, REFERENCES, VARIANTS
 
     assert [(s.study, s.kind) for s in REGISTRY if s.name == "oracle"] == [("success_rules", "rule")]
     assert "known-label" in RULES["oracle"].label and "known-label" in COMPARE["known_label_ls"].label

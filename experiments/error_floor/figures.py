@@ -13,8 +13,8 @@ import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import METHODS, MethodStyle
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import plain_tick, save_figure
+import matplotlib.pyplot as plt
 
 from .summary import NAME
 
@@ -148,7 +148,7 @@ def _panel(ax, axis, points, exponents):
     if xs.size:
         ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
         ax.set_xticks(xs)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(label)
     ax.set_ylabel("final error: matched max_j ‖θ̂_j − θ*_j‖ (mean)")

@@ -9,8 +9,8 @@ import matplotlib.patches
 import matplotlib.ticker
 import numpy as np
 
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import plain_tick, save_figure
+import matplotlib.pyplot as plt
 
 from ..ifca_mechanism import assumption2_unit
 from ..ifca_mechanism.figures import finish, floats
@@ -58,7 +58,7 @@ VARIANT_STYLES = {"rs": ("-", "o", "resampling (Thm 1's scheme)"), "fb": ("--", 
 def _log_alpha_axis(ax):
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.1, 0.25, 0.5, 1.0, 2.0, 3.0]))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 

@@ -8,8 +8,8 @@ import matplotlib.lines
 import matplotlib.ticker
 import numpy as np
 
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import plain_tick, save_figure
+import matplotlib.pyplot as plt
 
 from ..ifca_mechanism.figures import finish, floats
 from .summary import NAME
@@ -91,7 +91,7 @@ def plot_one_round_contraction(ratios, *, title=None, footnote=None):
         for a in (ax, bx):
             a.set_xscale("log")
             a.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(n_primes))
-            a.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+            a.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
             a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             a.grid(True, which="both", alpha=0.25)
     axes[0][0].set_ylabel("contraction ratio (median, 25–75%, 5–95%)")

@@ -8,8 +8,8 @@ import matplotlib.lines
 import matplotlib.ticker
 import numpy as np
 
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import plain_tick, save_figure
+import matplotlib.pyplot as plt
 
 from ..ifca_mechanism.figures import finish, floats
 from .summary import NAME
@@ -106,7 +106,7 @@ def plot_misclustering_exponent(rates, curves, exponents, *, title=None, footnot
             label="exact probability's slope on the measured n' grid")
     bx.set_xscale("log")
     bx.set_yscale("log")
-    bx.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+    bx.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
     bx.set_xlabel("ρ = Δ² / σ²")
     bx.set_ylabel("decay exponent  −d log P / dn'")
     bx.set_title("(b) exponent: measured, exact and Lemma 1's shape", fontsize=10)

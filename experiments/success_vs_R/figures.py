@@ -14,8 +14,8 @@ import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import RULES, method_label, rule_title
-from mixreg.plotting import not_drawn, save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import not_drawn, plain_tick, save_figure
+import matplotlib.pyplot as plt
 
 from .summary import CHECKED_RULES, NAME, _flag, _given
 
@@ -24,7 +24,7 @@ __all__ = ["draw", "plot_success_vs_separation", "plot_success_collapse"]
 
 def _log_tick(value, _pos=None):
     """A log-axis tick: plain between 0.01 and 1000 (0.3, 2, 50), else a power of ten (1e+08)."""
-    return _plain(value) if 0.01 <= value <= 1000 else f"{value:.0e}"
+    return plain_tick(value) if 0.01 <= value <= 1000 else f"{value:.0e}"
 
 
 _FAR_DECADES = 6.0  # a curve this many decades from the others' is named, not drawn
@@ -123,7 +123,7 @@ def plot_success_vs_separation(
                     ax.axvline(delta, color=colour, ls=styles[labels.index(label) % len(styles)], lw=1.0, alpha=0.8)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("realised separation Δ = min ‖θ*ᵢ − θ*ⱼ‖")
@@ -132,7 +132,7 @@ def plot_success_vs_separation(
         if r_per_delta:
             top = ax.secondary_xaxis("top", functions=(lambda d: d / r_per_delta, lambda r: r * r_per_delta))
             top.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-            top.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+            top.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
             top.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             top.set_xlabel(f"official per-coordinate scale r  (Δ ≈ {r_per_delta:.1f} r)", fontsize=9)
     axes[0][0].set_ylabel("success probability (95% Wilson interval)")

@@ -14,8 +14,8 @@ import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import RULES, method_label, rule_title
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import plain_tick, save_figure
+import matplotlib.pyplot as plt
 
 from .summary import EDGE_PROBABILITY, NAME, PAPER_R, RULES_DRAWN
 
@@ -107,7 +107,7 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
             ax.set_xscale("log")
             ax.set_xlim(lo_x, hi_x)
             ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ms))
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_plain))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_ylim(-0.03, 1.03)
             ax.grid(True, alpha=0.25)

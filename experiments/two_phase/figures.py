@@ -15,8 +15,8 @@ import textwrap
 import numpy as np
 
 from mixreg.methods import METHODS, method_label
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _errorbars, _label, _style, plt
+from mixreg.plotting import median_errorbars, method_style, save_figure, series_label
+import matplotlib.pyplot as plt
 
 from .summary import FLOOR_FACTOR, GAP_TOLERANCE, NAME, ROUNDS_SPREAD
 from .trial import SOLVERS
@@ -52,15 +52,15 @@ def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, 
     """
     fig, ax = plt.subplots(figsize=(9.0, 7.4))
     for c in curves:
-        style = _style(c.get("key"))
+        style = method_style(c.get("key"))
         med, lo, hi = (np.asarray(c[key], dtype=float) for key in ("median", "low", "high"))
         show = med > 0
         ax.plot(np.asarray(c["rounds"])[show], med[show], ls=style.linestyle, color=style.color,
-                marker=style.marker, ms=3.5, lw=1.8, label=_label(c.get("key"), c.get("label")))
+                marker=style.marker, ms=3.5, lw=1.8, label=series_label(c.get("key"), c.get("label")))
         band = show & (lo > 0)
         ax.fill_between(np.asarray(c["rounds"])[band], lo[band], hi[band], color=style.color, alpha=0.15, lw=0)
     if floor is not None and np.isfinite(floor[0]) and floor[0] > 0:
-        ax.axhline(floor[0], color=METHODS["ls"].color, ls="-.", lw=1.2, label=_label("ls", floor[1]))
+        ax.axhline(floor[0], color=METHODS["ls"].color, ls="-.", lw=1.2, label=series_label("ls", floor[1]))
     if theory is not None:
         ax.plot(theory[0], theory[1], "k--", lw=1.3, label=theory[2])
     _rounds_axis(ax, switch_round)
@@ -102,7 +102,7 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
     """
     fig, axes = plt.subplots(1, 3, figsize=(17.0, 6.0))
     ax = axes[0]
-    _errorbars(ax, by_M["M"], by_M["series"])
+    median_errorbars(ax, by_M["M"], by_M["series"])
     handles, labels = ax.get_legend_handles_labels()  # the methods: one shared legend
     if by_M.get("theory") is not None:
         line, = ax.plot(by_M["M"], by_M["theory"][0], "k--", lw=1.3)
@@ -119,7 +119,7 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
 
     ax = axes[1]
     x = np.arange(1, len(by_law["laws"]) + 1, dtype=float)
-    _errorbars(ax, x, by_law["series"], spread=0.08)
+    median_errorbars(ax, x, by_law["series"], spread=0.08)
     if by_law.get("theory") is not None:
         cross, = ax.plot(x, by_law["theory"][0], "kx", ms=9, mew=2)
         ax.legend([cross], [by_law["theory"][1]], fontsize=7.5, loc="upper left", framealpha=0.9)
@@ -140,8 +140,8 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
         if np.isfinite(p).any():
             p_max = max(p_max, float(np.nanmax(p)))
     for r in rates:
-        style = _style(r["key"])
-        label = _label(r["key"], r.get("label"))
+        style = method_style(r["key"])
+        label = series_label(r["key"], r.get("label"))
         p = np.asarray(r["p"], dtype=float)
         ax.scatter(p, r["measured"], s=14, color=style.color, marker=style.marker or "o",
                    alpha=0.7, label=f"{label}: measured 1 − ρ")
@@ -174,12 +174,12 @@ def _wrap(text, width=95):
 def _draw_curves(ax, curves):
     """Median line and quartile band per curve (values <= 0 left out of the log scale)."""
     for c in curves:
-        style = _style(c.get("key"))
+        style = method_style(c.get("key"))
         med, lo, hi = (np.asarray(c[key], dtype=float) for key in ("median", "low", "high"))
         rounds = np.asarray(c["rounds"])
         show = np.isfinite(med) & (med > 0)
         ax.plot(rounds[show], med[show], ls=style.linestyle, color=style.color, marker=style.marker, ms=3.5,
-                lw=1.8, label=_wrap(_label(c.get("key"), c.get("label"))))
+                lw=1.8, label=_wrap(series_label(c.get("key"), c.get("label"))))
         band = show & np.isfinite(lo) & (lo > 0) & np.isfinite(hi)
         ax.fill_between(rounds[band], lo[band], hi[band], color=style.color, alpha=0.15, lw=0)
 
@@ -210,13 +210,13 @@ def plot_two_phase_rounds(panels, *, switch_round=None, title=None, footnote=Non
         _draw_curves(ax, panel["curves"])
         for key, value, label in panel.get("floors", ()):
             if value is not None and np.isfinite(value) and value > 0:
-                ax.axhline(value, color=_style(key).color, ls="-.", lw=1.2, label=_wrap(_label(key, label)))
+                ax.axhline(value, color=method_style(key).color, ls="-.", lw=1.2, label=_wrap(series_label(key, label)))
         for line in panel.get("theory", ()):
             values = np.asarray(line["values"], dtype=float)
             show = np.isfinite(values) & (values > 0)
             if show.any():
                 ax.plot(np.asarray(line["rounds"])[show], values[show], ls=line.get("linestyle", "--"),
-                        color=_style(line.get("key")).color, lw=1.3, alpha=0.9, label=_wrap(line["label"]))
+                        color=method_style(line.get("key")).color, lw=1.3, alpha=0.9, label=_wrap(line["label"]))
         _rounds_axis(ax, switch_round)
         ax.grid(True, which="both", alpha=0.25)
         ax.set_title(panel.get("title", ""), fontsize=10)
@@ -256,8 +256,8 @@ def plot_two_phase_contraction(solvers, *, title=None, footnote=None):
     lows, highs = [], []
     p_max, r_max = 0.0, 0.0
     for s in solvers:
-        style = _style(s["key"])
-        label = _label(s["key"], s.get("label"))
+        style = method_style(s["key"])
+        label = series_label(s["key"], s.get("label"))
         pred, meas, exact, p = (np.asarray(s[key], dtype=float) for key in ("predicted", "measured", "exact", "p"))
         ok = np.isfinite(pred) & np.isfinite(meas)
         axes[0].scatter(pred[ok], meas[ok], s=18, color=style.color, marker=style.marker or "o", alpha=0.8,

@@ -14,8 +14,8 @@ import textwrap
 import matplotlib.ticker
 import numpy as np
 
-from mixreg.plotting import save_figure
-from mixreg.plotting._common import _plain, plt
+from mixreg.plotting import plain_tick, save_figure
+import matplotlib.pyplot as plt
 from mixreg.stats import SlopeFit
 
 from .summary import _num
@@ -57,7 +57,7 @@ def _plain_log_axis(axis):
     decades = np.log10(high / low) if low > 0 and high > low else 1.0
     subs = (1.0,) if decades > 2.5 else (1.0, 2.0, 5.0) if decades > 1.2 else (1.0, 2.0, 3.0, 5.0)
     axis.set_major_locator(matplotlib.ticker.LogLocator(base=10.0, subs=subs))
-    axis.set_major_formatter(plt.FuncFormatter(_plain))
+    axis.set_major_formatter(plt.FuncFormatter(plain_tick))
     axis.set_minor_formatter(plt.NullFormatter())
 
 
@@ -125,7 +125,7 @@ def plot_phase1_error(panels, *, targets=(), title=None, footnote=None):
         ax.set_yscale("log")
         xs = sorted({float(v) for s in panel["series"] for v in s["x"]})
         ax.set_xticks(xs)
-        ax.set_xticklabels([_plain(v) for v in xs])
+        ax.set_xticklabels([plain_tick(v) for v in xs])
         ax.minorticks_off()
         _plain_log_axis(ax.yaxis)
         ax.set_xlabel(panel.get("xlabel", ""))

@@ -10,23 +10,24 @@ import numpy as np  # noqa: E402
 
 from ..methods import METHODS, MethodStyle, method_label  # noqa: E402
 
-__all__ = ["save_figure", "FigureNotDrawn", "not_drawn"]
+__all__ = ["save_figure", "FigureNotDrawn", "not_drawn", "plain_tick", "method_style", "series_label",
+           "median_errorbars"]
 
 # Drawn for a key the registry does not know: matplotlib's colour cycle, no marker.
 _UNREGISTERED = MethodStyle("", "", None, None, "-")
 
 
-def _style(key):
+def method_style(key):
     """The registry's style of method ``key``, or a neutral one for an unregistered key."""
     return METHODS.get(key, _UNREGISTERED)
 
 
-def _label(key, label):
+def series_label(key, label):
     """``label`` when the caller gave one, else the registry's label of method ``key``."""
     return method_label(key) if label is None else label
 
 
-def _plain(value, _pos=None):
+def plain_tick(value, _pos=None):
     """Tick label without scientific notation: 0.03, 0.1, 2, 40."""
     return f"{value:g}"
 
@@ -74,7 +75,7 @@ def save_figure(fig, path_without_suffix, *more_paths):
     return written
 
 
-def _errorbars(ax, x, series, *, spread=0.0):
+def median_errorbars(ax, x, series, *, spread=0.0):
     """Median markers with quartile bars for each ``(key, label, median, low, high)``.
 
     Colour, marker and line style are the registry's for ``key``; ``label=None`` takes the
@@ -83,10 +84,10 @@ def _errorbars(ax, x, series, *, spread=0.0):
     """
     n = len(series)
     for j, (key, label, med, lo, hi) in enumerate(series):
-        style = _style(key)
+        style = method_style(key)
         shift = spread * (j - (n - 1) / 2)
         xs = np.asarray(x, dtype=float) + shift
         med, lo, hi = (np.asarray(v, dtype=float) for v in (med, lo, hi))
         ax.errorbar(xs, med, yerr=[med - lo, hi - med], marker=style.marker or "o", ms=5,
                     ls=style.linestyle if spread == 0 else "none", color=style.color, lw=1.4, capsize=2,
-                    label=_label(key, label))
+                    label=series_label(key, label))

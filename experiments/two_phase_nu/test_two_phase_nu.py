@@ -7,6 +7,8 @@ import pytest
 
 from experiments import two_phase_nu
 
+pytestmark = pytest.mark.study
+
 # A reduced grid (about half a minute on one core): the reference cell is 300 clients of 8 points,
 # M at fixed n_i spans 16x in M, M at fixed N spans n_i = 24 .. 4.
 REDUCED = ["--M-ref", "300", "--n-ref", "8", "--p-ref", "0.2", "--tiny-fractions", "0", "0.5",
@@ -113,11 +115,11 @@ def test_statement_says_plainly_what_contradicts():
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--p-mins", "0.5", "0.1"], "p_mins and p_ref must be in"),
+        (["--p-mins", "0.5", "0.1"], "p_mins and p_ref must be at most 1/k"),
         (["--chi2s", "1"], "chi2s needs at least 2 values"),
-        (["--tiny-fractions", "0", "1"], "tiny_fractions must be in [0, 1)"),
+        (["--tiny-fractions", "0", "1"], "tiny_fractions must be finite and in [0, 1)"),
         (["--Ms-fixed-N", "300", "9000"], "Ms_fixed_N must be at most N_fixed"),
-        (["--n-low", "8"], "n_low must be an integer in [0, n_ref)"),
+        (["--n-low", "8"], "n_low must be below n_ref"),
         (["--tiny-fractions", "0", "0.95", "--n-tiny", "20"], "tiny clients"),
         (["--fx-tol", "-1"], "fx_tol must be finite and >= 0"),
     ],

@@ -1,14 +1,27 @@
-"""The head-to-head comparison of every method on one regime (``experiments/compare.py``)."""
+"""The comparison's figures: one per regime, every method's error, misclustering, rounds,
+communication and wall time side by side, drawn from ``summary.csv`` alone (:func:`draw`).
+
+:func:`plot_comparison` is this study's figure, not a library one: its panels are the metrics
+of :data:`.trial.METRICS` (communication as ``upload + download``, misclustering on the k = 2
+chance scale) and its rows the methods of the registry's comparison view
+(:data:`mixreg.methods.COMPARE`), in that view's order; rows of any other method are dropped.
+"""
 
 from __future__ import annotations
+
+import pathlib
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from ..methods import COMPARE
+from mixreg.methods import COMPARE
+from mixreg.plotting import save_figure
 
-__all__ = ["plot_comparison"]
+from .summary import NAME
+from .trial import REGIMES, STEPS, TOL, spec_of
+
+__all__ = ["draw", "plot_comparison"]
 
 # (column of the summary, x label, log scale) of each panel; a panel may draw two columns
 _PANELS = (
@@ -22,7 +35,7 @@ _PANELS = (
 
 def plot_comparison(rows, *, title, footnote=""):
     """One row of panels for one regime: every method's error, misclustering, rounds,
-    communication and wall time, from the summary table of ``experiments/compare.py``.
+    communication and wall time, from the study's summary table.
 
     Parameters
     ----------
@@ -100,3 +113,25 @@ def _value(row, column):
         return float(up) + float(down)
     value = row.get(f"{column}_mean")
     return float("nan") if value is None else float(value)
+
+
+def draw(config, tables, outdir):
+    """One figure per regime, from ``summary`` alone; returns the paths written."""
+    paths = []
+    for regime in config.regimes:
+        rows = [row for row in tables["summary"] if row["regime"] == regime]
+        if not rows:
+            continue
+        spec = spec_of(regime, m=config.m, n=config.n, d=config.d, k=config.k, sigma=config.sigma,
+                       separation=config.separation)
+        title = (f"{regime}: {REGIMES[regime][0]}  (m = {spec.m}, k = {spec.k}, d = {spec.d}, σ = {spec.sigma:g}, "
+                 f"Δ = {config.separation:g}; {rows[0]['trials']} trials)")
+        footnote = (f"Every method: {config.n_inits} random starts (FeSEM (k-means start): {config.n_inits} of its paper's "
+                    f"best-of-20 k-means starts) x steps {list(STEPS)}, the replica with the lowest "
+                    f"final training objective (never the distance to θ*); at most {config.n_rounds} rounds, stop when no "
+                    f"coordinate moves more than {TOL:g} x the data's parameter scale. Bars: 95% intervals of the mean. "
+                    f"Floats: per client, counted from each protocol. Misclustering at 0.5 (dotted) is chance for k = 2. "
+                    f"Grey: reference points (known-label LS knows every point's cluster; local only has no clustering).")
+        fig = plot_comparison(rows, title=title, footnote=footnote)
+        paths += save_figure(fig, pathlib.Path(outdir) / f"{NAME}_{regime}")
+    return paths

@@ -5,8 +5,15 @@ import numpy as np
 import pytest
 
 from experiments import two_phase_nu
+from experiments.two_phase_nu.trial import (
+    DESIGN_KEYS,
+    NuTrialSpec,
+    SizeDesign,
+    design_quantities,
+    nu_problem,
+    two_phase_nu_trial,
+)
 from mixreg.theory import leave_group_out_constant, sxy_axis_exponent, sxy_bound_shape, sxy_nu_terms
-from mixreg.trials_two_phase_nu import DESIGN_KEYS, SizeDesign, design_quantities, nu_problem, two_phase_nu_trial
 
 # a small version of the experiment: every sweep has two or three cells of at most 240 clients
 TINY = dict(k=3, d=4, sigma=1.0, separation=2.0, M_ref=60, n_ref=8, p_ref=0.2, tiny_fractions=(0.0, 0.5),
@@ -22,10 +29,10 @@ def config():
 @pytest.fixture(scope="module")
 def sweeps(config):
     """``{sweep: [(design, record), ...]}``: one trial of every cell of every sweep."""
-    cells = {two_phase_nu._key(SizeDesign.from_cell(c)): c for c in two_phase_nu.cells_of(config)}
+    cells = {two_phase_nu.design_key(spec.design): spec for spec in two_phase_nu.cells_of(config)}
     out = {}
     for axis, designs in two_phase_nu.axis_designs(config).items():
-        out[axis] = [(d, two_phase_nu_trial(cells[two_phase_nu._key(d)], np.random.SeedSequence(7))) for d in designs]
+        out[axis] = [(d, two_phase_nu_trial(cells[two_phase_nu.design_key(d)], np.random.SeedSequence(7))) for d in designs]
     return out
 
 
@@ -143,8 +150,9 @@ def test_trial_record(config, sweeps):
         assert 0 <= rec[f"{m}_misclustered_data"] <= 1
         assert 1 <= rec[f"{m}_rounds"] <= config.fx_rounds and not rec[f"{m}_diverged"]
     assert rec["ls_err"] > 0 and rec["fmd_err"] > 0
-    cell = next(c for c in two_phase_nu.cells_of(config) if SizeDesign.from_cell(c) == design)
-    again = two_phase_nu_trial(cell, np.random.SeedSequence(7))
+    spec = next(c for c in two_phase_nu.cells_of(config) if c.design == design)
+    assert NuTrialSpec.from_cell(spec.to_cell()) == spec  # the engine's cell gives the spec back
+    again = two_phase_nu_trial(spec, np.random.SeedSequence(7))
     assert {k: v for k, v in again.items() if not k.endswith("_time")} == \
         {k: v for k, v in rec.items() if not k.endswith("_time")}
 

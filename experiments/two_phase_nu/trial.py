@@ -34,36 +34,42 @@ their data; they count in ``M_total``, ``N_total`` and in :math:`w`).
 
 :func:`two_phase_nu_trial` runs FMD -> FedAvg(s) and FMD -> FedProx
 (:func:`mixreg.algorithms.two_phase.two_phase`: Phase 1 from :math:`\\theta_0 = 0`, then Phase 2
-from the Phase-1 centres until it stops moving, as :mod:`mixreg.trials_two_phase` runs them) and
+from the Phase-1 centres until it stops moving, as the two-phase study runs them) and
 known-label least squares (the oracle), and records the realised design quantities next to the
-errors.
+errors.  Its cell is a :class:`NuTrialSpec`: the design, the problem's other parameters and the
+methods' settings.  It is not a :class:`mixreg.study.TrialSpec` (a :class:`ProblemSpec` and a
+method) because the problem of a cell is not a ``ProblemSpec``: its sizes are designed, not drawn.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
 import numpy as np
 
-from ._validation import check_int, check_real
-from .algorithms import RunSizes, trial_bytes
-from .algorithms.two_phase import two_phase
-from .baselines import known_label_least_squares
-from .metrics import best_permutation, matched_max_distance, oracle_ls_floor
-from .problems import (
+from mixreg._validation import check_int, check_real
+from mixreg.algorithms import RunSizes, trial_bytes
+from mixreg.algorithms.two_phase import two_phase
+from mixreg.baselines import known_label_least_squares
+from mixreg.metrics import best_permutation, matched_max_distance, oracle_ls_floor
+from mixreg.problems import (
     ProblemSpec,
     cluster_proportions,
     diagonal_covariances,
     make_problem_from_parameters,
     make_theta_star,
 )
-from .theory import chi_square_from_uniform, sxy_nu_terms
+from mixreg.study import Spec, param
+from mixreg.theory import chi_square_from_uniform, sxy_nu_terms
 
 __all__ = [
     "SizeDesign",
+    "NuTrialSpec",
     "DESIGN_KEYS",
+    "TRIAL_KEYS",
     "nu_problem",
     "two_phase_nu_trial",
     "two_phase_nu_memory",
@@ -224,6 +230,48 @@ class SizeDesign:
         return np.concatenate(labels), np.concatenate(sizes)
 
 
+#: The cell keys after the design's (:data:`DESIGN_KEYS`): the problem's other parameters, then
+#: the methods' settings, in the order trials.csv has always had them (a trial's seed hashes them).
+TRIAL_KEYS = ("d", "sigma", "separation", "cov_low", "cov_high", "fmd_rounds", "fmd_sampling", "fmd_anchor_sampling",
+              "fmd_step_constant", "fx_rounds", "fx_tol", "fedavg_steps", "fedavg_step", "fedprox_step")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NuTrialSpec(Spec):
+    """One cell of the nu-terms study: a :class:`SizeDesign`, the problem's other parameters and
+    the two-phase methods' settings (what :func:`two_phase_nu_trial` runs).
+
+    Its engine cell (:meth:`to_cell`) is the design's keys (:data:`DESIGN_KEYS`) then
+    :data:`TRIAL_KEYS`, flat; :meth:`from_cell` is the inverse.
+    """
+
+    design: SizeDesign
+    d: int = param("dimension", low=1)
+    sigma: float = param("noise level sigma", low=0)
+    separation: float = param("minimum separation Delta of theta*", low=0, low_open=True)
+    cov_low: float = param("smallest eigenvalue of the feature covariances", low=0, low_open=True)
+    cov_high: float = param("largest eigenvalue of the feature covariances", low=0, low_open=True,
+                            at_least="cov_low")
+    fmd_rounds: int = param("Phase-1 rounds T1", low=1)
+    fmd_sampling: str = param("Phase-1 data of S_t", choices=("fresh", "reuse"))
+    fmd_anchor_sampling: str = param("Phase-1 data of the anchors", choices=("fresh", "reuse"))
+    fmd_step_constant: float = param("Phase-1 step constant c", low=0, low_open=True)
+    fx_rounds: int = param("Phase-2 rounds at most", low=1)
+    fx_tol: float = param("Phase-2 stopping tolerance", low=0)
+    fedavg_steps: int = param("local steps s of FedAvg(s)", low=1)
+    fedavg_step: float = param("FedAvg step size eta", low=0, low_open=True)
+    fedprox_step: float = param("FedProx parameter eta", low=0, low_open=True)
+
+    def to_cell(self):
+        """The engine cell: ``{**design.to_cell(), d, sigma, ...}`` (:data:`TRIAL_KEYS`)."""
+        return {**self.design.to_cell(), **{key: getattr(self, key) for key in TRIAL_KEYS}}
+
+    @classmethod
+    def from_cell(cls, cell):
+        """The spec a cell made by :meth:`to_cell` stands for."""
+        return cls(design=SizeDesign.from_cell(cell), **{key: cell[key] for key in TRIAL_KEYS})
+
+
 def design_quantities(design, *, d, sigma):
     """What a design fixes, computed from its sizes alone (unit constants ``C3 = C4 = 1``).
 
@@ -299,31 +347,32 @@ def _misclustered_data(problem, theta, assignments):
     return float(problem.sizes[wrong].sum() / problem.N)
 
 
-def two_phase_nu_memory(cell):
-    """Upper estimate of :func:`two_phase_nu_trial`'s peak bytes from the cell's sizes (nothing is
+def two_phase_nu_memory(spec):
+    """Upper estimate of :func:`two_phase_nu_trial`'s peak bytes from the spec's sizes (nothing is
     allocated; :func:`mixreg.algorithms.trial_bytes`): the problem of ``M + k`` clients and ``N``
     points plus the anchors' (the design's sizes and labels, ``24 (M + k)``), Phase 1, one
     Phase-2 replica, known-label least squares."""
-    M, N, k = int(cell["M"]), int(cell["N"]), int(cell["k"])
-    clients, rows = M + k, N + k * int(cell["anchor_points"])
-    spec = ProblemSpec(m=clients, k=k, d=int(cell["d"]), n=-(-rows // clients), sigma=float(cell["sigma"]),
-                       scale=float(cell["separation"]), protocol="gaussian", cov_low=float(cell["cov_low"]),
-                       cov_high=float(cell["cov_high"]))
-    runs = [("moment_descent", RunSizes(m=k, N=spec.max_rows, d=spec.d, k=k)), ("fedx", RunSizes.of(spec)),
-            ("least_squares", RunSizes.of(spec))]
-    return trial_bytes([spec], runs) + 24.0 * clients
+    design = spec.design
+    M, N, k = int(design.M), int(design.N), int(design.k)
+    clients, rows = M + k, N + k * int(design.anchor_points)
+    problem = ProblemSpec(m=clients, k=k, d=int(spec.d), n=-(-rows // clients), sigma=float(spec.sigma),
+                          scale=float(spec.separation), protocol="gaussian", cov_low=float(spec.cov_low),
+                          cov_high=float(spec.cov_high))
+    runs = [("moment_descent", RunSizes(m=k, N=problem.max_rows, d=problem.d, k=k)), ("fedx", RunSizes.of(problem)),
+            ("least_squares", RunSizes.of(problem))]
+    return trial_bytes([problem], runs) + 24.0 * clients
 
 
-def two_phase_nu_trial(cell, seed):
-    """One trial: a problem of the cell's :class:`SizeDesign`, the two-phase methods, the oracle.
+def two_phase_nu_trial(spec, seed):
+    """One trial: a problem of the spec's :class:`SizeDesign`, the two-phase methods, the oracle.
 
     Parameters
     ----------
-    cell : dict
-        The design (:data:`DESIGN_KEYS`); the problem: ``d, sigma, separation, cov_low,
-        cov_high``; Phase 1: ``fmd_rounds, fmd_sampling, fmd_anchor_sampling,
-        fmd_step_constant``; Phase 2: ``fx_rounds`` (at most), ``fx_tol`` (stop once no
-        coordinate moves more than this in a round), ``fedavg_steps, fedavg_step, fedprox_step``.
+    spec : NuTrialSpec
+        The design; the problem: ``d, sigma, separation, cov_low, cov_high``; Phase 1:
+        ``fmd_rounds, fmd_sampling, fmd_anchor_sampling, fmd_step_constant``; Phase 2:
+        ``fx_rounds`` (at most), ``fx_tol`` (stop once no coordinate moves more than this in a
+        round), ``fedavg_steps, fedavg_step, fedprox_step``.
     seed : numpy.random.SeedSequence
         Spawns two streams: the problem, Phase 1.
 
@@ -336,23 +385,23 @@ def two_phase_nu_trial(cell, seed):
         ``M_total, N_total, p_min_realised, N_min, chi2, nu1, nu2, nu`` of the problem drawn.
     """
     data_ss, fmd_ss = seed.spawn(2)
-    design = SizeDesign.from_cell(cell)
-    d = int(cell["d"])
-    problem, anchors = nu_problem(design, d=d, sigma=float(cell["sigma"]), separation=float(cell["separation"]),
-                                  cov_low=float(cell["cov_low"]), cov_high=float(cell["cov_high"]),
+    design = spec.design
+    d = int(spec.d)
+    problem, anchors = nu_problem(design, d=d, sigma=float(spec.sigma), separation=float(spec.separation),
+                                  cov_low=float(spec.cov_low), cov_high=float(spec.cov_high),
                                   rng=np.random.default_rng(data_ss))
     theta_star, k = problem.theta_star, design.k
     out = {}
 
-    solvers = {"fedavg": (float(cell["fedavg_step"]), int(cell["fedavg_steps"])),
-               "fedprox": (float(cell["fedprox_step"]), 1)}
+    solvers = {"fedavg": (float(spec.fedavg_step), int(spec.fedavg_steps)),
+               "fedprox": (float(spec.fedprox_step), 1)}
     p1 = None  # the FedAvg call runs Phase 1, the FedProx call starts from its output
     for name, (eta, steps) in solvers.items():
         run = two_phase(problem, anchors, k, eta, rng=np.random.default_rng(fmd_ss),
-                        phase1_rounds=int(cell["fmd_rounds"]), sampling=cell["fmd_sampling"],
-                        anchor_sampling=cell["fmd_anchor_sampling"], step_constant=float(cell["fmd_step_constant"]),
-                        local_solver=name, local_steps=steps, phase2_rounds=int(cell["fx_rounds"]),
-                        tol=float(cell["fx_tol"]), phase1=p1)
+                        phase1_rounds=int(spec.fmd_rounds), sampling=spec.fmd_sampling,
+                        anchor_sampling=spec.fmd_anchor_sampling, step_constant=float(spec.fmd_step_constant),
+                        local_solver=name, local_steps=steps, phase2_rounds=int(spec.fx_rounds),
+                        tol=float(spec.fx_tol), phase1=p1)
         if p1 is None:
             p1 = run.phase1
             start = time.perf_counter()

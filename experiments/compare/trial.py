@@ -61,11 +61,12 @@ What is recorded per method (columns ``<method>_<what>``)
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
 
-from .algorithms import (
+from mixreg.algorithms import (
     ProblemRefused,
     RunSizes,
     data_scales,
@@ -73,15 +74,16 @@ from .algorithms import (
     trial_bytes,
     unmet_precondition,
 )
-from .algorithms.fesem import initial_centres
-from .baselines import known_label_least_squares
-from .local_solvers import local_least_squares
-from .methods import COMPARE
-from .metrics import matched_max_distance, matched_mean_distance, misclustering_rate
-from .problems import ProblemSpec
+from mixreg.algorithms.fesem import initial_centres
+from mixreg.baselines import known_label_least_squares
+from mixreg.local_solvers import local_least_squares
+from mixreg.methods import COMPARE
+from mixreg.metrics import matched_max_distance, matched_mean_distance, misclustering_rate
+from mixreg.problems import ProblemSpec
+from mixreg.study import Spec, param
 
-__all__ = ["compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "COMPARED", "VARIANTS", "REFERENCES",
-           "STEPS", "TOL", "METRICS"]
+__all__ = ["CompareSpec", "compare_trial", "compare_memory", "spec_of", "REGIMES", "METHODS", "COMPARED", "VARIANTS",
+           "REFERENCES", "STEPS", "TOL", "METRICS"]
 
 #: Each regime: its description and the :class:`ProblemSpec` fields it changes from ``balanced``,
 #: as a function of the base sizes ``(m, n, d, k, sigma, separation)``.
@@ -143,25 +145,61 @@ def methods():
 METHODS = methods()
 
 
-def compare_memory(cell):
-    """Upper estimate of :func:`compare_trial`'s peak bytes from the cell's sizes (nothing is
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CompareSpec(Spec):
+    """One cell of the comparison: a regime around the base problem, and the methods' budget.
+
+    Not a :class:`mixreg.study.TrialSpec`: the cell stores the regime's name and the base sizes
+    (what the command line sets), and the regime makes the :class:`ProblemSpec` of them
+    (:attr:`problem`, :func:`spec_of`), which a cell could not give back.  Its engine cell
+    (:meth:`to_cell`) is its fields in declaration order.
+    """
+
+    regime: str = param("the regime (a key of REGIMES)", choices=tuple(REGIMES))
+    m: int = param("clients", low=1)
+    n: int = param("points per client (the mean, in the unbalanced regime)", low=1)
+    d: int = param("dimension", low=1)
+    k: int = param("clusters", low=1)
+    sigma: float = param("noise level sigma of the base problem", low=0, low_open=True)
+    separation: float = param("minimum distance between the theta*_l", low=0, low_open=True)
+    n_rounds: int = param("most rounds of every iterative phase", low=1)
+    n_inits: int = param("random starts per method", low=1)
+
+    @property
+    def problem(self):
+        """The regime's :class:`ProblemSpec` (:func:`spec_of`)."""
+        return spec_of(self.regime, m=self.m, n=self.n, d=self.d, k=self.k, sigma=self.sigma,
+                       separation=self.separation)
+
+    def to_cell(self):
+        """The engine cell: ``{regime, m, n, d, k, sigma, separation, n_rounds, n_inits}``."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_cell(cls, cell):
+        """The spec a cell made by :meth:`to_cell` stands for."""
+        return cls(**{f.name: cell[f.name] for f in dataclasses.fields(cls)})
+
+
+def compare_memory(spec):
+    """Upper estimate of :func:`compare_trial`'s peak bytes from the spec's sizes (nothing is
     allocated; :func:`mixreg.algorithms.trial_bytes`): the regime's problem, then the heaviest
     of the methods, each a batched call of ``n_inits x len(STEPS)`` replicas, and the
     least-squares reference points."""
-    spec = spec_of(cell["regime"], **{key: cell[key] for key in ("m", "n", "d", "k", "sigma", "separation")})
-    sizes = RunSizes.of(spec, replicas=int(cell["n_inits"]) * len(STEPS))
-    return trial_bytes([spec], [(name, sizes) for name in COMPARED] + [("least_squares", RunSizes.of(spec))])
+    problem = spec.problem
+    sizes = RunSizes.of(problem, replicas=int(spec.n_inits) * len(STEPS))
+    return trial_bytes([problem], [(name, sizes) for name in COMPARED] + [("least_squares", RunSizes.of(problem))])
 
 
-def compare_trial(cell, seed):
+def compare_trial(spec, seed):
     """One trial of the comparison (see the module docstring).
 
     Parameters
     ----------
-    cell : dict
+    spec : CompareSpec
         ``regime`` (a key of :data:`REGIMES`) and the base problem ``m, n, d, k, sigma,
-        separation`` (:func:`spec_of`), ``n_rounds`` (most rounds of every iterative phase) and
-        ``n_inits`` (random starts per method).
+        separation`` (its :attr:`~CompareSpec.problem`, :func:`spec_of`), ``n_rounds`` (most
+        rounds of every iterative phase) and ``n_inits`` (random starts per method).
     seed : numpy.random.SeedSequence
         Spawns three streams: the data, the starts, the methods' own randomness.
 
@@ -174,9 +212,8 @@ def compare_trial(cell, seed):
         main cluster).
     """
     data_ss, init_ss, method_ss = seed.spawn(3)
-    spec = spec_of(cell["regime"], **{key: cell[key] for key in ("m", "n", "d", "k", "sigma", "separation")})
-    problem = spec.generate(np.random.default_rng(data_ss))
-    T, n_inits = int(cell["n_rounds"]), int(cell["n_inits"])
+    problem = spec.problem.generate(np.random.default_rng(data_ss))
+    T, n_inits = int(spec.n_rounds), int(spec.n_inits)
     k, d = problem.k, problem.d
     scale = data_scales(problem)[1]
     tol = TOL * scale

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from experiments import compare
+from experiments.compare.trial import COMPARED, METHODS, REFERENCES, REGIMES, VARIANTS, spec_of
 from mixreg.algorithms import ALGORITHMS
 from mixreg.montecarlo.reader import read_results
-from mixreg.trials_compare import COMPARED, METHODS, REFERENCES, REGIMES, VARIANTS, spec_of
+
+pytestmark = pytest.mark.study
 
 
 @pytest.fixture(scope="module")
