@@ -1,28 +1,13 @@
 """The command line of every study: its Config's flags, the engine's flags and ``--redraw``.
 
-An experiment declares each of its parameters once, as a field of its frozen ``Config``
-dataclass, with a real type annotation and a help text (:func:`param`)::
-
-    @dataclasses.dataclass(frozen=True)
-    class Config:
-        preset: str = param("quick (default, minutes) or paper (hours)")
-        trials: int = param("trials per cell")
-        sigmas: tuple[float, ...] = param("noise levels", renamed_from="--sigma")
-        dtype: str = param("floating-point type", default="float64", choices=("float32", "float64"))
-
-        def validate(self):  # raises ValueError naming the field and its allowed range
-            ...
-
-    PRESETS = {"quick": dict(trials=16, sigmas=(0.0, 0.5)), "paper": dict(trials=40, ...)}
-
-    # NAME, TABLES, REPO, build_sweep, summarise and draw defined above; then the last lines:
-    build_parser, config_from_args, main = _cli.entry_points(
-        __name__, description="...", paper_presets=("paper",))
-
-    if __name__ == "__main__":
-        sys.exit(main())
-
-(:func:`entry_points`, around :func:`parser_from_config` and :func:`experiment_main`.)
+A study (:class:`mixreg.study.Study`) declares each of its parameters once, as a field of its
+``Config`` (a :class:`mixreg.study.Spec`) made with :func:`mixreg.study.param`: a real type
+annotation, a help text, the allowed range, choices or relation, and the flags of earlier
+versions.  ``Study.main(argv)`` builds the command line from it with :func:`parser_from_config`,
+turns the arguments into a validated config with :func:`config_from_args` and runs
+:func:`experiment_main`; a study's ``__main__.py`` is ``sys.exit(STUDY.main(command_line=True))``.
+``--help`` shows every flag's value in the default preset, and in the other presets where it
+differs.
 
 Flags
 -----
@@ -69,7 +54,7 @@ lists the failures (one line each) and exits 1.
 
 Stopping a run
 --------------
-On the command line (``python -m experiments.<name>``, where the script's ``main`` is the
+On the command line (``python -m experiments.<study>``, where the script's ``main`` is the
 command), Ctrl-C exits 130 with one line ``interrupted: N of M trials kept; rerun the same
 command to resume``, and SIGTERM (``kill``, a batch scheduler's stop), whether it reaches the
 run's process alone or its whole process group, exits 143 with ``terminated: N of M trials
@@ -116,19 +101,17 @@ from mixreg.montecarlo import (
 )
 from mixreg.montecarlo.reader import read_results
 from mixreg.plotting import FigureNotDrawn
-from mixreg.study._params import param
 
 __all__ = [
-    "param",
     "config_flag",
     "config_flags",
     "parser_from_config",
     "config_from_args",
+    "config_from_record",
     "add_engine_arguments",
     "run_engine_from_args",
     "default_jobs",
     "experiment_main",
-    "entry_points",
 ]
 
 _SCALAR_TYPES = (bool, int, float, str)
@@ -200,7 +183,7 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
     Parameters
     ----------
     config_cls : dataclass type
-        A ``preset: str`` field, then one field per parameter made with :func:`param` (its
+        A ``preset: str`` field, then one field per parameter made with :func:`mixreg.study.param` (its
         ``help``, optional ``choices`` and ``renamed_from``), annotated ``int``, ``float``,
         ``str``, ``bool`` or ``tuple[T, ...]`` (real types, or strings that
         :func:`typing.get_type_hints` resolves).
@@ -325,7 +308,7 @@ def _flags_named(message, fields):
     return [found[position] for position in sorted(found)]
 
 
-def _config_from_record(config_cls, record):
+def config_from_record(config_cls, record):
     """A ``Config`` from its ``dataclasses.asdict`` after a JSON round trip (lists -> tuples).
     A field the record lacks takes its default if it has one (an option added later, whose
     default is what the record's run did); a lacking field without a default is an error."""
@@ -584,7 +567,7 @@ def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
     except _NotResults as exc:
         parser.exit(2, f"{parser.prog}: error: --redraw: {_first_line(exc)}\n")
     try:
-        config = _config_from_record(config_cls, manifest["sweep"].get("config"))
+        config = config_from_record(config_cls, manifest["sweep"].get("config"))
     except (ValueError, TypeError) as exc:
         parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {_first_line(exc)}\n")
     try:
@@ -736,8 +719,8 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
         with the default seed).
     figures_dir : path-like, optional
     command_line : bool, default=False
-        Whether this is the command (``python -m experiments.<name>``, see
-        :func:`entry_points`): SIGTERM is then handled as Ctrl-C for the whole command
+        Whether this is the command (``python -m experiments.<study>``, see
+        ``Study.main(command_line=True)``): SIGTERM is then handled as Ctrl-C for the whole command
         (:func:`mixreg.montecarlo.raise_on_sigterm`), and either ends in one line and an exit
         status instead of an exception.
 
@@ -834,68 +817,3 @@ def _run_experiment(parser, args, state, *, name, config_cls, presets, build_swe
         for line in _failure_lines(result.failures, sweep.cells):
             print(line, file=sys.stderr)
     return 1 if result.failures or reason is not None else 0
-
-
-# --------------------------------------------------------------------------- a script's entry points
-
-
-def entry_points(module_name, *, description, paper_presets=()):
-    """An experiment script's ``build_parser``, ``config_from_args`` and ``main``; its last lines are::
-
-        build_parser, config_from_args, main = _cli.entry_points(
-            __name__, description="...", paper_presets=("paper",))
-
-
-        if __name__ == "__main__":
-            sys.exit(main())
-
-    Parameters
-    ----------
-    module_name : str
-        The script's ``__name__`` (``"__main__"`` under ``python -m``; the module is found in
-        ``sys.modules`` and its dotted name in its ``__spec__``, so ``prog`` is
-        ``python -m experiments.<name>`` either way).
-    description : str
-        For ``--help``.
-    paper_presets : sequence of str
-        Presets whose figures are also copied to ``<REPO>/figures`` (see :func:`experiment_main`);
-        none: no figures directory.
-
-    Returns
-    -------
-    tuple of callables
-        ``build_parser()``, ``config_from_args(args)`` and ``main(argv=None)``.  Each reads the
-        module's ``NAME``, ``Config``, ``PRESETS``, ``build_sweep``, ``summarise``, ``draw``,
-        ``TABLES``, ``REPO`` and ``build_parser`` when called, not when made, so a test may
-        replace any of them (``monkeypatch.setattr(exp, "REPO", tmp_path)``).  ``main`` of a
-        script run as ``__main__`` (``python -m``) is the command line: Ctrl-C and SIGTERM end
-        in one line and the exit status 130 or 143; ``main`` of an imported script raises
-        them (see :func:`experiment_main`'s ``command_line``).
-    """
-    module = sys.modules[module_name]
-    spec = getattr(module, "__spec__", None)
-    # run by its file path (python experiments/x.py) a script has no spec: name it as a module
-    name = spec.name if spec is not None else f"experiments.{pathlib.Path(module.__file__).stem}"
-    prog = f"python -m {name}"
-    paper_presets = tuple(paper_presets)
-    command_line = module_name == "__main__"
-
-    def build_parser():
-        return parser_from_config(module.Config, module.PRESETS, prog=prog, description=description)
-
-    def config_from_args_(args):
-        return config_from_args(module.Config, module.PRESETS, args)
-
-    def main(argv=None):
-        return experiment_main(module.build_parser(), argv, name=module.NAME, config_cls=module.Config,
-                               presets=module.PRESETS, build_sweep=module.build_sweep,
-                               summarise=module.summarise, draw=module.draw, tables=module.TABLES,
-                               paper_presets=paper_presets,
-                               figures_dir=module.REPO / "figures" if paper_presets else None,
-                               command_line=command_line)
-
-    functions = (build_parser, config_from_args_, main)
-    for function, name in zip(functions, ("build_parser", "config_from_args", "main")):
-        function.__name__ = function.__qualname__ = name
-        function.__module__ = module.__name__
-    return functions

@@ -40,7 +40,7 @@ import warnings
 import pytest
 
 from experiments import redraw_figures
-from mixreg.cli import _config_from_record
+from mixreg.cli import config_from_record
 from mixreg.montecarlo import replay_trial
 from mixreg.montecarlo._cells import _scalar
 from mixreg.montecarlo.reader import read_results
@@ -85,7 +85,7 @@ def test_a_committed_trial_replays_bit_identically(name, run):
         assert "1 passed" in child.stdout, child.stdout[-3000:]  # not skipped
         return
     module = importlib.import_module(f"experiments.{name}")
-    config = _config_from_record(module.Config, results.config)
+    config = config_from_record(module.Config, results.config)
     sweep = module.build_sweep(config, root_seed=results.manifest["sweep"]["root_seed"])
     assert sweep.key == results.manifest["sweep_key"], "the committed run's grid or seeds are no longer built"
 

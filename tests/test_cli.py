@@ -24,7 +24,8 @@ import _toy_trials as toys
 from _toy_trials import HANG, REPO_DIR, subprocess_env
 from experiments import success_vs_R, two_phase
 from mixreg import cli as _cli
-from mixreg.cli import config_flag, param, parser_from_config
+from mixreg.cli import config_flag, parser_from_config
+from mixreg.study import param
 from mixreg.montecarlo import Sweep, SweepInterrupted, SweepTerminated
 
 EXPERIMENTS = {"success_vs_R": success_vs_R, "two_phase": two_phase}

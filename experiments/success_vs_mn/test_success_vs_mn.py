@@ -188,17 +188,17 @@ def test_shared_draws_off_is_not_part_of_the_identity():
     the field reads back with its default (results directories written before the option redraw).
     The quick key is pinned: it changes only with the registered predictions (their text and
     the oracle's success probabilities were added to them after 691ca527b8e1a218)."""
-    from mixreg.cli import _config_from_record
+    from mixreg.cli import config_from_record
 
     quick = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args([]))
     sweep = exp.build_sweep(quick)
     assert sweep.key == "69badef56e1a8b86" and "shared_draws" not in sweep.config
     record = json.loads(json.dumps(sweep.config))
-    assert _config_from_record(exp.Config, record) == quick
+    assert config_from_record(exp.Config, record) == quick
     paired = exp.build_sweep(dataclasses.replace(quick, shared_draws=True))
     assert paired.config["shared_draws"] is True and paired.key != sweep.key
     with pytest.raises(ValueError, match="k missing"):
-        _config_from_record(exp.Config, {key: value for key, value in record.items() if key != "k"})
+        config_from_record(exp.Config, {key: value for key, value in record.items() if key != "k"})
 
 
 def _paper_c_tables(rate_of):

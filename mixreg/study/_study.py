@@ -28,6 +28,7 @@ import dataclasses
 import pathlib
 from collections.abc import Callable, Mapping
 
+from .. import cli
 from ..algorithms import TRIAL_OVERHEAD
 from ..montecarlo import Sweep
 
@@ -162,14 +163,10 @@ class Study:
 
     def parser(self):
         """The study's ``argparse`` parser (:func:`mixreg.cli.parser_from_config`)."""
-        from .. import cli
-
         return cli.parser_from_config(self.config, self.presets, prog=self.command, description=self.description)
 
     def config_from_args(self, args):
         """The validated config of parsed arguments (the preset's values replaced by the flags given)."""
-        from .. import cli
-
         return cli.config_from_args(self.config, self.presets, args)
 
     def main(self, argv=None, *, command_line=False):
@@ -178,8 +175,6 @@ class Study:
         ``command_line=True`` (its ``__main__``): Ctrl-C and SIGTERM end in one line and the
         exit status 130 or 143; otherwise (in-process, a test) they are raised.
         """
-        from .. import cli
-
         return cli.experiment_main(
             self.parser(), argv, name=self.name, config_cls=self.config, presets=self.presets,
             build_sweep=self.sweep, summarise=self.summarise, draw=self.draw, tables=self.tables,
