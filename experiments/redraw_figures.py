@@ -117,7 +117,7 @@ def main(argv=None):
                   "skipped", file=sys.stderr)
             status = max(status, 1)
             continue
-        status = max(status, module.main(["--redraw", str(run)]))
+        status = max(status, module.STUDY.main(["--redraw", str(run)]))
     return status
 
 

@@ -89,7 +89,7 @@ def run_experiment(module, outdir, *, jobs=None, **overrides):
 
     config = module.Config(preset="quick", **{**module.PRESETS["quick"], **overrides})
     jobs = jobs or min(2, os.cpu_count() or 1)
-    sweep = module.build_sweep(config)
+    sweep = module.STUDY.sweep(config)
     try:
         result = run_sweep(sweep, outdir, jobs=jobs, progress=False)
     except ConfigMismatchError:

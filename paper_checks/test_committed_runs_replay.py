@@ -86,7 +86,7 @@ def test_a_committed_trial_replays_bit_identically(name, run):
         return
     module = importlib.import_module(f"experiments.{name}")
     config = config_from_record(module.Config, results.config)
-    sweep = module.build_sweep(config, root_seed=results.manifest["sweep"]["root_seed"])
+    sweep = module.STUDY.sweep(config, root_seed=results.manifest["sweep"]["root_seed"])
     assert sweep.key == results.manifest["sweep_key"], "the committed run's grid or seeds are no longer built"
 
     costs = [sweep.cost_fn(cell) if sweep.cost_fn else 1.0 for cell in sweep.cells]

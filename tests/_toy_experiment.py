@@ -38,13 +38,5 @@ STUDY = Study(name=NAME, command="python -m _toy_experiment", description="a toy
               summarise=summarise, draw=draw, root_seed=11, chunk_size=1)
 
 
-def build_sweep(config, root_seed=11):
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    return STUDY.main(argv)
-
-
 if __name__ == "__main__":
     sys.exit(STUDY.main(command_line=True))

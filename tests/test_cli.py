@@ -7,7 +7,6 @@ import importlib
 import json
 import os
 import pathlib
-import re
 import shutil
 import signal
 import subprocess
@@ -79,7 +78,7 @@ def test_every_field_has_exactly_one_flag_named_after_it(name):
 def test_help_lists_every_field_with_its_help_and_the_preset_default(name, capsys):
     exp = EXPERIMENTS[name]
     with pytest.raises(SystemExit) as exc:
-        exp.main(["--help"])
+        exp.STUDY.main(["--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     for field, _ in _fields(exp):
@@ -162,7 +161,7 @@ def test_a_flag_overrides_the_preset(name, argv, changes):
 )
 def test_bad_values_exit_2_naming_the_field(name, argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
-        EXPERIMENTS[name].main(argv + ["--dry-run", "--out", str(tmp_path / "o")])
+        EXPERIMENTS[name].STUDY.main(argv + ["--dry-run", "--out", str(tmp_path / "o")])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -232,7 +231,7 @@ def test_every_study_is_run_through_its_study_object(name, monkeypatch, tmp_path
     calls = []
     monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     monkeypatch.setattr(_cli, "experiment_main", lambda *args, **kwargs: calls.append((args, kwargs)) or 7)
-    assert exp.main(["--dry-run"]) == 7
+    assert exp.STUDY.main(["--dry-run"]) == 7
     (_, argv), kwargs = calls[0]
     assert argv == ["--dry-run"] and kwargs["name"] == name and kwargs["config_cls"] is exp.Config
     assert kwargs["figures_dir"] == (tmp_path / "figures" if exp.STUDY.paper_presets else None)
@@ -247,7 +246,7 @@ def runs(tmp_path_factory):
     out = {}
     for name, exp in EXPERIMENTS.items():
         out[name] = tmp_path_factory.mktemp(name)
-        assert exp.main(TINY[name] + QUIET + ["--out", str(out[name])]) == 0
+        assert exp.STUDY.main(TINY[name] + QUIET + ["--out", str(out[name])]) == 0
     return out
 
 
@@ -264,7 +263,7 @@ def test_redraw_reproduces_the_figures_without_running_a_trial(name, runs, monke
         raise AssertionError("--redraw ran the sweep")
 
     monkeypatch.setattr(_cli, "run_sweep", no_sweep)
-    assert EXPERIMENTS[name].main(["--redraw", str(out)]) == 0
+    assert EXPERIMENTS[name].STUDY.main(["--redraw", str(out)]) == 0
     assert (out / "trials.csv").stat().st_mtime_ns == trials_mtime
     for png, pixels in first.items():
         assert np.array_equal(matplotlib.image.imread(out / png), pixels), png
@@ -349,7 +348,7 @@ def _edit_config(runs, tmp_path):
 def test_redraw_refuses_anything_but_a_finished_results_directory_in_one_line(
         directory, extra, message, runs, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        success_vs_R.main(["--redraw", str(directory(runs, tmp_path)), *extra])
+        success_vs_R.STUDY.main(["--redraw", str(directory(runs, tmp_path)), *extra])
     assert exc.value.code == 2
     line = _one_line_error(capsys)
     assert "error:" in line and message in line
@@ -359,20 +358,20 @@ def test_redraw_accepts_an_edited_table_only_by_name(runs, tmp_path, capsys):
     """``--accept-edited FILE`` draws from a table edited on purpose, saying so in one line; it is
     refused outside ``--redraw`` (a run rewrites its tables)."""
     copy = _edit_rates(runs, tmp_path)
-    assert success_vs_R.main(["--redraw", str(copy), "--accept-edited", "rates.csv"]) == 0
+    assert success_vs_R.STUDY.main(["--redraw", str(copy), "--accept-edited", "rates.csv"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "warning:" in err[0] and "rates.csv was changed after the run wrote it" in err[0]
     with pytest.raises(SystemExit) as exc:
-        success_vs_R.main(["--redraw", str(copy), "--accept-edited", "theory.csv"])
+        success_vs_R.STUDY.main(["--redraw", str(copy), "--accept-edited", "theory.csv"])
     assert exc.value.code == 2 and "rates.csv was changed" in _one_line_error(capsys)
     with pytest.raises(SystemExit) as exc:
-        success_vs_R.main(TINY["success_vs_R"] + QUIET + ["--out", str(copy), "--accept-edited", "rates.csv"])
+        success_vs_R.STUDY.main(TINY["success_vs_R"] + QUIET + ["--out", str(copy), "--accept-edited", "rates.csv"])
     assert exc.value.code == 2 and "--accept-edited applies to --redraw only" in _one_line_error(capsys)
 
 
 def test_redraw_of_a_directory_without_checksums_says_it_is_unverified(runs, tmp_path, capsys):
     copy = _edit_manifest(_copy_run(runs, tmp_path), lambda manifest: manifest.pop("checksums"))
-    assert success_vs_R.main(["--redraw", str(copy)]) == 0
+    assert success_vs_R.STUDY.main(["--redraw", str(copy)]) == 0
     line = _one_line_error(capsys)
     assert "note:" in line and "records no checksum of trials.csv, rates.csv, theory.csv" in line
 
@@ -387,16 +386,16 @@ def test_paper_preset_figures_are_copied_only_for_the_unchanged_preset(monkeypat
     figures = tmp_path / "figures"
     copies = [figures / "success_vs_R_paper-a.png", figures / "success_vs_R_paper-a.pdf"]
     out = tmp_path / "paper-a"
-    assert success_vs_R.main(["--preset", "paper-a", "--out", str(out)] + QUIET) == 0
+    assert success_vs_R.STUDY.main(["--preset", "paper-a", "--out", str(out)] + QUIET) == 0
     assert (out / "success_vs_R.png").read_bytes() == copies[0].read_bytes() and copies[1].is_file()
     shutil.rmtree(figures)
-    assert success_vs_R.main(["--redraw", str(out)]) == 0
+    assert success_vs_R.STUDY.main(["--redraw", str(out)]) == 0
     assert all(path.is_file() for path in copies)
     shutil.rmtree(figures)
     for changed in (["--trials", "1"], ["--seed", "5"]):
-        assert success_vs_R.main(["--preset", "paper-a", "--out", str(tmp_path / "changed"), "--overwrite",
+        assert success_vs_R.STUDY.main(["--preset", "paper-a", "--out", str(tmp_path / "changed"), "--overwrite",
                                   *changed] + QUIET) == 0
-        assert success_vs_R.main(["--redraw", str(tmp_path / "changed")]) == 0
+        assert success_vs_R.STUDY.main(["--redraw", str(tmp_path / "changed")]) == 0
         assert not figures.exists()
 
 
@@ -462,10 +461,10 @@ def test_debug_shows_the_traceback_of_a_fault(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     argv = TINY["success_vs_R"] + QUIET + ["--out", str(blocker / "out")]
-    assert success_vs_R.main(argv) == 1
+    assert success_vs_R.STUDY.main(argv) == 1
     assert "cannot create the results directory" in _one_line_error(capsys)
     with pytest.raises(OSError, match="cannot create the results directory"):
-        success_vs_R.main(argv + ["--debug"])
+        success_vs_R.STUDY.main(argv + ["--debug"])
 
 
 # --------------------------------------------------------------------------- stopping a run: Ctrl-C and SIGTERM
@@ -498,13 +497,13 @@ def test_called_in_process_a_stopped_run_raises_after_writing_its_manifest(stop,
     monkeypatch.setenv(toys.STOP_AT_ENV, "2")
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt) as info:
-        toy.main(_toy_argv(out))
+        toy.STUDY.main(_toy_argv(out))
     assert type(info.value) is stopped and (info.value.kept, info.value.total) == (2, 4)
     assert _runs(out) == [("interrupted", 0)]
     assert capsys.readouterr().err == ""
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the run's handler is gone
     monkeypatch.delenv(toys.STOP_ENV)
-    assert toy.main(_toy_argv(out)) == 0
+    assert toy.STUDY.main(_toy_argv(out)) == 0
     assert _runs(out) == [("interrupted", 0), ("complete", 2)]
 
 
@@ -550,7 +549,7 @@ def test_ctrl_c_during_an_in_process_run_reaches_the_caller_and_stops_the_worker
     presser.start()
     try:
         with pytest.raises(SweepInterrupted) as info:
-            toy.main(_toy_argv(out, "--jobs", "2"))
+            toy.STUDY.main(_toy_argv(out, "--jobs", "2"))
     finally:
         returned.set()
         presser.join()
@@ -648,5 +647,5 @@ def test_a_signal_to_a_run_is_one_line_leaves_no_process_and_the_rerun_resumes(s
     assert (proc.returncode, stderr.decode()) == \
         (status, f"{PROG}: {word}: 1 of 4 trials kept; rerun the same command to resume\n")
     assert _runs(out) == [("interrupted", 0)]
-    assert toy.main(_toy_argv(out)) == 0  # the same command, the trials no longer blocking
+    assert toy.STUDY.main(_toy_argv(out)) == 0  # the same command, the trials no longer blocking
     assert _runs(out) == [("interrupted", 0), ("complete", 1)]

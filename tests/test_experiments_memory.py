@@ -14,7 +14,6 @@ work arrays (:func:`mixreg.algorithms.trial_bytes`).  Checked here, for every ex
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 import pathlib
@@ -98,7 +97,7 @@ def test_dry_run_prints_the_trial_estimate(name, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = importlib.import_module(f"experiments.{name}")
     with pytest.raises(SystemExit) as exc:
-        module.main([*TOO_LARGE[name], "--dry-run"])
+        module.STUDY.main([*TOO_LARGE[name], "--dry-run"])
     assert exc.value.code == 2
     text = capsys.readouterr()
     assert re.search(r"up to [\d.]+ [TG]B per worker for the heaviest trial", text.out), text.out
@@ -110,7 +109,7 @@ def test_dry_run_prints_the_trial_estimate(name, tmp_path, capsys, monkeypatch):
 def _small_sweep(name):
     module = importlib.import_module(f"experiments.{name}")
     config = module.Config(preset="quick", **{**module.PRESETS["quick"], **SMALL[name]})
-    return module.build_sweep(config)
+    return module.STUDY.sweep(config)
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

@@ -195,7 +195,7 @@ def _argv(exp, argv, places):
 
 def _main(module, argv):
     try:
-        return module.main(argv)
+        return getattr(module, "STUDY", module).main(argv)  # a study, or a script
     except SystemExit as exc:
         return exc.code
 

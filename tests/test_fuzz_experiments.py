@@ -38,7 +38,7 @@ PLACEMENT = {"--jobs", "--dask-local", "--scheduler"}
 
 def _main(module, argv):
     try:
-        return module.main(argv)
+        return getattr(module, "STUDY", module).main(argv)  # a study, or a script
     except SystemExit as exc:
         return exc.code
 
@@ -685,7 +685,7 @@ def test_a_legal_edge_is_accepted_with_the_grid_its_axes_give(name, argv, n_cell
         study = getattr(module, "STUDY", None)  # a study folder parses through its Study
         config = (study.config_from_args(study.parser().parse_args(argv)) if study is not None
                   else module.config_from_args(module.build_parser().parse_args(argv)))
-        sweep = module.build_sweep(config)
+        sweep = module.STUDY.sweep(config)
     assert [str(w.message) for w in caught] == [line.split(": warning: ", 1)[1] for line in lines]
     assert len(sweep.cells) == n_cells
     assert f"Grid: {n_cells} cells x " in out

@@ -50,7 +50,7 @@ def _success_vs_R_sweep():
 
     config = exp.Config(preset="quick", k=2, m=20, n=10, d=20, sigmas=(0.0, 0.5), rs=(0.1, 0.5), trials=2,
                         n_inits=2, step_sizes=(1.0, 0.1), n_rounds=30, dtype="float64")
-    return exp.build_sweep(config)
+    return exp.STUDY.sweep(config)
 
 
 def _success_vs_R_float32_sweep():
@@ -58,7 +58,7 @@ def _success_vs_R_float32_sweep():
 
     config = exp.Config(preset="quick", k=4, m=24, n=8, d=16, sigmas=(0.1,), rs=(0.5,), trials=2,
                         n_inits=2, step_sizes=(2.0, 0.5), n_rounds=20, dtype="float32")
-    return exp.build_sweep(config)
+    return exp.STUDY.sweep(config)
 
 
 def _two_phase_sweep():
@@ -68,7 +68,7 @@ def _two_phase_sweep():
                         laws=("zipf", "equal"), law_ref="zipf", p_mins=(0.2,), p_ref=0.2, size_mean=4.0,
                         n_max=40, trials=2, fmd_rounds=4, fx_rounds=10, ifca_restarts=2, anchor_points=20,
                         checkpoint_every=5)
-    return exp.build_sweep(config)
+    return exp.STUDY.sweep(config)
 
 
 SWEEPS = {

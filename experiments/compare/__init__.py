@@ -60,10 +60,9 @@ from .trial import (
     spec_of,
 )
 
-__all__ = ["STUDY", "Config", "PRESETS", "CompareSpec", "cells_of", "method_refusals", "trial_memory", "build_sweep",
-           "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "COMPARED", "METHODS", "METRICS",
-           "REFERENCES", "REGIMES", "STEPS", "TOL", "VARIANTS", "compare_trial", "compare_memory", "spec_of",
-           "plot_comparison"]
+__all__ = ["STUDY", "Config", "PRESETS", "CompareSpec", "cells_of", "method_refusals", "trial_memory", "summarise",
+           "draw", "NAME", "TABLES", "DEFAULT_SEED", "COMPARED", "METHODS", "METRICS", "REFERENCES", "REGIMES",
+           "STEPS", "TOL", "VARIANTS", "compare_trial", "compare_memory", "spec_of", "plot_comparison"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -197,14 +196,3 @@ STUDY = Study(
     record=_record,
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The comparison's sweep (:meth:`mixreg.study.Study.sweep`); a :class:`SweepWarning` per
-    method a regime refuses (:func:`method_refusals`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.study
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare") / "quick"
-    assert compare.main(["--out", str(out), "--no-progress"]) == 0
+    assert compare.STUDY.main(["--out", str(out), "--no-progress"]) == 0
     results = read_results(out)
     return dict(out=out, summary=results.table("summary.csv"), records=results.records,
                 manifest=json.loads((out / "manifest.json").read_text()))
@@ -107,7 +107,7 @@ def test_communication_is_counted_from_each_protocol(run):
 
 
 def test_redraw_from_the_tables_alone(run, tmp_path):
-    assert compare.main(["--redraw", str(run["out"])]) == 0
+    assert compare.STUDY.main(["--redraw", str(run["out"])]) == 0
 
 
 # --------------------------------------------------------------------------- refusals per method
@@ -116,7 +116,7 @@ def test_redraw_from_the_tables_alone(run, tmp_path):
 def _tiny(tmp_path, *flags):
     """A one-trial comparison at tiny sizes; its exit status and summary table."""
     out = tmp_path / "tiny"
-    status = compare.main(["--out", str(out), "--no-progress", "--trials", "1", "--m", "10", "--n", "10",
+    status = compare.STUDY.main(["--out", str(out), "--no-progress", "--trials", "1", "--m", "10", "--n", "10",
                            "--n-inits", "1", "--n-rounds", "5", *flags])
     return status, read_results(out)
 

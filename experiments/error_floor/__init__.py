@@ -68,9 +68,9 @@ from .summary import (
 from .trial import ERROR_FLOOR_CELLS, ErrorFloorSpec, error_floor_memory, error_floor_trial, theory_rounds
 
 __all__ = ["STUDY", "Config", "PRESETS", "ErrorFloorSpec", "cells_of", "axis_points", "trial_flops", "trial_memory",
-           "build_sweep", "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY",
-           "MINIMAX", "SETTINGS", "ERROR_FLOOR_CELLS", "error_floor_trial", "error_floor_memory", "theory_rounds",
-           "plot_error_floor", "ERROR_FLOOR_SERIES"]
+           "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS",
+           "ERROR_FLOOR_CELLS", "error_floor_trial", "error_floor_memory", "theory_rounds", "plot_error_floor",
+           "ERROR_FLOOR_SERIES"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -214,13 +214,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

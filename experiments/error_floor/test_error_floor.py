@@ -21,7 +21,7 @@ pytestmark = pytest.mark.study
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("error_floor") / "quick"
-    assert error_floor.main(["--out", str(out), "--no-progress"]) == 0
+    assert error_floor.STUDY.main(["--out", str(out), "--no-progress"]) == 0
     results = read_results(out)
     return dict(out=out, points=results.table("points.csv"), exponents=results.table("exponents.csv"),
                 records=results.records)
@@ -105,5 +105,5 @@ def test_realised_regime(run):
 def test_redraw_works_on_the_directory(run, capsys):
     png = run["out"] / "error_floor.png"
     png.unlink()
-    assert error_floor.main(["--redraw", str(run["out"])]) == 0
+    assert error_floor.STUDY.main(["--redraw", str(run["out"])]) == 0
     assert png.is_file() and "wrote" in capsys.readouterr().out

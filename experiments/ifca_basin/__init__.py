@@ -51,9 +51,9 @@ from .figures import draw, plot_ifca_basin
 from .summary import DEFAULT_SEED, NAME, NOTIONS, TABLES, VARIANTS, basin_edge, summarise
 from .trial import COLUMNS, BasinSpec, ifca_basin_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "BasinSpec", "cells_of", "trial_flops", "trial_memory", "build_sweep",
-           "summarise", "basin_edge", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS", "VARIANTS",
-           "NOTIONS", "ifca_basin_trial", "plot_ifca_basin"]
+__all__ = ["STUDY", "Config", "PRESETS", "BasinSpec", "cells_of", "trial_flops", "trial_memory", "summarise",
+           "basin_edge", "draw", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS", "VARIANTS", "NOTIONS",
+           "ifca_basin_trial", "plot_ifca_basin"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -146,13 +146,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

@@ -45,9 +45,9 @@ from .figures import draw, plot_one_round_contraction
 from .summary import DEFAULT_SEED, K, NAME, TABLES, assumption2_unit, summarise
 from .trial import COLUMNS, ContractionSpec, ifca_contraction_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "ContractionSpec", "cells_of", "trial_flops", "trial_memory",
-           "build_sweep", "summarise", "assumption2_unit", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "K",
-           "COLUMNS", "ifca_contraction_trial", "plot_one_round_contraction"]
+__all__ = ["STUDY", "Config", "PRESETS", "ContractionSpec", "cells_of", "trial_flops", "trial_memory", "summarise",
+           "assumption2_unit", "draw", "NAME", "TABLES", "DEFAULT_SEED", "K", "COLUMNS", "ifca_contraction_trial",
+           "plot_one_round_contraction"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -132,13 +132,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

@@ -57,7 +57,7 @@ def test_measured_misclustering_matches_the_exact_probability(contraction):
 
 
 def test_redraw_reproduces_the_figure_from_the_tables(contraction, capsys):
-    assert study.main(["--redraw", str(contraction)]) == 0
+    assert study.STUDY.main(["--redraw", str(contraction)]) == 0
     assert "ifca_contraction.png" in capsys.readouterr().out
 
 

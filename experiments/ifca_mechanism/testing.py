@@ -18,7 +18,7 @@ def run_quick(module, root, monkeypatch):
     return the run's directory."""
     monkeypatch.setattr(module, "STUDY", dataclasses.replace(module.STUDY, figures_dir=root / "figures"))
     out = root / "run"
-    assert module.main(["--out", str(out), "--jobs", "2", "--no-progress"]) == 0
+    assert module.STUDY.main(["--out", str(out), "--jobs", "2", "--no-progress"]) == 0
     for name in (*module.TABLES, "trials", "manifest"):
         suffix = ".json" if name == "manifest" else ".csv"
         assert (out / f"{name}{suffix}").stat().st_size > 0, name
@@ -33,12 +33,12 @@ def check_refused(module, argv, message, capsys, tmp_path):
     import pytest
 
     with pytest.raises(SystemExit) as exc:
-        module.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
+        module.STUDY.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def check_paper_plan(module, capsys, tmp_path):
     """The paper preset's plan prints (a dry run)."""
-    assert module.main(["--preset", "paper", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    assert module.STUDY.main(["--preset", "paper", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     assert "tasks" in capsys.readouterr().out

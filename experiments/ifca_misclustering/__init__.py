@@ -48,7 +48,7 @@ from .summary import DEFAULT_SEED, NAME, TABLES, n_prime_grid, summarise
 from .trial import COLUMNS, MisclusteringSpec, ifca_misclustering_trial
 
 __all__ = ["STUDY", "Config", "PRESETS", "MisclusteringSpec", "cells_of", "n_prime_grid", "trial_flops",
-           "trial_memory", "build_sweep", "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS",
+           "trial_memory", "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS",
            "ifca_misclustering_trial", "plot_misclustering_exponent"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -132,13 +132,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

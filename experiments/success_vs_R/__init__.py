@@ -58,10 +58,10 @@ from .trial import (
     unpack_levels,
 )
 
-__all__ = ["STUDY", "Config", "PRESETS", "IfcaSuccessSpec", "cells_of", "ifca_cell", "trial_flops", "trial_memory",
-           "build_sweep", "summarise", "predictions", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS",
-           "SUCCESS_RULES", "THEORY_COLUMNS", "CHECKED_RULES", "ifca_success_trial", "ifca_success_levels_trial",
-           "unpack_levels", "plot_success_vs_separation", "plot_success_collapse"]
+__all__ = ["STUDY", "IFCA_SUCCESS_RUNS", "Config", "PRESETS", "IfcaSuccessSpec", "cells_of", "ifca_cell",
+           "trial_flops", "trial_memory", "summarise", "predictions", "draw", "NAME", "TABLES", "DEFAULT_SEED",
+           "COLUMNS", "SUCCESS_RULES", "THEORY_COLUMNS", "CHECKED_RULES", "ifca_success_trial",
+           "ifca_success_levels_trial", "unpack_levels", "plot_success_vs_separation", "plot_success_collapse"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -188,6 +188,11 @@ def _trial_of(config):
     return ifca_success_levels_trial if config.shared_draws else ifca_success_trial
 
 
+#: What the IFCA success studies (this one and ``success_vs_mn``) share of their :class:`Study`:
+#: the trial (levels of one draw with ``shared_draws``), its typed cell, flops, memory and speed.
+IFCA_SUCCESS_RUNS = dict(trial_of=_trial_of, spec_type=IfcaSuccessSpec, cost=trial_flops, memory=trial_memory,
+                         flop_rate=lambda config: FLOP_RATE[config.dtype])
+
 STUDY = Study(
     name=NAME,
     command="python -m experiments.success_vs_R",
@@ -195,27 +200,13 @@ STUDY = Study(
     config=Config,
     presets=PRESETS,
     cells=cells_of,
-    trial_of=_trial_of,
-    spec_type=IfcaSuccessSpec,
     tables=TABLES,
     summarise=summarise,
     draw=draw,
     root_seed=DEFAULT_SEED,
-    cost=trial_flops,
-    memory=trial_memory,
-    flop_rate=lambda config: FLOP_RATE[config.dtype],
+    **IFCA_SUCCESS_RUNS,
     size_flags=("--m", "--n", "--d", "--k", "--n-inits", "--step-sizes"),
     record=lambda config: {**dataclasses.asdict(config), "success_rules": SUCCESS_RULES},
     paper_presets=("paper-a", "paper-b"),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

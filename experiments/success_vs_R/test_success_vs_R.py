@@ -45,7 +45,7 @@ def _records_without_time(result):
 )
 def test_bad_options_exit_with_a_clear_message(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
-        exp.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
+        exp.STUDY.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -78,7 +78,7 @@ def test_presets_are_the_official_grids():
 def test_shared_draws_run_end_to_end_and_give_one_rate_per_sigma(tmp_path, monkeypatch):
     monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
-    assert exp.main(TINY + ["--shared-draws", "--out", str(out), "--jobs", "1"]) == 0
+    assert exp.STUDY.main(TINY + ["--shared-draws", "--out", str(out), "--jobs", "1"]) == 0
     rates = read_results(out).table("rates.csv")
     config = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args(TINY + ["--shared-draws"]))
     assert sorted({(row["sigma"], row["r"]) for row in rates}) == sorted(
@@ -87,7 +87,7 @@ def test_shared_draws_run_end_to_end_and_give_one_rate_per_sigma(tmp_path, monke
 
 
 def test_dry_run_prints_the_plan(capsys, tmp_path):
-    assert exp.main(["--preset", "paper-a", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    assert exp.STUDY.main(["--preset", "paper-a", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "tasks" in out
     assert not (tmp_path / "o").exists()
@@ -97,7 +97,7 @@ def test_end_to_end_writes_table_manifest_and_figure(tmp_path, monkeypatch):
     figures = tmp_path / "figures"
     monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))  # a quick run must never write into figures/
     out = tmp_path / "run"
-    assert exp.main(TINY + ["--out", str(out), "--jobs", "1"]) == 0
+    assert exp.STUDY.main(TINY + ["--out", str(out), "--jobs", "1"]) == 0
     for name in ("trials.csv", "rates.csv", "theory.csv", "manifest.json", "success_vs_R.png", "success_vs_R.pdf",
                  "success_vs_R_collapse.png", "success_vs_R_collapse.pdf"):
         assert (out / name).stat().st_size > 0, name
@@ -146,7 +146,7 @@ def test_end_to_end_writes_table_manifest_and_figure(tmp_path, monkeypatch):
         assert key in text
     # re-running resumes: nothing recomputed, same table
     before = (out / "trials.csv").read_text()
-    assert exp.main(TINY + ["--out", str(out), "--jobs", "1"]) == 0
+    assert exp.STUDY.main(TINY + ["--out", str(out), "--jobs", "1"]) == 0
     assert (out / "trials.csv").read_text() == before
 
 
@@ -233,7 +233,7 @@ def test_ifca_sweep_is_bit_identical_across_backends(tmp_path):
     """jobs=1 (BLAS may use both cores), jobs=2 (one thread each) and a Dask LocalCluster."""
     config = exp.Config(preset="test", k=2, m=40, n=20, d=120, sigmas=(0.0, 0.5), rs=(0.1, 0.5), trials=2,
                         n_inits=3, step_sizes=(1.0, 0.1), n_rounds=40, dtype="float64")
-    sweep = exp.build_sweep(config, root_seed=7)
+    sweep = exp.STUDY.sweep(config, root_seed=7)
     one = run_sweep(sweep, tmp_path / "one", jobs=1, progress=False)
     two = run_sweep(sweep, tmp_path / "two", jobs=2, progress=False)
     dask = run_sweep(sweep, tmp_path / "dask", dask_local=2, progress=False)
@@ -322,7 +322,7 @@ def test_a_legal_grid_always_writes_its_tables(grid, tmp_path, monkeypatch, caps
     flags, not_drawn, reasons = DEGENERATE_GRIDS[grid]
     monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
-    assert exp.main(_with(TINY, flags) + ["--out", str(out), "--jobs", "1"]) == 0
+    assert exp.STUDY.main(_with(TINY, flags) + ["--out", str(out), "--jobs", "1"]) == 0
     err = capsys.readouterr().err
     results = read_results(out)
     assert results.table("rates.csv")
@@ -341,7 +341,7 @@ def test_a_legal_grid_always_writes_its_tables(grid, tmp_path, monkeypatch, caps
             assert line not in err
             assert (out / f"{figure}.png").stat().st_size > 0
     assert "error" not in err and "Traceback" not in err
-    assert exp.main(["--redraw", str(out)]) == 0
+    assert exp.STUDY.main(["--redraw", str(out)]) == 0
     again = capsys.readouterr().err
     assert sorted(line for line in again.splitlines() if "not drawn" in line) == sorted(
         line for line in err.splitlines() if "not drawn" in line)

@@ -39,13 +39,8 @@ import pathlib
 from mixreg.problems import ProblemSpec
 from mixreg.study import Study, param
 
-from experiments.success_vs_R import FLOP_RATE, IfcaProtocol, ifca_cell, trial_flops, trial_memory
-from experiments.success_vs_R.trial import (
-    SUCCESS_RULES,
-    IfcaSuccessSpec,
-    ifca_success_levels_trial,
-    ifca_success_trial,
-)
+from experiments.success_vs_R import IFCA_SUCCESS_RUNS, IfcaProtocol, ifca_cell
+from experiments.success_vs_R.trial import SUCCESS_RULES
 
 from .figures import draw, plot_success_heatmap, plot_success_vs_m
 from .summary import (
@@ -60,9 +55,9 @@ from .summary import (
     summarise,
 )
 
-__all__ = ["STUDY", "Config", "PRESETS", "cells_of", "build_sweep", "predictions", "summarise", "draw", "main",
-           "NAME", "TABLES", "DEFAULT_SEED", "RULES_DRAWN", "PAPER_R", "EDGE_PROBABILITY", "PREDICTION_TEXT",
-           "plot_success_vs_m", "plot_success_heatmap"]
+__all__ = ["STUDY", "Config", "PRESETS", "cells_of", "predictions", "summarise", "draw", "NAME", "TABLES",
+           "DEFAULT_SEED", "RULES_DRAWN", "PAPER_R", "EDGE_PROBABILITY", "PREDICTION_TEXT", "plot_success_vs_m",
+           "plot_success_heatmap"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -134,10 +129,6 @@ def record(config):
     return dict(values, success_rules=SUCCESS_RULES, predictions=dict(rule=PREDICTION_TEXT, cells=registered))
 
 
-def _trial_of(config):
-    return ifca_success_levels_trial if config.shared_draws else ifca_success_trial
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.success_vs_mn",
@@ -146,27 +137,13 @@ STUDY = Study(
     config=Config,
     presets=PRESETS,
     cells=cells_of,
-    trial_of=_trial_of,
-    spec_type=IfcaSuccessSpec,
     tables=TABLES,
     summarise=summarise,
     draw=draw,
     root_seed=DEFAULT_SEED,
-    cost=trial_flops,
-    memory=trial_memory,
-    flop_rate=lambda config: FLOP_RATE[config.dtype],
+    **IFCA_SUCCESS_RUNS,
     size_flags=("--ms", "--ns", "--d", "--k", "--n-inits", "--step-sizes"),
     record=record,
     paper_presets=("paper-c", "paper-d"),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

@@ -35,7 +35,7 @@ def _read(path):
 )
 def test_bad_options_exit_with_a_clear_message(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
-        exp.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
+        exp.STUDY.main(argv + ["--out", str(tmp_path / "o"), "--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -54,7 +54,7 @@ def test_presets_are_the_official_grids():
     assert len(cells) == 3 * 5 and all(cell.r_levels == (0.5, 0.75) for cell in cells) and "r" not in cells[0].to_cell()
     independent = exp.cells_of(dataclasses.replace(d, shared_draws=False))
     assert len(independent) == 2 * 3 * 5 and exp.trial_flops(cells[0]) == 2 * exp.trial_flops(independent[0])
-    assert exp.build_sweep(c).trial_fn is ifca_success_levels_trial
+    assert exp.STUDY.sweep(c).trial_fn is ifca_success_levels_trial
 
 
 def test_shared_draws_run_end_to_end_and_give_one_rate_per_r(tmp_path, monkeypatch):
@@ -62,7 +62,7 @@ def test_shared_draws_run_end_to_end_and_give_one_rate_per_r(tmp_path, monkeypat
     out = tmp_path / "run"
     argv = ["--ms", "10", "20", "--ns", "5", "--rs", "0.1", "0.5", "--trials", "3", "--n-rounds", "20",
             "--no-progress", "--shared-draws", "--out", str(out), "--jobs", "1"]
-    assert exp.main(argv) == 0
+    assert exp.STUDY.main(argv) == 0
     assert len(_read(out / "trials.csv")) == 2 * 3  # one record per (m, trial) holding both r
     rates = _read(out / "rates.csv")
     assert sorted((float(row["r"]), int(row["m"])) for row in rates) == [(0.1, 10), (0.1, 20), (0.5, 10), (0.5, 20)]
@@ -102,7 +102,7 @@ def test_oracle_prediction_matches_a_direct_simulation():
 
 
 def test_dry_run_prints_the_plan(capsys, tmp_path):
-    assert exp.main(["--preset", "paper-c", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    assert exp.STUDY.main(["--preset", "paper-c", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     assert "tasks" in capsys.readouterr().out
     assert not (tmp_path / "o").exists()
 
@@ -111,7 +111,7 @@ def test_reduced_run_shows_the_predicted_structure(tmp_path, monkeypatch):
     figures = tmp_path / "figures"
     monkeypatch.setattr(exp, "STUDY", dataclasses.replace(exp.STUDY, figures_dir=tmp_path / "figures"))
     out = tmp_path / "run"
-    assert exp.main(REDUCED + ["--out", str(out), "--jobs", "2"]) == 0
+    assert exp.STUDY.main(REDUCED + ["--out", str(out), "--jobs", "2"]) == 0
     names = ["trials.csv", "rates.csv", "theory.csv", "crossings.csv", "manifest.json",
              "success_vs_mn.png", "success_vs_mn.pdf", "success_vs_mn_heatmap.png", "success_vs_mn_heatmap.pdf"]
     for name in names:
@@ -158,7 +158,7 @@ def test_reduced_run_shows_the_predicted_structure(tmp_path, monkeypatch):
 
     before = (out / "success_vs_mn.png").read_bytes()
     (out / "success_vs_mn.png").unlink()
-    assert exp.main(["--redraw", str(out)]) == 0
+    assert exp.STUDY.main(["--redraw", str(out)]) == 0
     assert (out / "success_vs_mn.png").read_bytes() == before
     assert not figures.exists()
 
@@ -191,11 +191,11 @@ def test_shared_draws_off_is_not_part_of_the_identity():
     from mixreg.cli import config_from_record
 
     quick = exp.STUDY.config_from_args(exp.STUDY.parser().parse_args([]))
-    sweep = exp.build_sweep(quick)
+    sweep = exp.STUDY.sweep(quick)
     assert sweep.key == "69badef56e1a8b86" and "shared_draws" not in sweep.config
     record = json.loads(json.dumps(sweep.config))
     assert config_from_record(exp.Config, record) == quick
-    paired = exp.build_sweep(dataclasses.replace(quick, shared_draws=True))
+    paired = exp.STUDY.sweep(dataclasses.replace(quick, shared_draws=True))
     assert paired.config["shared_draws"] is True and paired.key != sweep.key
     with pytest.raises(ValueError, match="k missing"):
         config_from_record(exp.Config, {key: value for key, value in record.items() if key != "k"})

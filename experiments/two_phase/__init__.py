@@ -84,16 +84,28 @@ from .trial import (
     two_phase_trial,
 )
 
-__all__ = ["STUDY", "Config", "PRESETS", "TwoPhaseSpec", "cells_of", "cell_keys", "trial_flops", "trial_memory",
-           "build_sweep", "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS",
-           "CURVE_METHODS", "SOLVERS", "TWO_PHASE_CELLS", "curve_columns", "two_phase_trial",
-           "plot_two_phase_rounds", "plot_two_phase_contraction"]
+__all__ = ["STUDY", "Config", "Phase1Options", "PRESETS", "TwoPhaseSpec", "cells_of", "cell_keys", "trial_flops",
+           "trial_memory", "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS", "CURVE_METHODS",
+           "SOLVERS", "TWO_PHASE_CELLS", "curve_columns", "two_phase_trial", "plot_two_phase_rounds",
+           "plot_two_phase_contraction"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(Spec):
+class Phase1Options(Spec):
+    """Phase 1's data and step, as the two-phase studies (``two_phase``, ``two_phase_nu``) set them."""
+
+    fmd_sampling: str = param("Phase-1 data of S_t: fresh disjoint pairs every round, or reused",
+                              default="fresh", choices=("fresh", "reuse"))
+    fmd_anchor_sampling: str = param("Phase-1 data of the anchors: fresh pairs every round, or reused",
+                                     default="reuse", choices=("fresh", "reuse"))
+    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", default=0.5, low=0,
+                                     low_open=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(Phase1Options):
     """Everything that defines the sweep (what the manifest records and a resume compares).
 
     Each field but ``preset`` is a flag of the command line, named as the field
@@ -132,12 +144,6 @@ class Config(Spec):
                              default="per_cluster", choices=("per_cluster", "random"))
     n_anchors: int = param("anchors for --anchor-mode random (0 with per_cluster)", default=0, low=0)
     anchor_points: int = param("points per anchor", default=100, low=2)
-    fmd_sampling: str = param("Phase-1 data of S_t: fresh disjoint pairs every round, or reused",
-                              default="fresh", choices=("fresh", "reuse"))
-    fmd_anchor_sampling: str = param("Phase-1 data of the anchors: fresh pairs every round, or reused",
-                                     default="reuse", choices=("fresh", "reuse"))
-    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", default=0.5, low=0,
-                                     low_open=True)
     fmd_clients: int = param("clients |S_t| per Phase-1 round (0 = the method's default)", default=0, low=0)
     checkpoint_every: int = param("rounds between stored curve points", default=5, low=1)
 
@@ -245,13 +251,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

@@ -143,7 +143,7 @@ def test_trial_record_is_scalars_and_consistent():
 
 def test_end_to_end(tmp_path, capsys):
     out = tmp_path / "run"
-    assert two_phase.main(TINY + ["--out", str(out)]) == 0
+    assert two_phase.STUDY.main(TINY + ["--out", str(out)]) == 0
     for name in ("trials.csv", "manifest.json", "summary.csv", "curves.csv", "controls.csv", "contraction.csv",
                  "theory.csv", "checks.csv", "two_phase_rounds.png", "two_phase_rounds.pdf",
                  "two_phase_contraction.png", "two_phase_contraction.pdf"):
@@ -165,7 +165,7 @@ def test_end_to_end(tmp_path, capsys):
     assert {row["verdict"] for row in _rows(out / "checks.csv")} <= {"holds", "fails", "not measured"}
     assert "wrote" in capsys.readouterr().out
     # redrawn from the tables alone
-    assert two_phase.main(["--redraw", str(out)]) == 0
+    assert two_phase.STUDY.main(["--redraw", str(out)]) == 0
 
 
 def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
@@ -175,7 +175,7 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
     measured Phase-2 factor never exceeds the predicted worst factor 1 - C1 p_min and is faster by less
     than x2 in 1 - rho; the theorem's recursion with unit constants misses the floor by more than x10."""
     out = tmp_path / "reduced"
-    assert two_phase.main(REDUCED + ["--out", str(out)]) == 0
+    assert two_phase.STUDY.main(REDUCED + ["--out", str(out)]) == 0
     controls = {(row["size_law"], row["method"]): row for row in _rows(out / "controls.csv")}
 
     def ratio(law, method):
@@ -224,12 +224,12 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
 )
 def test_bad_options_are_parser_errors(extra, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        two_phase.main(TINY + extra + ["--dry-run"])
+        two_phase.STUDY.main(TINY + extra + ["--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_dry_run_prints_the_grid(capsys):
-    assert two_phase.main(TINY + ["--dry-run"]) == 0
+    assert two_phase.STUDY.main(TINY + ["--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "Grid: 3 cells x 2 trials" in text

@@ -67,7 +67,9 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from mixreg.study import Spec, Study, param
+from mixreg.study import Study, param
+
+from experiments.two_phase import Phase1Options
 
 from .figures import draw, plot_nu_sweeps, statement
 from .summary import AXES, AXIS_NAMES, DEFAULT_SEED, METHOD_KEYS, NAME, TABLES, axis_designs, design_key, summarise
@@ -81,9 +83,9 @@ from .trial import (
 )
 
 __all__ = ["STUDY", "Config", "PRESETS", "NuTrialSpec", "SizeDesign", "DESIGN_KEYS", "cells_of", "axis_designs",
-           "design_key", "trial_flops", "trial_memory", "build_sweep", "summarise", "draw", "statement", "main",
-           "NAME", "TABLES", "DEFAULT_SEED", "AXES", "AXIS_NAMES", "METHOD_KEYS", "design_quantities",
-           "two_phase_nu_trial", "two_phase_nu_memory", "plot_nu_sweeps"]
+           "design_key", "trial_flops", "trial_memory", "summarise", "draw", "statement", "NAME", "TABLES",
+           "DEFAULT_SEED", "AXES", "AXIS_NAMES", "METHOD_KEYS", "design_quantities", "two_phase_nu_trial",
+           "two_phase_nu_memory", "plot_nu_sweeps"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -91,7 +93,7 @@ _SLOPES = ("tiny_fractions", "chi2s", "Ms_fixed_n", "Ms_fixed_N", "p_mins")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(Spec):
+class Config(Phase1Options):
     """Everything that defines the sweep (what the manifest records and a resume compares).
 
     Each field but ``preset`` is a flag of the command line, named as the field
@@ -127,12 +129,6 @@ class Config(Spec):
     cov_high: float = param("largest eigenvalue of the feature covariances Sigma_l", default=2.0, low=0,
                             low_open=True, at_least="cov_low")
     fmd_rounds: int = param("Phase-1 rounds T1", default=10, low=1)
-    fmd_sampling: str = param("Phase-1 data of S_t: fresh disjoint pairs every round, or reused",
-                              default="fresh", choices=("fresh", "reuse"))
-    fmd_anchor_sampling: str = param("Phase-1 data of the anchors: fresh pairs every round, or reused",
-                                     default="reuse", choices=("fresh", "reuse"))
-    fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", default=0.5, low=0,
-                                     low_open=True)
     fx_rounds: int = param("Phase-2 rounds at most", default=1500, low=1)
     fx_tol: float = param("Phase 2 stops once no coordinate moves more than this in a round", default=1e-6, low=0)
     fedavg_steps: int = param("local steps s of FedAvg(s)", default=1, low=1)
@@ -240,13 +236,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

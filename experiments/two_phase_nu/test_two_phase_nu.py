@@ -25,7 +25,7 @@ def _read(path):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("two_phase_nu") / "run"
-    status = two_phase_nu.main(REDUCED + ["--out", str(out)])
+    status = two_phase_nu.STUDY.main(REDUCED + ["--out", str(out)])
     return status, out
 
 
@@ -39,7 +39,7 @@ def test_run_writes_everything(run):
     assert all(row["error"] == "" for row in trials)
     # distinct cells: the reference, tiny 0.5, chi2 1, M 150/600/2400, M at fixed N 300/900/1800, p_min 0.1/0.3
     assert len(trials) == 6 * 11
-    assert two_phase_nu.main(["--redraw", str(out)]) == 0
+    assert two_phase_nu.STUDY.main(["--redraw", str(out)]) == 0
 
 
 def test_exponents_table_answers_every_sweep(run):
@@ -126,13 +126,13 @@ def test_statement_says_plainly_what_contradicts():
 )
 def test_bad_options_are_parser_errors(extra, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        two_phase_nu.main(REDUCED + extra + ["--dry-run"])
+        two_phase_nu.STUDY.main(REDUCED + extra + ["--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_dry_run_prints_the_grid(capsys):
-    assert two_phase_nu.main(REDUCED + ["--dry-run"]) == 0
+    assert two_phase_nu.STUDY.main(REDUCED + ["--dry-run"]) == 0
     assert "Grid: 11 cells x 6 trials" in capsys.readouterr().out
 
 

@@ -49,8 +49,8 @@ from .summary import DEFAULT_SEED, NAME, TABLES, cell_keys, summarise
 from .trial import PHASE1_CELLS, Phase1Spec, c_label, clients_for, phase1_memory, phase1_trial
 
 __all__ = ["STUDY", "Config", "PRESETS", "Phase1Spec", "cells_of", "cell_keys", "trial_flops", "trial_memory",
-           "build_sweep", "summarise", "draw", "main", "NAME", "TABLES", "DEFAULT_SEED", "PHASE1_CELLS", "c_label",
-           "clients_for", "phase1_trial", "plot_phase1_error", "plot_clients_needed"]
+           "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "PHASE1_CELLS", "c_label", "clients_for",
+           "phase1_trial", "plot_phase1_error", "plot_clients_needed"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -209,13 +209,3 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
 )
-
-
-def build_sweep(config, root_seed=DEFAULT_SEED):
-    """The sweep of ``config`` (:meth:`mixreg.study.Study.sweep`)."""
-    return STUDY.sweep(config, root_seed)
-
-
-def main(argv=None):
-    """The command line, in-process (see :meth:`mixreg.study.Study.main`)."""
-    return STUDY.main(argv)

@@ -23,7 +23,7 @@ def _table(path):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("phase1") / "run"
-    assert phase1.main(REDUCED + ["--out", str(out)]) == 0
+    assert phase1.STUDY.main(REDUCED + ["--out", str(out)]) == 0
     return out
 
 
@@ -76,7 +76,7 @@ def test_phase1_error_does_not_grow_with_d(run):
 
 
 def test_redraw_repeats_the_figures(run, capsys):
-    assert phase1.main(["--redraw", str(run)]) == 0
+    assert phase1.STUDY.main(["--redraw", str(run)]) == 0
     assert "phase1_clients.png" in capsys.readouterr().out
 
 
@@ -90,13 +90,13 @@ def test_redraw_repeats_the_figures(run, capsys):
 ])
 def test_bad_options_are_usage_errors(extra, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        phase1.main(REDUCED + extra + ["--dry-run"])
+        phase1.STUDY.main(REDUCED + extra + ["--dry-run"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_dry_run_counts_the_cells(capsys):
-    assert phase1.main(REDUCED + ["--dry-run"]) == 0
+    assert phase1.STUDY.main(REDUCED + ["--dry-run"]) == 0
     # (a): 2 versions x (3 n_A + 3 d, less the shared (d, n_A) = (16, 12)); (b): 2 d x 2 p_min
     assert "Grid: 14 cells x 6 trials" in capsys.readouterr().out
 

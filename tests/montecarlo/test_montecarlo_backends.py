@@ -93,7 +93,7 @@ def _ifca_sweep():
 
     config = success_vs_R.Config(preset="quick", k=2, m=8, n=64, d=600, sigmas=(0.5,), rs=(0.3, 1.0),
                                  trials=2, n_inits=2, step_sizes=(0.1,), n_rounds=20, dtype="float64")
-    return success_vs_R.build_sweep(config)
+    return success_vs_R.STUDY.sweep(config)
 
 
 @pytest.fixture(scope="module")
