@@ -79,8 +79,8 @@ def resume_command(name, run):
 
 
 def _experiment(name):
-    """The experiment module ``experiments.<name>`` (one with a ``Config`` and a ``main``, whose
-    ``--redraw`` draws a results directory), or None if there is none."""
+    """The study ``experiments.<name>`` (a module with a ``STUDY``, whose ``STUDY.main(["--redraw",
+    DIR])`` draws a results directory), or None if there is none."""
     if not name.isidentifier():
         return None
     try:
@@ -89,7 +89,7 @@ def _experiment(name):
         if exc.name != f"experiments.{name}":  # the experiment exists but a module it imports does not
             raise
         return None
-    return module if hasattr(module, "Config") and callable(getattr(module, "main", None)) else None
+    return module if callable(getattr(getattr(module, "STUDY", None), "main", None)) else None
 
 
 def main(argv=None):

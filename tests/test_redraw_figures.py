@@ -75,10 +75,11 @@ def test_ctrl_c_during_a_redraw_is_one_line_and_exit_130(tmp_path):
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({"status": "complete"}), encoding="utf-8")
     code = ("import runpy, sys\n"
+            "import types\n"
             "from experiments import success_vs_R\n"
             "def ctrl_c(argv=None):\n"
             "    raise KeyboardInterrupt\n"
-            "success_vs_R.main = ctrl_c  # Ctrl-C while its figures are drawn\n"
+            "success_vs_R.STUDY = types.SimpleNamespace(main=ctrl_c)  # Ctrl-C while its figures are drawn\n"
             "sys.argv = ['redraw_figures', '--data', sys.argv[1]]\n"
             "runpy.run_module('experiments.redraw_figures', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data")], cwd=REPO_DIR, env=subprocess_env(),

@@ -53,7 +53,7 @@ def test_presets_are_the_official_grids():
     cells = exp.cells_of(d)
     assert len(cells) == 3 * 5 and all(cell.r_levels == (0.5, 0.75) for cell in cells) and "r" not in cells[0].to_cell()
     independent = exp.cells_of(dataclasses.replace(d, shared_draws=False))
-    assert len(independent) == 2 * 3 * 5 and exp.trial_flops(cells[0]) == 2 * exp.trial_flops(independent[0])
+    assert len(independent) == 2 * 3 * 5 and exp.STUDY.cost(cells[0]) == 2 * exp.STUDY.cost(independent[0])
     assert exp.STUDY.sweep(c).trial_fn is ifca_success_levels_trial
 
 
