@@ -246,6 +246,8 @@ import sys, numpy as np
 from threadpoolctl import threadpool_limits
 from experiments.success_vs_R.trial import IfcaSuccessSpec, ifca_success_levels_trial
 
+pytestmark = pytest.mark.study  # the study's end-to-end test
+
 def high_water():  # this process's peak resident memory (ru_maxrss would include a parent's)
     with open("/proc/self/status") as fh:
         return next(1024 * int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))

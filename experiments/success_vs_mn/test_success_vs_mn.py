@@ -11,6 +11,8 @@ from experiments import success_vs_mn as exp
 from mixreg.theory import ls_oracle_success_probability
 from experiments.success_vs_R.trial import ifca_success_levels_trial
 
+pytestmark = pytest.mark.study  # the study's end-to-end test
+
 # A reduced quick preset (one r, two n, four m, 8 trials; d = 50 as the quick preset): a few
 # seconds of work, and it crosses the predicted boundary for both n.
 REDUCED = ["--ms", "20", "40", "80", "120", "--ns", "5", "20", "--rs", "0.25", "--trials", "8", "--no-progress"]
