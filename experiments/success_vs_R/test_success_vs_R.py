@@ -11,6 +11,8 @@ from experiments import success_vs_R as exp
 from mixreg.montecarlo import run_sweep
 from mixreg.montecarlo.reader import read_results
 
+pytestmark = pytest.mark.study  # the study's end-to-end test
+
 TINY = ["--m", "8", "--k", "2", "--n", "10", "--d", "5", "--sigmas", "0", "0.5", "--rs", "0.3", "1.0",
         "--trials", "3", "--n-inits", "2", "--n-rounds", "20", "--no-progress"]
 
@@ -245,8 +247,6 @@ MEASURE = """
 import sys, numpy as np
 from threadpoolctl import threadpool_limits
 from experiments.success_vs_R.trial import IfcaSuccessSpec, ifca_success_levels_trial
-
-pytestmark = pytest.mark.study  # the study's end-to-end test
 
 def high_water():  # this process's peak resident memory (ru_maxrss would include a parent's)
     with open("/proc/self/status") as fh:
