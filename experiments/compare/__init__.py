@@ -60,9 +60,9 @@ from .trial import (
     spec_of,
 )
 
-__all__ = ["STUDY", "Config", "PRESETS", "CompareSpec", "cells_of", "method_refusals", "trial_memory", "summarise",
-           "draw", "NAME", "TABLES", "DEFAULT_SEED", "COMPARED", "METHODS", "METRICS", "REFERENCES", "REGIMES",
-           "STEPS", "TOL", "VARIANTS", "compare_trial", "compare_memory", "spec_of", "plot_comparison"]
+__all__ = ["STUDY", "Config", "PRESETS", "CompareSpec", "cells_of", "method_refusals", "summarise", "draw", "NAME",
+           "TABLES", "DEFAULT_SEED", "COMPARED", "METHODS", "METRICS", "REFERENCES", "REGIMES", "STEPS", "TOL",
+           "VARIANTS", "compare_trial", "compare_memory", "spec_of", "plot_comparison"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -164,12 +164,6 @@ def method_refusals(config):
     return lines
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
-    (:func:`.trial.compare_memory`)."""
-    return compare_memory(spec)
-
-
 def _record(config):
     """The recorded config: the flags, the methods, the step grid, the tolerance, the tuning rule
     and the regimes' descriptions (in place of their names)."""
@@ -191,7 +185,7 @@ STUDY = Study(
     summarise=summarise,
     draw=draw,
     root_seed=DEFAULT_SEED,
-    memory=trial_memory,
+    memory=compare_memory,
     size_flags=("--m", "--n", "--d", "--k", "--n-inits"),
     record=_record,
     figures_dir=REPO / "figures",

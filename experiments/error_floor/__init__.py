@@ -67,10 +67,9 @@ from .summary import (
 )
 from .trial import ERROR_FLOOR_CELLS, ErrorFloorSpec, error_floor_memory, error_floor_trial, theory_rounds
 
-__all__ = ["STUDY", "Config", "PRESETS", "ErrorFloorSpec", "cells_of", "axis_points", "trial_flops", "trial_memory",
-           "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS",
-           "ERROR_FLOOR_CELLS", "error_floor_trial", "error_floor_memory", "theory_rounds", "plot_error_floor",
-           "ERROR_FLOOR_SERIES"]
+__all__ = ["STUDY", "Config", "PRESETS", "ErrorFloorSpec", "cells_of", "axis_points", "trial_flops", "summarise",
+           "draw", "NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS", "ERROR_FLOOR_CELLS",
+           "error_floor_trial", "error_floor_memory", "theory_rounds", "plot_error_floor", "ERROR_FLOOR_SERIES"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -187,12 +186,6 @@ def trial_flops(spec):
     return float((k + 1) * 2 * m * n * d * (practical + 2 * T) + 4 * T * m * n * d)
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
-    (:func:`.trial.error_floor_memory`)."""
-    return error_floor_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.error_floor",
@@ -208,7 +201,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=error_floor_memory,
     size_flags=("--m-ref", "--n-prime-ref", "--d-ref", "--ms", "--n-primes", "--ds", "--halvings", "--k",
                 "--restarts", "--step-sizes"),
     paper_presets=("paper",),

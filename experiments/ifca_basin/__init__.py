@@ -51,9 +51,8 @@ from .figures import draw, plot_ifca_basin
 from .summary import DEFAULT_SEED, NAME, NOTIONS, TABLES, VARIANTS, basin_edge, summarise
 from .trial import COLUMNS, BasinSpec, ifca_basin_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "BasinSpec", "cells_of", "trial_flops", "trial_memory", "summarise",
-           "basin_edge", "draw", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS", "VARIANTS", "NOTIONS",
-           "ifca_basin_trial", "plot_ifca_basin"]
+__all__ = ["STUDY", "Config", "PRESETS", "BasinSpec", "cells_of", "trial_flops", "summarise", "basin_edge", "draw",
+           "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS", "VARIANTS", "NOTIONS", "ifca_basin_trial", "plot_ifca_basin"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -120,12 +119,6 @@ def trial_flops(spec):
     return float((pb.k + 1) * 2 * Nd * spec.n_rounds * 1.1 + 100 * Nd)
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
-    (:func:`experiments.ifca_mechanism.mechanism_memory`)."""
-    return mechanism_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.ifca_basin",
@@ -141,7 +134,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=mechanism_memory,
     size_flags=("--ks", "--m-per", "--n-prime", "--n-rounds", "--d"),
     paper_presets=("paper",),
     figures_dir=REPO / "figures",

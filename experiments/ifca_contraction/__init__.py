@@ -45,8 +45,8 @@ from .figures import draw, plot_one_round_contraction
 from .summary import DEFAULT_SEED, K, NAME, TABLES, assumption2_unit, summarise
 from .trial import COLUMNS, ContractionSpec, ifca_contraction_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "ContractionSpec", "cells_of", "trial_flops", "trial_memory", "summarise",
-           "assumption2_unit", "draw", "NAME", "TABLES", "DEFAULT_SEED", "K", "COLUMNS", "ifca_contraction_trial",
+__all__ = ["STUDY", "Config", "PRESETS", "ContractionSpec", "cells_of", "trial_flops", "summarise", "assumption2_unit",
+           "draw", "NAME", "TABLES", "DEFAULT_SEED", "K", "COLUMNS", "ifca_contraction_trial",
            "plot_one_round_contraction"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -106,12 +106,6 @@ def trial_flops(spec):
     return float(((pb.k + 3) * 2 + 100) * Nd + 2 * SPLIT_COST * pb.m)
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
-    (:func:`experiments.ifca_mechanism.mechanism_memory`)."""
-    return mechanism_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.ifca_contraction",
@@ -127,7 +121,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=mechanism_memory,
     size_flags=("--m", "--d", "--n-primes"),
     paper_presets=("paper",),
     figures_dir=REPO / "figures",

@@ -47,9 +47,9 @@ from .figures import draw, plot_misclustering_exponent
 from .summary import DEFAULT_SEED, NAME, TABLES, n_prime_grid, summarise
 from .trial import COLUMNS, MisclusteringSpec, ifca_misclustering_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "MisclusteringSpec", "cells_of", "n_prime_grid", "trial_flops",
-           "trial_memory", "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS",
-           "ifca_misclustering_trial", "plot_misclustering_exponent"]
+__all__ = ["STUDY", "Config", "PRESETS", "MisclusteringSpec", "cells_of", "n_prime_grid", "trial_flops", "summarise",
+           "draw", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS", "ifca_misclustering_trial",
+           "plot_misclustering_exponent"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -107,12 +107,6 @@ def trial_flops(spec):
     return float(104 * pb.m * pb.n * pb.d + 2 * SPLIT_COST * pb.m)
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
-    (:func:`experiments.ifca_mechanism.mechanism_memory`)."""
-    return mechanism_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.ifca_misclustering",
@@ -127,7 +121,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=mechanism_memory,
     size_flags=("--m", "--d", "--rhos", "--targets"),
     paper_presets=("paper",),
     figures_dir=REPO / "figures",

@@ -85,9 +85,8 @@ from .trial import (
 )
 
 __all__ = ["STUDY", "Config", "Phase1Options", "PRESETS", "TwoPhaseSpec", "cells_of", "cell_keys", "trial_flops",
-           "trial_memory", "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS", "CURVE_METHODS",
-           "SOLVERS", "TWO_PHASE_CELLS", "curve_columns", "two_phase_trial", "plot_two_phase_rounds",
-           "plot_two_phase_contraction"]
+           "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS", "CURVE_METHODS", "SOLVERS",
+           "TWO_PHASE_CELLS", "curve_columns", "two_phase_trial", "plot_two_phase_rounds", "plot_two_phase_contraction"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -222,12 +221,6 @@ def trial_flops(spec):
     return float((pb.k + 1) * 2 * pb.m * pb.size_mean * pb.d * replicas * rounds)
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`: its
-    arrays (:func:`.trial.two_phase_memory`)."""
-    return two_phase_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.two_phase",
@@ -244,7 +237,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=two_phase_memory,
     size_flags=("--M-ref", "--Ms", "--n-max", "--d", "--anchor-points", "--fx-rounds", "--ifca-restarts",
                 "--steps"),
     record=lambda config: {**dataclasses.asdict(config), "curve_methods": list(CURVE_METHODS)},

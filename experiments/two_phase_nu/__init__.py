@@ -83,9 +83,9 @@ from .trial import (
 )
 
 __all__ = ["STUDY", "Config", "PRESETS", "NuTrialSpec", "SizeDesign", "DESIGN_KEYS", "cells_of", "axis_designs",
-           "design_key", "trial_flops", "trial_memory", "summarise", "draw", "statement", "NAME", "TABLES",
-           "DEFAULT_SEED", "AXES", "AXIS_NAMES", "METHOD_KEYS", "design_quantities", "two_phase_nu_trial",
-           "two_phase_nu_memory", "plot_nu_sweeps"]
+           "design_key", "trial_flops", "summarise", "draw", "statement", "NAME", "TABLES", "DEFAULT_SEED", "AXES",
+           "AXIS_NAMES", "METHOD_KEYS", "design_quantities", "two_phase_nu_trial", "two_phase_nu_memory",
+           "plot_nu_sweeps"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -210,12 +210,6 @@ def trial_flops(spec):
     return float(2 * 2 * 2 * design.k * (design.N + design.k * design.anchor_points) * spec.d * 150)
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`
-    (:func:`.trial.two_phase_nu_memory`)."""
-    return two_phase_nu_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.two_phase_nu",
@@ -231,7 +225,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=two_phase_nu_memory,
     size_flags=("--M-ref", "--n-ref", "--Ms-fixed-n", "--Ms-fixed-N", "--N-fixed", "--d", "--anchor-points"),
     paper_presets=("paper",),
     figures_dir=REPO / "figures",

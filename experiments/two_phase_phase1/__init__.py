@@ -48,9 +48,9 @@ from .figures import draw, plot_clients_needed, plot_phase1_error
 from .summary import DEFAULT_SEED, NAME, TABLES, cell_keys, summarise
 from .trial import PHASE1_CELLS, Phase1Spec, c_label, clients_for, phase1_memory, phase1_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "Phase1Spec", "cells_of", "cell_keys", "trial_flops", "trial_memory",
-           "summarise", "draw", "NAME", "TABLES", "DEFAULT_SEED", "PHASE1_CELLS", "c_label", "clients_for",
-           "phase1_trial", "plot_phase1_error", "plot_clients_needed"]
+__all__ = ["STUDY", "Config", "PRESETS", "Phase1Spec", "cells_of", "cell_keys", "trial_flops", "summarise", "draw",
+           "NAME", "TABLES", "DEFAULT_SEED", "PHASE1_CELLS", "c_label", "clients_for", "phase1_trial",
+           "plot_phase1_error", "plot_clients_needed"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -181,12 +181,6 @@ def trial_flops(spec):
     return float(spec.fmd_rounds * anchors * Ms * (8 * pb.d + 2 * pb.d * pb.d))
 
 
-def trial_memory(spec):
-    """Upper estimate of one trial's peak bytes besides :data:`mixreg.study.TRIAL_OVERHEAD`: its
-    arrays (:func:`.trial.phase1_memory`)."""
-    return phase1_memory(spec)
-
-
 STUDY = Study(
     name=NAME,
     command="python -m experiments.two_phase_phase1",
@@ -203,7 +197,7 @@ STUDY = Study(
     draw=draw,
     root_seed=DEFAULT_SEED,
     cost=trial_flops,
-    memory=trial_memory,
+    memory=phase1_memory,
     size_flags=("--c-ref", "--d-ref", "--d-grid", "--nA-grid", "--nA-ref", "--need-ds", "--need-cs", "--need-nA",
                 "--fmd-rounds"),
     paper_presets=("paper",),
