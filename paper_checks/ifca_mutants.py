@@ -35,15 +35,15 @@ identity-gradient  (e, ours) the gradient computed on the identity subset of the
 =================  ==========================================================================
 
 Which tests fail on each mutant (``x``: fails, checked by every run of this script; ``.``:
-passes, from a ``--survey`` run).  Theorem-level tests, in tests/test_ifca_clustering_step.py
+passes, from a ``--survey`` run).  Theorem-level tests, in tests/algorithms/test_ifca_clustering_step.py
 unless marked: RATE ``test_driver_misclustering_rate_matches_the_exact_law`` (the driver's
 misclustering rate against the exact law of the two residual sums), MEAN
 ``test_theorem1_one_round_mean_with_misclustering`` (Theorem 1's round in expectation, the
 misclustering term at its exact value), FACTOR
 ``test_one_round_factor_is_one_minus_two_gamma_p_lambda`` (the exact one-round factor), THM1
-``tests/test_theory_ifca.py::test_theorem1_one_round_contraction``.  Reference-level: ARGMIN
+``tests/theory/test_theory_ifca.py::test_theorem1_one_round_contraction``.  Reference-level: ARGMIN
 ``test_decoded_identities_are_the_argmin_on_the_identity_subset`` (identities and weights read
-off the update against a plain argmin), REF and REF-RS ``tests/test_algorithms_ifca.py::``
+off the update against a plain argmin), REF and REF-RS ``tests/algorithms/test_algorithms_ifca.py::``
 ``test_matches_reference`` and ``test_resampled_run_matches_reference``.
 
 =================  ====  ====  ======  ====  ======  ===  ======
@@ -89,12 +89,12 @@ fedx-first-sample      the ML decoder (``mixreg/kernels.py``, ``decode_and_resid
 =====================  ======================================================================
 
 Which tests fail (``x``: checked by every run; ``.``: passes, from a ``--survey`` run).  In
-tests/test_fedx_phase2_teeth.py: ROUND ``test_one_round_with_true_labels_is_the_n_over_N_``
+tests/algorithms/test_fedx_phase2_teeth.py: ROUND ``test_one_round_with_true_labels_is_the_n_over_N_``
 ``weighted_average`` (one round against plain NumPy), RHO ``test_per_round_factor_is_the_``
 ``spectral_radius_of_the_data_weighted_map``, DECODE ``test_the_decoder_uses_all_of_a_clients_``
 ``data``, DECR ``test_error_to_the_fixed_point_strictly_decreases_near_the_truth``; PROP
-``tests/test_theory_sxy.py::test_phase2_contracts_to_a_floor`` (the Phase-2 property test).
-Reference-level: REF ``tests/test_algorithms_fedx.py::test_matches_reference_with_single_``
+``tests/theory/test_theory_sxy.py::test_phase2_contracts_to_a_floor`` (the Phase-2 property test).
+Reference-level: REF ``tests/algorithms/test_algorithms_fedx.py::test_matches_reference_with_single_``
 ``point_clients``.
 
 ====================  =====  ===  ======  ====  ====  ===
@@ -156,25 +156,25 @@ ROOT = Path(__file__).resolve().parents[1]
 DRIVER = "mixreg/algorithms/ifca.py"
 MARK = "# MUTANT"
 
-_T = "tests/test_ifca_clustering_step.py::"
+_T = "tests/algorithms/test_ifca_clustering_step.py::"
 RATE = _T + "test_driver_misclustering_rate_matches_the_exact_law"
 MEAN = _T + "test_theorem1_one_round_mean_with_misclustering"
 FACTOR = _T + "test_one_round_factor_is_one_minus_two_gamma_p_lambda"
 ARGMIN = _T + "test_decoded_identities_are_the_argmin_on_the_identity_subset"
-THEOREM1 = "tests/test_theory_ifca.py::test_theorem1_one_round_contraction"
-REFERENCE = "tests/test_algorithms_ifca.py::test_matches_reference"
-REFERENCE_RESAMPLED = "tests/test_algorithms_ifca.py::test_resampled_run_matches_reference"
+THEOREM1 = "tests/theory/test_theory_ifca.py::test_theorem1_one_round_contraction"
+REFERENCE = "tests/algorithms/test_algorithms_ifca.py::test_matches_reference"
+REFERENCE_RESAMPLED = "tests/algorithms/test_algorithms_ifca.py::test_resampled_run_matches_reference"
 IFCA_THEOREM_LEVEL = (RATE, MEAN, FACTOR, THEOREM1)
 
 FEDX_DRIVER = "mixreg/algorithms/fedx.py"
 KERNELS = "mixreg/kernels.py"
-_F = "tests/test_fedx_phase2_teeth.py::"
+_F = "tests/algorithms/test_fedx_phase2_teeth.py::"
 FX_ROUND = _F + "test_one_round_with_true_labels_is_the_n_over_N_weighted_average"
 FX_RHO = _F + "test_per_round_factor_is_the_spectral_radius_of_the_data_weighted_map"
 FX_DECODE = _F + "test_the_decoder_uses_all_of_a_clients_data"
 FX_DECREASE = _F + "test_error_to_the_fixed_point_strictly_decreases_near_the_truth"
-FX_PROPERTY = "tests/test_theory_sxy.py::test_phase2_contracts_to_a_floor"
-FX_REFERENCE = "tests/test_algorithms_fedx.py::test_matches_reference_with_single_point_clients"
+FX_PROPERTY = "tests/theory/test_theory_sxy.py::test_phase2_contracts_to_a_floor"
+FX_REFERENCE = "tests/algorithms/test_algorithms_fedx.py::test_matches_reference_with_single_point_clients"
 FEDX_THEOREM_LEVEL = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY)
 
 #: A mutant must name at least one of these (its family's theorem-level tests).
