@@ -22,9 +22,9 @@ The views, each keyed by the names the study's records use (:attr:`MethodStyle.k
   :math:`n_i/N`, a control; ``fedavg``, ``fedprox``; ``ls`` = known-label least squares,
   ``cwls`` = client-weighted least squares;
 * :data:`RULES`: the success rules of the IFCA success experiment
-  (:data:`mixreg.trials.SUCCESS_RULES`: ``official``, ``honest``, ``oracle`` = known-label least
+  (``experiments.success_vs_R.trial.SUCCESS_RULES``: ``official``, ``honest``, ``oracle`` = known-label least
   squares as a ceiling), whose labels are the panel titles of
-  :func:`mixreg.plotting.plot_success_vs_separation`.  Their colour is ``None``: that figure
+  the study's ``plot_success_vs_separation``.  Their colour is ``None``: that figure
   colours its curves by noise level;
 * :data:`COMPARE`: the methods of the head-to-head comparison (the study ``experiments/compare/``),
   in table order; their :attr:`MethodStyle.kind` says which are registered algorithms, variants

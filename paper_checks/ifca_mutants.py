@@ -185,7 +185,7 @@ CANDIDATES = (RATE, MEAN, FACTOR, ARGMIN, THEOREM1, REFERENCE, REFERENCE_RESAMPL
 FEDX_CANDIDATES = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY, FX_REFERENCE)
 
 _ASSIGN = "kernels.assign_clients(ws.losses, active, assign, best)\n"
-_UPDATE = "new = th - step * grad\n"
+_UPDATE = "new = server_step.gradient(th, grad, step, t=t, state=state, rows=rows)\n"
 
 
 @dataclass(frozen=True)
@@ -253,21 +253,21 @@ IFCA_MUTANTS = (
         "step-x1.25",
         "(c) step size 25% too large",
         _UPDATE,
-        f"new = th - (1.25 * step) * grad  {MARK}\n",
+        f"new = server_step.gradient(th, grad, 1.25 * step, t=t, state=state, rows=rows)  {MARK}\n",
         (MEAN, FACTOR, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
     ),
     Mutant(
         "step-x0.75",
         "(c) step size 25% too small",
         _UPDATE,
-        f"new = th - (0.75 * step) * grad  {MARK}\n",
+        f"new = server_step.gradient(th, grad, 0.75 * step, t=t, state=state, rows=rows)  {MARK}\n",
         (MEAN, FACTOR, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
     ),
     Mutant(
         "cluster-size",
         "(d) gradient average divided by the cluster size instead of m",
         _UPDATE,
-        f"new = th - (step * m / {_CLUSTER_SIZE}) * grad  {MARK}\n",
+        f"new = server_step.gradient(th, grad, step * m / {_CLUSTER_SIZE}, t=t, state=state, rows=rows)  {MARK}\n",
         (MEAN, FACTOR, THEOREM1, ARGMIN, REFERENCE, REFERENCE_RESAMPLED),
     ),
     Mutant(

@@ -89,7 +89,8 @@ def test_a_committed_trial_replays_bit_identically(name, run):
     sweep = module.STUDY.sweep(config, root_seed=results.manifest["sweep"]["root_seed"])
     assert sweep.key == results.manifest["sweep_key"], "the committed run's grid or seeds are no longer built"
 
-    costs = [sweep.cost_fn(cell) if sweep.cost_fn else 1.0 for cell in sweep.cells]
+    cost = sweep.function("cost_fn")  # with a typed spec, the cost of the spec the cell stands for
+    costs = [cost(cell) if cost else 1.0 for cell in sweep.cells]
     first = {}  # cell -> its first committed trial (an unfinished run: the cells begun)
     for record in results.records:
         first.setdefault(record["cell"], record)

@@ -2,7 +2,7 @@
 
 Every algorithm of :data:`mixreg.algorithms.ALGORITHMS` is called as the experiments call it,
 ``run(problem, init, step_size, *, n_rounds, rng)``.  A bad argument (beyond those of the contract
-suite, ``tests/test_algorithms_contract.py``) must raise a ``TypeError`` or ``ValueError`` whose
+suite, ``tests/algorithms/test_algorithms_contract.py``) must raise a ``TypeError`` or ``ValueError`` whose
 message is one line naming the argument, raised by mixreg's own validation; a problem an
 algorithm cannot handle is refused the same way, naming what is missing.  A legal edge problem
 (``k = 1``, ``d = 1``, one replica, one round, ``sigma = 0``, one point per client, float32,

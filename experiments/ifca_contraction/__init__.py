@@ -11,7 +11,7 @@ This experiment draws ``theta_j = theta*_j + alpha Delta u_j`` (``u_j`` uniform 
 runs one resampled round (:func:`.trial.ifca_contraction_trial`) and
 records, per cluster, the ratio ``||theta_j^+ - theta*_j|| / ||theta_j - theta*_j||`` against the
 right-hand side divided by the current distance, with the constants as
-``tests/test_theory_ifca.py`` fixes them (``c1 = 3/8``, ``c2 = 1``, ``c3 = 60``, ``c4 = 1/9``; the
+``tests/theory/test_theory_ifca.py`` fixes them (``c1 = 3/8``, ``c2 = 1``, ``c3 = 60``, ``c4 = 1/9``; the
 derivation is in that test's docstring), and against the same without its misclustering term.
 It also counts the workers the round misclustered (the driver's own identity estimates) and the
 exact per-worker probability of that geometry (:func:`mixreg.theory.misclustering_probability`).
@@ -65,13 +65,13 @@ class Config(Spec):
                                       low_open=True, distinct=True)
     n_primes: tuple[int, ...] = param("points per worker in each of the round's two subsets", low=1, distinct=True)
     trials: int = param("trials per (rho, alpha, n') cell", low=1)
-    c1: float = param("step size gamma = c1 / p (tests/test_theory_ifca.py: 3/8)", default=0.375, low=0,
+    c1: float = param("step size gamma = c1 / p (tests/theory/test_theory_ifca.py: 3/8)", default=0.375, low=0,
                       low_open=True)
-    c2: float = param("Theorem 1's noise-term constant (tests/test_theory_ifca.py: 1)", default=1.0, low=0,
+    c2: float = param("Theorem 1's noise-term constant (tests/theory/test_theory_ifca.py: 1)", default=1.0, low=0,
                       low_open=True)
-    c3: float = param("Theorem 1's misclustering-term constant (tests/test_theory_ifca.py: 60)", default=60.0,
+    c3: float = param("Theorem 1's misclustering-term constant (tests/theory/test_theory_ifca.py: 60)", default=60.0,
                       low=0)
-    c4: float = param("its exponent's constant (tests/test_theory_ifca.py: 1/9)", default=1.0 / 9.0, low=0,
+    c4: float = param("its exponent's constant (tests/theory/test_theory_ifca.py: 1/9)", default=1.0 / 9.0, low=0,
                       low_open=True)
     level: float = param("level of the Wilson intervals", default=0.95, low=0, high=1, low_open=True,
                          high_open=True)

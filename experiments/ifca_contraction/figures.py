@@ -27,7 +27,7 @@ def draw(config, tables, outdir):
     footnote = (
         f"{config.preset}: k = 2, m = {config.m}, d = {config.d}, Δ = 1, σ = ρ^(-1/2), one round with resampling, "
         f"γ = {config.c1:g}/p; {config.trials} trials per point, draws = trials × 2 clusters. Constants of "
-        f"tests/test_theory_ifca.py: c2 = {config.c2:g}, c3 = {config.c3:g}, c4 = {config.c4:.3g}. Violations of the "
+        f"tests/theory/test_theory_ifca.py: c2 = {config.c2:g}, c3 = {config.c3:g}, c4 = {config.c4:.3g}. Violations of the "
         f"Thm 1 RHS for α ≤ 1/4: {inside['violations']}/{inside['draws']}; of ½ + noise term (all cells): "
         f"{noise['violations']}/{noise['draws']}; largest c3 any draw needs: {noise['c3_needed_max']:.3g}. "
         f"Assumption 2 (unit constants) holds at {a2_text or 'no cell'}; with the test suite's constant 36, at none."

@@ -7,7 +7,7 @@ Every entry names a *replica driver*: a function
 that runs ``B`` replicas (``init`` of shape (B, k, d), one step size each) on one problem and
 returns a result with the common fields of :class:`mixreg.algorithms.DriverResult`.  Entries
 adapt the drivers' own keyword arguments (IFCA's option, FedX's local solver) to that signature.
-Registering an algorithm puts it under the contract suite (``tests/test_algorithms_contract.py``):
+Registering an algorithm puts it under the contract suite (``tests/algorithms/test_algorithms_contract.py``):
 batching, divergence, bad input and determinism are then checked for it with no new test code.
 
 A driver that takes a ``server_step`` (:class:`mixreg.algorithms.ServerStep`, the server's

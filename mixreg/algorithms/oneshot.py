@@ -24,7 +24,7 @@ about :math:`\\sqrt{n_i (\\lVert\\theta^*_l\\rVert^2 + \\sigma^2)}/d`.  The rati
 truth itself acts as noise of energy :math:`\\lVert\\theta^*_l\\rVert^2`.  So the local vectors
 lose their separation, and k-means labels clients near chance, once that ratio is of order one:
 when the truths share a component comparable to :math:`\\sqrt{n_i}\\,\\Delta` or larger.
-Measured (``tests/test_algorithms_oneshot.py``, ``k = 2``, ``m = 100``, :math:`\\Delta = 2`,
+Measured (``tests/algorithms/test_algorithms_oneshot.py``, ``k = 2``, ``m = 100``, :math:`\\Delta = 2`,
 :math:`\\sigma = 0.5`, a shared component of norm 5, six problems): 44% of clients misclustered on average (37% to 50%) at ``d = 40``,
 ``n_i = 10``, where chance is about 46%; none at ``d = 5``, ``n_i = 100``; and without the shared
 component, none at ``d = 40``, ``n_i = 10`` either.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -128,6 +129,14 @@ class ProblemSpec:
     main_fraction: float | None = None
 
     def __post_init__(self):
+        for name in ("sigma", "scale", "size_mean", "p_min", "cov_low", "cov_high", "main_fraction"):
+            value = getattr(self, name)  # an integer given for a real is that real: one spec, one cell, one seed
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+                object.__setattr__(self, name, float(value))
+        for name in ("m", "k", "d", "n", "n_min", "n_max", "n_anchors", "anchor_points"):
+            value = getattr(self, name)  # a NumPy integer is its Python int (a cell holds plain values)
+            if isinstance(value, np.integer):
+                object.__setattr__(self, name, int(value))
         check_int("m", self.m, low=1)
         check_int("k", self.k, low=1, high=self.m)
         check_int("d", self.d, low=1)

@@ -16,8 +16,9 @@ naming the field, its allowed range and the value received::
         dtype: str = param("floating-point type", default="float64", choices=("float32", "float64"))
 
 A constraint across fields that no keyword says ("a slope needs two points") is a method
-``check(self)`` raising ``ValueError``; it runs after the fields' own checks.  A spec is
-validated when it is made (``__post_init__``), so every instance is a valid one.
+``check(self)`` raising ``ValueError``; it runs after the fields' own checks and their relations.
+A spec is validated when it is made (``__post_init__``), so every instance is a valid one; the
+first fault found is raised, in one line.  A field not made with :func:`param` is not checked.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def _range_text(kind, check):
 
 def _in_range(value, check):
     low, high = check["low"], check["high"]
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, numbers.Real) and not math.isfinite(float(value)):  # NumPy's nan too
         return False
     if low is not None and (value <= low if check["low_open"] else value < low):
         return False
@@ -139,6 +140,9 @@ def _check_field(name, value, hint, check):
     if value is None and optional:
         return
     if kind not in _SCALARS:  # a nested spec (a ProblemSpec) validates itself
+        if not isinstance(kind, type) or typing.get_origin(kind) is not None:
+            raise TypeError(f"{name}: a param field is annotated int, float, str, bool, tuple[T, ...] (of one of "
+                            f"these), either | None, or a class; got {kind!r}")
         if not isinstance(value, kind):
             raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
         return
@@ -162,24 +166,46 @@ def _check_field(name, value, hint, check):
         raise ValueError(f"{name} must be distinct, got {shown}")
 
 
+def _as_float(value):
+    """``float(value)`` for an integer (not a bool), the value itself otherwise (validation judges it)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return value
+
+
 class Spec:
     """Base of a frozen, keyword-only dataclass of :func:`param` fields, validated when made.
 
     Subclasses are declared ``@dataclasses.dataclass(frozen=True, kw_only=True)``.  Lists given
-    for tuple fields are stored as tuples; numbers are stored as given (a study's recorded
-    config, and so its results directories, keep their types).
+    for tuple fields are stored as tuples, and an integer given for a ``float`` field as a float
+    (``1`` and ``1.0`` are one spec, so one cell and one seed).
     """
 
     def __post_init__(self):
         for field, hint in spec_fields(type(self)):
-            if isinstance(getattr(self, field.name), list):
-                object.__setattr__(self, field.name, tuple(getattr(self, field.name)))
+            value = getattr(self, field.name)
+            if isinstance(value, list):
+                value = tuple(value)
+            kind, is_tuple, _ = _kind(hint)
+            if kind is float:  # an integer given for a float is that float: equal specs, equal cells, equal seeds
+                value = tuple(_as_float(v) for v in value) if is_tuple and isinstance(value, tuple) else _as_float(value)
+            object.__setattr__(self, field.name, value)
         self.validate()
 
     def validate(self):
         """Check every field's own constraints (in field order), then the relations between
-        fields, then :meth:`check`; raise ``ValueError`` (or ``TypeError`` for a value of the
-        wrong kind) naming the first bad field; return ``self``."""
+        fields, then :meth:`check`; return ``self``.
+
+        Raises
+        ------
+        ValueError
+            Naming the first bad field, its allowed range and the value: for a number out of
+            range, not finite, or not a number at all (as a command line reads it), a choice
+            not allowed, an empty or repeated tuple, a broken relation.
+        TypeError
+            For a ``str`` or ``bool`` field holding another type, a field whose annotation
+            :func:`param` does not support, or a relation naming no field.
+        """
         declared = [(field, hint, field.metadata["check"]) for field, hint in spec_fields(type(self))
                     if field.metadata.get("check") is not None]
         for field, hint, check in declared:  # each field's own range first, then the relations
@@ -188,7 +214,11 @@ class Spec:
             value = getattr(self, field.name)
             for other, bound in (("at_most", "at most"), ("at_least", "at least")):
                 name = check[other]
-                if name is None or value is None or getattr(self, name) is None:
+                if name is None or value is None:
+                    continue
+                if not hasattr(self, name):
+                    raise TypeError(f"{field.name}: {other}={name!r} names no field of {type(self).__name__}")
+                if getattr(self, name) is None:
                     continue
                 limit = getattr(self, name)
                 items = value if isinstance(value, tuple) else (value,)  # a tuple: every value

@@ -48,10 +48,12 @@ class Study:
     description : str
         The ``--help`` text.
     config : type
-        A frozen keyword-only :class:`mixreg.study.Spec` with a ``preset: str`` field, then one
-        :func:`mixreg.study.param` field per flag.
+        A frozen keyword-only :class:`mixreg.study.Spec` with a ``preset: str`` field and a
+        ``trials: int`` field (trials per cell), then one :func:`mixreg.study.param` field per
+        flag.
     presets : mapping of str to dict
-        Preset name -> field values (``"quick"`` is the default preset when present).
+        Preset name -> field values (``"quick"`` is the default preset when present); a key
+        that is not a field of ``config`` is refused when the study is made.
     cells : callable
         ``config -> sequence of TrialSpec or dict``: the grid.
     trial : callable, optional
@@ -118,10 +120,17 @@ class Study:
     def __post_init__(self):
         if (self.trial is None) == (self.trial_of is None):
             raise TypeError(f"study {self.name!r}: give exactly one of trial and trial_of")
-        if "preset" not in {f.name for f in dataclasses.fields(self.config)}:
-            raise TypeError(f"study {self.name!r}: its config {self.config.__name__} has no preset field")
+        fields = {f.name for f in dataclasses.fields(self.config)}
+        for needed in ("preset", "trials"):
+            if needed not in fields:
+                raise TypeError(f"study {self.name!r}: its config {self.config.__name__} has no {needed} field")
         if not self.presets:
             raise ValueError(f"study {self.name!r} has no preset")
+        for preset, values in self.presets.items():  # a misspelt key would fail only when its preset runs
+            unknown = sorted(set(values) - fields)
+            if unknown:
+                raise TypeError(f"study {self.name!r}: preset {preset!r} sets {unknown}, which are not fields "
+                                f"of {self.config.__name__}")
         object.__setattr__(self, "tables", tuple(self.tables))
         object.__setattr__(self, "size_flags", tuple(self.size_flags))
         object.__setattr__(self, "paper_presets", tuple(self.paper_presets))

@@ -88,8 +88,15 @@ class TrialSpec(Spec):
 
     @classmethod
     def from_cell(cls, cell):
-        """The spec a cell made by :meth:`to_cell` stands for."""
+        """The spec a cell made by :meth:`to_cell` stands for; a key that is neither the problem's
+        (under the schema) nor a method field is refused."""
         if not isinstance(cell, Mapping):
             raise TypeError(f"cell must be a dict (an engine cell), got {type(cell).__name__}")
-        problem = ProblemSpec.from_cell(cell, cls.schema_of(cell))
+        schema = cls.schema_of(cell)
+        problem_keys = set(schema.keys.values()) if schema.keys else {f.name for f in dataclasses.fields(ProblemSpec)}
+        unknown = sorted(set(cell) - problem_keys - set(cls.method_names()))
+        if unknown:  # a misspelt key would otherwise leave its field at its default, unseen
+            raise ValueError(f"cell holds the key(s) {unknown}, which are neither the problem's nor a field of "
+                             f"{cls.__name__}")
+        problem = ProblemSpec.from_cell(cell, schema)
         return cls(problem=problem, **{name: cell[name] for name in cls.method_names() if name in cell})

@@ -55,7 +55,7 @@ unstated constants: the shape ``(rho / (rho + 1))^2`` grows like ``rho^2`` at sm
 (the exact exponent like ``rho / 8``) and saturates at 1 at large ``rho`` (the exact exponent
 grows like ``(1/2) log rho``), so no single ``c4`` matches the exponent over a wide range of
 ``rho``; ``c4 = 1/9`` makes it a bound at every ``rho`` and every geometry of Assumption 1
-(derivation in ``tests/test_theory_ifca.py``).
+(derivation in ``tests/theory/test_theory_ifca.py``).
 
 **Population basin edge** (derived here).  With ``theta_l = theta*_l + alpha Delta u_l``
 (unit ``u_l``), a worker of cluster ``j`` prefers model ``l`` in expectation iff

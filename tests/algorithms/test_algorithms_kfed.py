@@ -2,7 +2,7 @@
 
 The local phase and the point labelling are checked against plain per-client loops written from
 the algorithm box; the FedAvg phase is the shared trainer (tested in
-``tests/test_algorithms_fixed_labels.py``), checked here only for where it starts.  The regimes:
+``tests/algorithms/test_algorithms_fixed_labels.py``), checked here only for where it starts.  The regimes:
 on clients that mix two well separated clusters with many points each, local regressions
 recover the point labels (misclustering at the oracle's level) while local k-means on the raw
 points ``(x, y)`` is near chance; with ``n_i`` small against ``k' d`` the local regressions are

@@ -2,7 +2,7 @@
 the client data, that a wrong aggregation weight, a renormalisation within a cluster, a driver
 that does not move, or a decoder that reads only part of a client's data cannot reproduce.
 
-The property test of tests/test_theory_sxy.py checks an upper bound (a contraction to a floor),
+The property test of tests/theory/test_theory_sxy.py checks an upper bound (a contraction to a floor),
 which an algorithm that contracts faster, or differently weighted, also satisfies.  Here:
 
 * one round with the true labels is exactly

@@ -1,6 +1,6 @@
 """IFCA's clustering step against its exact law, and the one-round update against its exact form.
 
-The Theorem 1 property test of ``tests/test_theory_ifca.py`` lives in a regime where a worker is
+The Theorem 1 property test of ``tests/theory/test_theory_ifca.py`` lives in a regime where a worker is
 misclustered with probability at most ``(k - 1) m^-3``: its third term is never exercised, and
 it passes with the true labels in place of the identity estimate (random mis-assignments it
 sees only through the displacement of a single wrong worker, when ``p m`` is small).  The tests
@@ -46,7 +46,7 @@ from mixreg.problems import make_problem_from_parameters, make_theta_star
 # client's rows into the round's subsets is used, to know which rows fed the gradient
 ifca_mod = importlib.import_module("mixreg.algorithms.ifca")
 
-#: Theorem 1's c4 (derived in tests/test_theory_ifca.py, test_theorem1_one_round_contraction).
+#: Theorem 1's c4 (derived in tests/theory/test_theory_ifca.py, test_theorem1_one_round_contraction).
 C4 = 1 / 9
 #: Two-sided level of the binomial (Clopper-Pearson) intervals.
 CONFIDENCE = 0.999
@@ -166,7 +166,7 @@ def round_gradients(problem, theta, split_seed, n_prime):
 
     The driver splits the rows with its private ``_resampled_rounds`` from the generator it is
     given; the same split is replayed here from a generator with the same seed (the split itself
-    is tested in tests/test_algorithms_ifca.py).  Returns ``G`` of shape ``(k, d, m)`` and the
+    is tested in tests/algorithms/test_algorithms_ifca.py).  Returns ``G`` of shape ``(k, d, m)`` and the
     identity subset ``(X, y)`` of shapes ``(m, n', d)`` and ``(m, n')``.
     """
     m, d = problem.m, problem.d

@@ -1,6 +1,6 @@
 """Tests of mixreg.plotting's common helpers and success figure: the figure has what a reader needs.
 
-The registry of method names, labels and colours is tested in ``tests/test_plotting_methods.py``."""
+The registry of method names, labels and colours is tested in ``tests/plotting/test_plotting_methods.py``."""
 
 import matplotlib
 import numpy as np

@@ -64,7 +64,7 @@ def test_each_declared_constraint_refuses_its_value_in_one_line_naming_the_field
 def test_a_valid_spec_keeps_its_values_and_types():
     grid = Grid(**GOOD, ms=[4, 8], sigma=0, shared=True)
     assert grid.ms == (4, 8)  # a list becomes a tuple
-    assert grid.sigma == 0 and type(grid.sigma) is int  # numbers are stored as given (recorded configs keep their types)
+    assert grid.sigma == 0.0 and type(grid.sigma) is float  # an integer for a float field is that float
     assert grid.validate() is grid
     with pytest.raises(dataclasses.FrozenInstanceError):
         grid.m = 3
@@ -265,3 +265,46 @@ def test_a_study_refuses_an_inconsistent_declaration():
         Study(config=NoPreset, trial=trial, **common)
     with pytest.raises(TypeError, match="exactly one of trial and trial_of"):
         Study(config=Grid, **common)
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class WithTrials(Spec):
+        preset: str = param("the preset")
+        trials: int = param("trials", low=1)
+
+    with pytest.raises(TypeError, match=r"preset 'quick' sets \['trails'\], which are not fields"):
+        Study(config=WithTrials, trial=trial, **{**common, "presets": {"quick": {"trails": 3}}})
+
+
+def test_a_cell_with_a_key_of_no_field_is_refused_naming_it():
+    cell = Run(problem=ProblemSpec(m=10, k=2, n=5, d=3, sigma=0.5, scale=0.25), n_rounds=7, steps=(1.0,)).to_cell()
+    with pytest.raises(ValueError, match=r"\['n_round'\]"):
+        Run.from_cell({**{k: v for k, v in cell.items() if k != "n_rounds"}, "n_round": 7, "n_rounds": 7})
+
+
+def test_an_integer_for_a_real_is_that_real_so_equal_specs_have_one_seed():
+    from mixreg.montecarlo import trial_seed
+
+    a = Run(problem=ProblemSpec(m=10, k=2, n=5, d=3, sigma=0, scale=1), n_rounds=7, steps=(1, 2))
+    b = Run(problem=ProblemSpec(m=10, k=2, n=5, d=3, sigma=0.0, scale=1.0), n_rounds=7, steps=(1.0, 2.0))
+    assert a == b and a.to_cell() == b.to_cell() and a.steps == (1.0, 2.0) and type(a.problem.sigma) is float
+    assert trial_seed(1, a.to_cell(), 0).entropy == trial_seed(1, b.to_cell(), 0).entropy
+    assert repr(a.to_cell()) == repr(b.to_cell())
+
+
+def test_numpy_nan_an_unsupported_annotation_and_a_relation_to_no_field_are_refused():
+    with pytest.raises(ValueError, match="p must be finite"):
+        Grid(**{**GOOD, "p": np.float32("nan")})
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Loose(Spec):
+        x: int | float = param("either", low=0)
+
+    with pytest.raises(TypeError, match="x: a param field is annotated"):
+        Loose(x=-1)
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Typo(Spec):
+        k: int = param("clusters", low=1, at_most="mm")
+
+    with pytest.raises(TypeError, match="k: at_most='mm' names no field"):
+        Typo(k=2)

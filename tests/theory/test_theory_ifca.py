@@ -4,7 +4,7 @@ Two parts:
 
 * unit tests of IFCA's formulas in :mod:`mixreg.theory` (known values, monotonicity, the
   bisection root, ``sigma = 0``, input validation; the fit of ``C`` is in
-  ``tests/test_theory_fitting.py``);
+  ``tests/theory/test_theory_fitting.py``);
 * property tests of Theorem 1 of Ghosh, Chung, Yin and Ramchandran (NeurIPS 2020, linear model,
   resampling scheme): one round of IFCA with ``gamma = c1 / p`` from an iterate on the sphere
   ``||theta_j - theta*_j|| = Delta / 4`` contracts by 1/2 up to an additive floor, with the
@@ -417,7 +417,7 @@ def test_theorem1_one_round_contraction(ex):
     worker prefers a wrong model, in Lemma 1's worst geometry and summed over the k - 1 wrong
     models, is at most 2e-6 for anything the strategy draws (largest over 3,000 draws: 1.6e-6,
     at rho = 1 and the smallest n' allowed; the law of the two residual sums, see
-    tests/test_ifca_clustering_step.py), so the third term is never exercised and the test
+    tests/algorithms/test_ifca_clustering_step.py), so the third term is never exercised and the test
     passes with the true labels in place of the identity estimate.  (It does fail with 3% of the
     workers mis-assigned at random every round, but only because a single wrong worker moves a
     model by about (2 c1/(p m)) ||theta_j - theta*_l||, more than the bound's slack when p m is
@@ -426,7 +426,7 @@ def test_theorem1_one_round_contraction(ex):
     probability P by the exponential), above 1 once P >= 2% with c3 = 60, several times the
     whole contraction term Delta/8, so the inequality cannot fail there; and true labels only
     *help* a contraction bound.  The clustering step is tested in
-    tests/test_ifca_clustering_step.py: the driver's measured misclustering rate against its
+    tests/algorithms/test_ifca_clustering_step.py: the driver's measured misclustering rate against its
     exact law (catches true labels and random mis-assignment), Theorem 1's one-round update in
     expectation with the misclustering term at its exact value (a property test that exercises
     the exponential term), and the exact one-round factor 1 - 2 gamma p_j lambda
@@ -566,7 +566,7 @@ def test_lemma1_misclustering_below_the_chernoff_bound(rho, n_prime):
     in the three cells).  The 99.9% Clopper-Pearson interval of the count over the 2000
     cluster-0 workers must contain P, and P lies under the Chernoff bound
     (1 + (b - a)^2 / (4 (ab - c^2)))^(-n'/2) behind c4.  (Here the identity estimate is the one
-    of ``training_loss``; the driver's round is measured in tests/test_ifca_clustering_step.py.)"""
+    of ``training_loss``; the driver's round is measured in tests/algorithms/test_ifca_clustering_step.py.)"""
     rng = np.random.default_rng([41, n_prime])
     d, m_half, delta = 10, 2000, 1.0
     sigma = delta / math.sqrt(rho)
