@@ -123,7 +123,7 @@ class Config(Phase1Options):
     p_mins: tuple[float, ...] = param("p_min values of the p_min sweep (besides p_ref)", low=0, low_open=True,
                                       renamed_from="--p-min")
     p_ref: float = param("p_min of the reference cell", low=0, low_open=True)
-    size_mean: float = param("mean client size, in [1, n_max]", low=1)
+    size_mean: float = param("mean client size, in [1, n_max]", low=1, at_most="n_max")
     n_max: int = param("largest client size (at least 2: Phase 1 draws pairs of points from a client)", low=2)
     trials: int = param("trials per cell", low=1)
     fmd_rounds: int = param("Phase-1 rounds T1", low=1)
@@ -147,10 +147,7 @@ class Config(Phase1Options):
     checkpoint_every: int = param("rounds between stored curve points", default=5, low=1)
 
     def check(self):
-        """The constraints across fields that :func:`mixreg.study.param` cannot say (``size_mean <=
-        n_max`` is one: declared on ``size_mean`` it would be checked before ``n_max`` itself)."""
-        if self.size_mean > self.n_max:
-            raise ValueError(f"size_mean must be in [1, n_max] = [1, {self.n_max}], got {self.size_mean!r}")
+        """The constraints across fields that :func:`mixreg.study.param` cannot say."""
         smallest = min(self.Ms + (self.M_ref,))
         if smallest < 2 * self.k:
             raise ValueError(f"Ms and M_ref must be at least 2k = {2 * self.k} (two clients per cluster), got "

@@ -122,10 +122,12 @@ def test_registry_is_read_only():
 
 
 def test_no_registered_label_or_colour_is_spelled_elsewhere_in_plotting():
+    """The figures of the library and of every study take labels and colours from the registry."""
     package = pathlib.Path(mixreg.plotting.__file__).parent
-    for path in package.glob("*.py"):
-        if path.name == "methods.py":
-            continue
+    studies = package.parent.parent / "experiments"
+    paths = [*package.glob("*.py"), *studies.glob("*/figures.py")]
+    assert len(paths) >= 2 + 10, [p.name for p in paths]  # the shared helpers and every study's figures
+    for path in paths:
         source = path.read_text(encoding="utf-8")
         for style in STYLES:
             assert style.label not in source, (path.name, style.label)
