@@ -334,7 +334,7 @@ def bench_placement(tmp, quick=False, repeats=2):
 
 def build_parser():
     """The benchmark's command line; a usage error is one line (exit 2)."""
-    parser = _cli._OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser = _cli.OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="smaller rounds, first size only (smoke test)")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results") / "bench", metavar="DIR",
                         help=f"results directory; the report is DIR/{REPORT_NAME} (default: results/bench)")
@@ -396,8 +396,8 @@ def main(argv=None):
         if args.debug:
             raise
         if isinstance(exc, ValueError):
-            parser.exit(2, f"{PROG}: error: {_cli._first_line(exc)}\n")
-        _cli._say(PROG, f"error: {_cli._describe(exc)}")
+            parser.exit(2, f"{PROG}: error: {_cli.first_line(exc)}\n")
+        _cli.say(PROG, f"error: {_cli.describe_fault(exc)}")
         return 1
     command_line = __name__ == "__main__"
     with raise_on_sigterm() if command_line else contextlib.nullcontext():
@@ -408,12 +408,12 @@ def main(argv=None):
             if args.debug or not command_line:
                 raise
             terminated = isinstance(exc, Terminated)
-            _cli._say(PROG, f"{'terminated' if terminated else 'interrupted'}; no report written")
+            _cli.say(PROG, f"{'terminated' if terminated else 'interrupted'}; no report written")
             return 143 if terminated else 130
         except Exception as exc:  # noqa: BLE001 - every fault ends in one line (--debug: the traceback)
             if args.debug:
                 raise
-            _cli._say(PROG, f"error: {_cli._describe(exc)}")
+            _cli.say(PROG, f"error: {_cli.describe_fault(exc)}")
             return 1
     print(f"wrote {report_path}")
     return 0

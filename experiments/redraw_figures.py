@@ -93,7 +93,7 @@ def _experiment(name):
 
 
 def main(argv=None):
-    parser = _cli._OneLineParser(prog="python -m experiments.redraw_figures",
+    parser = _cli.OneLineParser(prog="python -m experiments.redraw_figures",
                                  description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=pathlib.Path, default=DATA, help="where the results directories are kept")
     args = parser.parse_args(argv)

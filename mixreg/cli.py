@@ -112,6 +112,10 @@ __all__ = [
     "run_engine_from_args",
     "default_jobs",
     "experiment_main",
+    "OneLineParser",
+    "first_line",
+    "describe_fault",
+    "say",
 ]
 
 _SCALAR_TYPES = (bool, int, float, str)
@@ -153,14 +157,15 @@ def _element_type(config_cls, name, hint):
                     f"or tuple[int | float | str, ...], got {hint!r}")
 
 
-class _OneLineParser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line (no usage block): ``prog: error: ...``."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {_first_line(message)} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {first_line(message)} (see --help)\n")
 
 
-def _first_line(text):
+def first_line(text):
+    """The first non-blank line of ``text`` (an exception's message, say), stripped; ``""`` if none."""
     lines = str(text).strip().splitlines()
     return lines[0].strip() if lines else ""
 
@@ -207,7 +212,7 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
     """
     if default_preset is None:
         default_preset = "quick" if "quick" in presets else next(iter(presets))
-    parser = _OneLineParser(prog=prog, description=description, allow_abbrev=False)
+    parser = OneLineParser(prog=prog, description=description, allow_abbrev=False)
     preset_field = {f.name: f for f in dataclasses.fields(config_cls)}["preset"]
     parser.add_argument("--preset", default=default_preset, choices=list(presets),
                         help=preset_field.metadata.get("help", "the preset"))
@@ -565,26 +570,26 @@ def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
     try:
         manifest = _results_manifest(outdir, name, drawing["tables"])
     except _NotResults as exc:
-        parser.exit(2, f"{parser.prog}: error: --redraw: {_first_line(exc)}\n")
+        parser.exit(2, f"{parser.prog}: error: --redraw: {first_line(exc)}\n")
     try:
         config = config_from_record(config_cls, manifest["sweep"].get("config"))
     except (ValueError, TypeError) as exc:
-        parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {_first_line(exc)}\n")
+        parser.exit(2, f"{parser.prog}: error: --redraw: the config in {outdir / _MANIFEST}: {first_line(exc)}\n")
     try:
         figures = _draw(config, outdir, manifest, accept_edited=tuple(args.accept_edited or ()), **drawing)
     except EditedFileError as exc:  # the directory's data are not the run's: refused like a wrong directory
         if debug:
             raise
-        parser.exit(2, f"{parser.prog}: error: --redraw: {_first_line(exc)}\n")
+        parser.exit(2, f"{parser.prog}: error: --redraw: {first_line(exc)}\n")
     except Exception as exc:  # noqa: BLE001 - one line, or the traceback with --debug
         if debug:
             raise
-        _say(parser.prog, f"figures not drawn: {_describe(exc, expected=False, hint=False)}")
+        say(parser.prog, f"figures not drawn: {describe_fault(exc, expected=False, hint=False)}")
         return 1
     unverified = [name for name in ("trials.csv", *(f"{table}.csv" for table in drawing["tables"]))
                   if name not in (manifest.get("checksums") or {})]
     if unverified:
-        _say(parser.prog, f"note: {outdir / _MANIFEST} records no checksum of {', '.join(unverified)} (written "
+        say(parser.prog, f"note: {outdir / _MANIFEST} records no checksum of {', '.join(unverified)} (written "
                           "by an earlier version), so they are drawn unverified")
     for path in figures:
         print(f"wrote {path}")
@@ -596,13 +601,16 @@ def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
 _MAX_FAILURE_LINES = 10  # failed trials listed one line each, then "... and N more"
 
 
-def _say(prog, text):
+def say(prog, text):
+    """Print ``prog: text`` on stderr: the one line of a command's fault, warning or interruption."""
     print(f"{prog}: {text}", file=sys.stderr, flush=True)
 
 
-def _describe(exc, *, expected=None, hint=True):
-    """One line for an exception: the message of the faults we expect, else its type too."""
-    text = _first_line(exc)
+def describe_fault(exc, *, expected=None, hint=True):
+    """One line for an exception: the message of the faults a command expects (``OSError``,
+    ``ImportError``, ``RuntimeError``, a sweep too large or another sweep's directory), else its
+    type too, with a hint to rerun with ``--debug`` unless ``hint=False``."""
+    text = first_line(exc)
     if expected is None:
         expected = isinstance(exc, _EXPECTED_FAULTS)
     if expected and text:
@@ -628,9 +636,9 @@ def _one_line_warnings(prog, debug):
         if issubclass(category, TrialsFailedWarning):
             return
         if issubclass(category, FigureNotDrawn):
-            _say(prog, _first_line(message))
+            say(prog, first_line(message))
             return
-        _say(prog, f"warning: {_first_line(message)}")
+        say(prog, f"warning: {first_line(message)}")
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", SweepWarning)
@@ -648,7 +656,7 @@ def _failure_lines(failures, cells, limit=_MAX_FAILURE_LINES):
         params = failure.get("params") or {}
         shown = ", ".join(f"{key}={params[key]}" for key in varying if key in params)
         where = f"cell {failure['cell']}" + (f" ({shown})" if shown else "")
-        lines.append(f"  {where} trial {failure['trial']}: {_first_line(failure['error'])}")
+        lines.append(f"  {where} trial {failure['trial']}: {first_line(failure['error'])}")
     if len(failures) > limit:
         lines.append(f"  ... and {len(failures) - limit} more")
     return lines
@@ -683,7 +691,7 @@ def _summarise_and_draw(config, result, *, prog, summarise, tables, debug, drawi
     except Exception as exc:  # noqa: BLE001 - the data are written; say why the figures are not
         if debug:
             raise
-        reason = _describe(exc, expected=False, hint=False)
+        reason = describe_fault(exc, expected=False, hint=False)
     return [*written, outdir / _MANIFEST, *figures], reason
 
 
@@ -767,13 +775,13 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a Terminated)
             if debug or not command_line:  # in-process: stop the caller too (pytest)
                 raise
-            _say(parser.prog, _interrupted(exc, state))
+            say(parser.prog, _interrupted(exc, state))
             _quiet_shutdown(args)
             return _EXIT_TERMINATED if isinstance(exc, Terminated) else _EXIT_INTERRUPTED
         except Exception as exc:  # noqa: BLE001 - every fault ends in one line (--debug: the traceback)
             if debug:
                 raise
-            _say(parser.prog, f"error: {_describe(exc)}")
+            say(parser.prog, f"error: {describe_fault(exc)}")
             _quiet_shutdown(args)
             return 1
 
@@ -801,7 +809,7 @@ def _run_experiment(parser, args, state, *, name, config_cls, presets, build_swe
     except (ValueError, TypeError) as exc:  # a bad value or combination, another sweep's directory, too large
         if debug:
             raise
-        parser.exit(2, f"{parser.prog}: error: {_first_line(exc)}\n")
+        parser.exit(2, f"{parser.prog}: error: {first_line(exc)}\n")
     if result is None:  # --dry-run
         return 0
     state["result"] = result
@@ -810,9 +818,9 @@ def _run_experiment(parser, args, state, *, name, config_cls, presets, build_swe
     for path in paths:
         print(f"wrote {path}")
     if reason is not None:
-        _say(parser.prog, f"figures not drawn: {reason}")
+        say(parser.prog, f"figures not drawn: {reason}")
     if result.failures:
-        _say(parser.prog, f"{len(result.failures)} of {len(result.records)} trials failed (tracebacks in "
+        say(parser.prog, f"{len(result.failures)} of {len(result.records)} trials failed (tracebacks in "
                           f"{result.outdir / _MANIFEST}; replay one with mixreg.montecarlo.replay_trial):")
         for line in _failure_lines(result.failures, sweep.cells):
             print(line, file=sys.stderr)

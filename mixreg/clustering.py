@@ -46,7 +46,7 @@ import numpy as np
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist, squareform
 
-from ._validation import check_array, check_choice, check_int, check_real
+from .validation import check_array, check_choice, check_int, check_real
 
 __all__ = [
     "ClusteringWarning",

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_array, check_choice, check_int, check_real
+from .validation import check_array, check_choice, check_int, check_real
 from .problems import Problem
 
 __all__ = [

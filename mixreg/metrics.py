@@ -42,7 +42,7 @@ from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from ._fixed_order import LANES, sum_sq_diff
-from ._validation import check_choice, check_int, check_real
+from .validation import check_choice, check_int, check_real
 
 __all__ = [
     "pairwise_distances",

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from ._validation import check_int, check_real
+from .validation import check_int, check_real
 
 __all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict", "finite_mean",
            "bootstrap_mean_interval", "loglog_slope", "crossing", "fit_clients_needed"]

@@ -42,7 +42,7 @@ import pytest
 from experiments import redraw_figures
 from mixreg.cli import config_from_record
 from mixreg.montecarlo import replay_trial
-from mixreg.montecarlo._cells import _scalar
+from mixreg.montecarlo import plain_scalar
 from mixreg.montecarlo.reader import read_results
 from mixreg.provenance import (OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, openblas_coretype, run_blas_kernels,
                                signature_differences)
@@ -53,7 +53,7 @@ RUNS = redraw_figures.results_directories()
 
 
 def _same(committed, replayed):
-    replayed = _scalar(replayed)  # as the engine stores it (numpy scalars to Python ones)
+    replayed = plain_scalar(replayed)  # as the engine stores it (numpy scalars to Python ones)
     if isinstance(replayed, float) and isinstance(committed, float):
         return committed == replayed or (math.isnan(committed) and math.isnan(replayed))
     return committed == replayed
@@ -102,7 +102,7 @@ def test_a_committed_trial_replays_bit_identically(name, run):
     assert len(threads) == 1, f"the runs used different kernel threads {threads}"
     replayed = replay_trial(sweep, cell, committed["trial"], kernel_threads=threads.pop())  # as its workers did
     assert replayed
-    differing = {key: (committed.get(key), _scalar(value)) for key, value in replayed.items()
+    differing = {key: (committed.get(key), plain_scalar(value)) for key, value in replayed.items()
                  if not _same(committed.get(key), value)}
     where = f"{name}/{run.name} cell {cell} trial {committed['trial']}"
     provenance = signature_differences(results.manifest["runs"][-1].get("environment") or {})

@@ -56,7 +56,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mixreg._validation import check_int
+from mixreg.validation import check_int
 from mixreg.algorithms import RunSizes, trial_bytes
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.baselines import known_label_least_squares

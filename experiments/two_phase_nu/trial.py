@@ -50,7 +50,7 @@ from functools import cached_property
 
 import numpy as np
 
-from mixreg._validation import check_int, check_real
+from mixreg.validation import check_int, check_real
 from mixreg.algorithms import RunSizes, trial_bytes
 from mixreg.algorithms.two_phase import two_phase
 from mixreg.baselines import known_label_least_squares

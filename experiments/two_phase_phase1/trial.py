@@ -46,7 +46,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mixreg._validation import check_int, check_real
+from mixreg.validation import check_int, check_real
 from mixreg.algorithms import RunSizes, trial_bytes
 from mixreg.algorithms.moment_descent import cluster_anchors, moment_descent
 from mixreg.local_solvers import local_least_squares

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_array, check_int, check_real
+from ..validation import check_array, check_int, check_real
 from ..problems import Problem
 
 __all__ = [

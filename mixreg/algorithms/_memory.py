@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from .._validation import check_dtype, check_int
+from ..validation import check_dtype, check_int
 
 __all__ = ["RunSizes", "TRIAL_OVERHEAD", "trial_bytes", "work_bytes", "WORK_ARRAYS", "work_methods"]
 

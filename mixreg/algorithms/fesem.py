@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from .._validation import check_choice, check_int
+from ..validation import check_choice, check_int
 from ..clustering import squared_distances, kmeans
 from ..local_solvers import gradient_steps, local_least_squares
 from ..problems import check_rng

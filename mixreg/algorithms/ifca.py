@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from .._validation import check_choice, check_int, check_real
+from ..validation import check_choice, check_int, check_real
 from ..problems import Problem, check_rng
 from ._driver import (
     DriverResult,

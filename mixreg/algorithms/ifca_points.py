@@ -66,7 +66,7 @@ import numpy as np
 from numba import njit
 
 from .. import kernels
-from .._validation import check_int
+from ..validation import check_int
 from ..kernels import argmin_skip_nan
 from ._driver import (
     DriverResult,

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from .._validation import check_choice, check_int
+from ..validation import check_choice, check_int
 from ..clustering import ClusteringWarning, kmeans
 from ..local_solvers import grouped_rows, local_least_squares
 from ..metrics import misclustering_rate

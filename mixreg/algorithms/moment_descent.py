@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_array, check_choice, check_int, check_real
+from ..validation import check_array, check_choice, check_int, check_real
 from ..problems import check_rng
 from ..clustering import agglomerative, kmeans, single_linkage_cut
 from ._driver import Replicas, check_problem, data_scales, elapsed

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_real
+from ..validation import check_choice, check_int, check_real
 from ..clustering import kmeans
 from ..local_solvers import LEAST_SQUARES_METHODS, grouped_rows, local_least_squares
 from ..problems import check_rng

@@ -114,7 +114,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from .._validation import check_array, check_choice, check_int, check_real
+from ..validation import check_array, check_choice, check_int, check_real
 from ..clustering import LINKAGES, agglomerative, number_groups
 from ..local_solvers import size_groups
 from ._driver import (

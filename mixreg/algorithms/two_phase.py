@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from ..validation import check_choice, check_int
 from ..local_solvers import LOCAL_SOLVERS
 from ..problems import check_rng
 from ._driver import DriverResult, check_problem, check_run, check_step_sizes, check_tolerance, elapsed

@@ -76,7 +76,7 @@ Examples
 """
 
 from mixreg.montecarlo._backends import SCHEDULER_ADDRESS
-from mixreg.montecarlo._cells import ENGINE_COLUMNS, seed_from_record, trial_seed
+from mixreg.montecarlo._cells import ENGINE_COLUMNS, plain_scalar, seed_from_record, trial_seed
 from mixreg.montecarlo._errors import (
     ConfigMismatchError,
     DirectoryBusyError,
@@ -106,6 +106,7 @@ from mixreg.montecarlo.reader import Results, read_results
 
 __all__ = [
     "trial_seed",
+    "plain_scalar",
     "seed_from_record",
     "Sweep",
     "SweepResult",

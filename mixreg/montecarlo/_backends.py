@@ -23,7 +23,7 @@ import numpy as np
 
 from mixreg import provenance
 from mixreg.montecarlo import _local_cluster
-from mixreg.montecarlo._cells import ENGINE_COLUMNS, _cell_entropy, _scalar
+from mixreg.montecarlo._cells import ENGINE_COLUMNS, _cell_entropy, plain_scalar
 from mixreg.montecarlo._errors import SweepWarning
 
 __all__ = ["SCHEDULER_ADDRESS"]
@@ -76,7 +76,7 @@ def _check_trial_output(out, cell):
             raise ValueError(f"trial_fn returned key {key!r}, which is reserved for an engine "
                              "column or a cell parameter; rename it")
         try:
-            fields[key] = _scalar(value)
+            fields[key] = plain_scalar(value)
         except TypeError:
             raise TypeError(f"trial_fn returned {key}={value!r} ({type(value).__name__}); "
                             "values must be int, float, bool or str scalars") from None

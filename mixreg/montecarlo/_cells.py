@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mixreg._validation import check_int
+from mixreg.validation import check_int
 
 #: Columns the engine adds to every record; a trial function may not return these names.
 ENGINE_COLUMNS = ("cell", "trial", "wall_time", "seed_entropy", "error")
@@ -27,8 +27,9 @@ _CELL_VALUE_RULE = ("an int, float, str or bool scalar, or a non-empty tuple of 
 _INT_RE = re.compile(r"-?[0-9]+")
 
 
-def _scalar(value):
-    """``value`` as a plain Python bool/int/float/str, or raise TypeError."""
+def plain_scalar(value):
+    """``value`` as the engine stores a trial's field: a plain Python bool, int, float or str (NumPy
+    scalars and 0-d arrays converted), or raise TypeError."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
     if isinstance(value, (bool, np.bool_)):
@@ -43,14 +44,14 @@ def _scalar(value):
 
 
 def _cell_value(value):
-    """``value`` as a plain scalar (see :func:`_scalar`) or a tuple of int/float/bool.
+    """``value`` as a plain scalar (see :func:`plain_scalar`) or a tuple of int/float/bool.
 
     A list is normalised to a tuple.  Raises TypeError whose message says what ``value`` is
     ("a dict", "an empty tuple", "a tuple whose element 1 is a str").
     """
     if not isinstance(value, (tuple, list)):
         try:
-            return _scalar(value)
+            return plain_scalar(value)
         except TypeError:
             raise TypeError(f"a {type(value).__name__}") from None
     kind = type(value).__name__
@@ -59,7 +60,7 @@ def _cell_value(value):
     items = []
     for i, item in enumerate(value):
         try:
-            plain = _scalar(item)
+            plain = plain_scalar(item)
         except TypeError:
             plain = None
         if plain is None or isinstance(plain, str):

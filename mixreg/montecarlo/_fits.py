@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from mixreg._validation import check_int
+from mixreg.validation import check_int
 from mixreg.montecarlo._errors import SweepTooLargeError, SweepWarning
 from mixreg.montecarlo._spec import Sweep, _function_name
 

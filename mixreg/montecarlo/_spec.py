@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from mixreg._validation import check_int, check_real
+from mixreg.validation import check_int, check_real
 from mixreg.montecarlo._cells import _check_cells, _normalise_json, _text_cell
 from mixreg.montecarlo._store import sweep_key_of
 

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from mixreg import provenance
-from mixreg._validation import check_int
+from mixreg.validation import check_int
 from mixreg.montecarlo._backends import SCHEDULER_ADDRESS, _kernel_threads, _open_backend
 from mixreg.montecarlo._cells import trial_seed
 from mixreg.montecarlo._errors import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from ..validation import check_choice, check_int
 from ._checks import check_rng
 from ._generate import _check_covariances, _draw_data
 from ._problem import Problem

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_array, check_choice, check_dtype, check_int, check_real
+from ..validation import check_array, check_choice, check_dtype, check_int, check_real
 from ._checks import check_rng
 from ._problem import THETA_PROTOCOLS, Problem, min_separation
 

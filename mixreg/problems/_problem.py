@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_choice, check_dtype, check_int, check_real
+from ..validation import check_choice, check_dtype, check_int, check_real
 from ._checks import (
     check_finite,
     check_float_data,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_real
+from ..validation import check_choice, check_int, check_real
 from ._checks import check_rng
 
 

@@ -25,7 +25,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .._validation import check_choice, check_dtype, check_int, check_real
+from ..validation import check_choice, check_dtype, check_int, check_real
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import check_rng
 from ._generate import make_labels, make_problem_from_parameters, make_theta_star, mixed_point_labels

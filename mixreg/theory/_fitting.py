@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_real
+from ..validation import check_int, check_real
 
 __all__ = [
     "fit_log_constant",

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_real
+from ..validation import check_int, check_real
 
 __all__ = [
     "ifca_step_size",

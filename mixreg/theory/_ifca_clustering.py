@@ -74,7 +74,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betainc
 
-from .._validation import check_array, check_real
+from ..validation import check_array, check_real
 
 __all__ = [
     "ResidualPair",

@@ -46,7 +46,7 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import norm
 
-from .._validation import check_int, check_real
+from ..validation import check_int, check_real
 
 __all__ = ["ls_error_moments", "ls_oracle_success_probability", "ls_points_needed"]
 

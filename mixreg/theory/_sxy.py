@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_real
+from ..validation import check_choice, check_int, check_real
 
 __all__ = [
     "chi_square_from_uniform",

@@ -1,4 +1,5 @@
-"""Input validation at the public boundary.
+"""Input validation at the public boundary, public so that a user's own trial or driver refuses bad
+input as mixreg does.
 
 Every public function validates its arguments once, here, with messages that name the
 parameter, the value received and the allowed range.  Kernels trust their inputs.
