@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -123,84 +123,19 @@ def test_a_sweep_of_specs_hands_the_trial_a_spec_and_keeps_the_dicts_identity(tm
 
 # --------------------------------------------------------------------------- a new study is one folder
 
-TOY_INIT = '''
-"""A toy study: the mean of n draws, whose error the theory says is sigma / sqrt(n)."""
-
-import dataclasses
-import pathlib
-from typing import ClassVar
-
-import numpy as np
-
-from mixreg.plotting import save_figure
-from mixreg.problems import CellSchema, ProblemSpec
-from mixreg.study import Spec, Study, TrialSpec, param
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Cell(TrialSpec):
-    schema: ClassVar[CellSchema] = CellSchema(keys={"n": "n", "sigma": "sigma"},
-                                              fixed={"m": 1, "k": 1, "d": 1, "scale": 0.0})
-    repeats: int = param("means per trial", low=1)
-
-
-def trial(cell, seed):
-    draws = np.random.default_rng(seed).normal(0.0, cell.problem.sigma, size=(cell.repeats, cell.problem.n))
-    return {"rms": float(np.sqrt(np.mean(draws.mean(axis=1) ** 2)))}
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(Spec):
-    preset: str = param("quick")
-    ns: tuple[int, ...] = param("sample sizes", low=1, distinct=True)
-    sigma: float = param("noise", low=0, low_open=True)
-    repeats: int = param("means per trial", low=1)
-    trials: int = param("trials per n", low=1)
-
-
-def cells(config):
-    return [Cell(problem=ProblemSpec(m=1, k=1, d=1, n=n, sigma=config.sigma, scale=0.0), repeats=config.repeats)
-            for n in config.ns]
-
-
-def summarise(config, records):
-    rows = [{"n": n, "rms": float(np.mean([r["rms"] for r in records if r["n"] == n])),
-             "predicted": config.sigma / np.sqrt(n)} for n in config.ns]
-    return {"errors": rows}
-
-
-def draw(config, tables, outdir):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots()
-    rows = tables["errors"]
-    ax.loglog([r["n"] for r in rows], [r["rms"] for r in rows], "o", label="measured")
-    ax.loglog([r["n"] for r in rows], [r["predicted"] for r in rows], "-", label="sigma / sqrt(n), predicted")
-    ax.legend()
-    return save_figure(fig, pathlib.Path(outdir) / "errors")
-
-
-STUDY = Study(name="toy_mean", command="python -m toy_mean", description="the error of a mean", config=Config,
-              presets={"quick": dict(ns=(4, 16, 64), sigma=1.0, repeats=200, trials=3)}, cells=cells,
-              trial=trial, spec_type=Cell, tables=("errors",), summarise=summarise, draw=draw, root_seed=5,
-              cost=lambda cell: 10.0 * cell.repeats * cell.problem.n,
-              memory=lambda cell: 8.0 * cell.repeats * cell.problem.n)
-'''
-
-TOY_MAIN = '''
-import sys
-
-from . import STUDY
-
-sys.exit(STUDY.main(command_line=True))
-'''
+def _toy_files():
+    """The two files of the toy study, as docs/studies.md shows them (so the page is run, not just read)."""
+    page = (REPO_DIR / "docs" / "studies.md").read_text(encoding="utf-8")
+    init, main = re.findall(r"```python\n(.*?)```", page, flags=re.S)[:2]
+    return init, main
 
 
 def _toy_folder(root):
     folder = root / "toy_mean"
     folder.mkdir()
-    (folder / "__init__.py").write_text(textwrap.dedent(TOY_INIT))
-    (folder / "__main__.py").write_text(textwrap.dedent(TOY_MAIN))
+    init, main = _toy_files()
+    (folder / "__init__.py").write_text(init)
+    (folder / "__main__.py").write_text(main)
     return folder
 
 
