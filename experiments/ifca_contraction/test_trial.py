@@ -28,3 +28,8 @@ def test_contraction_trial_ratios_and_bound():
         assert 0 <= rec[f"wrong_{j}"] <= 1 and 0 <= rec[f"exact_wrong_{j}"] <= 1
         assert rec[f"ratio_{j}"] > 0 and rec[f"c3_needed_{j}"] >= 0
     assert rho == pytest.approx(1 / 0.49)
+
+
+def test_contraction_spec_refuses_k_other_than_2():
+    with pytest.raises(ValueError, match="k = 2 clusters, got k=3"):  # refused by the spec, before any trial
+        ContractionSpec.from_cell(_cell(k=3, m=30, rho=4.0, alpha=0.25, c2=1.0, c3=1.0, c4=1.0))

@@ -36,6 +36,12 @@ class ContractionSpec(MechanismSpec):
     c3: float = param("Theorem 1's misclustering-term constant", low=0)
     c4: float = param("its exponent's constant", low=0, low_open=True)
 
+    def check(self):
+        """Two clusters: the exact misclustering probability the trial reports is for ``k = 2``."""
+        super().check()
+        if self.problem.k != 2:
+            raise ValueError(f"the exact misclustering probability is for k = 2 clusters, got k={self.problem.k}")
+
 
 def ifca_contraction_trial(spec, seed):
     """One trial of the contraction experiment: one resampled round of Theorem 1.
@@ -65,8 +71,6 @@ def ifca_contraction_trial(spec, seed):
     """
     data_ss, init_ss, split_ss = seed.spawn(3)
     problem = spec.problem.generate(np.random.default_rng(data_ss))
-    if problem.k != 2:
-        raise ValueError(f"the exact misclustering probability is for k = 2 clusters, got k={problem.k}")
     theta0, _ = closeness_init(problem, spec.alpha, "random", np.random.default_rng(init_ss))
     p = problem.p_min
     gamma = ifca_step_size(p, c1=spec.c1)

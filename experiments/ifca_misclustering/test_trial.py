@@ -24,5 +24,5 @@ def test_misclustering_trial_counts_and_exact_probability():
         float(theory.misclustering_probability(6, theory.ResidualPair.at_truth(1.0))), rel=1e-9)
     assert rec["wrong_fraction"] == rec["n_wrong"] / 400
     assert rec == ifca_misclustering_trial(MisclusteringSpec.from_cell(cell), np.random.SeedSequence(4))  # deterministic
-    with pytest.raises(ValueError, match="k = 2"):
-        ifca_misclustering_trial(MisclusteringSpec.from_cell(_cell(k=3, m=30)), np.random.SeedSequence(0))
+    with pytest.raises(ValueError, match="k = 2"):  # refused by the spec, before any trial
+        MisclusteringSpec.from_cell(_cell(k=3, m=30))

@@ -31,6 +31,12 @@ class MisclusteringSpec(MechanismSpec):
     rho: float = param("signal-to-noise ratio rho = Delta^2 / sigma^2 of the cell (its label)", low=0,
                        low_open=True)
 
+    def check(self):
+        """Two clusters: the exact misclustering probability the trial reports is for ``k = 2``."""
+        super().check()
+        if self.problem.k != 2:
+            raise ValueError(f"the exact misclustering probability is for k = 2 clusters, got k={self.problem.k}")
+
 
 def ifca_misclustering_trial(spec, seed):
     """One trial of the misclustering experiment: one resampled round from ``theta = theta*``.
@@ -52,8 +58,6 @@ def ifca_misclustering_trial(spec, seed):
     """
     data_ss, split_ss = seed.spawn(2)
     problem = spec.problem.generate(np.random.default_rng(data_ss))
-    if problem.k != 2:
-        raise ValueError(f"the exact misclustering probability is for k = 2 clusters, got k={problem.k}")
     gamma = ifca_step_size(problem.p_min, c1=spec.c1)
     rnd = identity_round(problem, problem.theta_star, gamma, np.random.default_rng(split_ss))
     wrong = int(np.sum(rnd.assignments != problem.labels))

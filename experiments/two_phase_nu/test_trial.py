@@ -75,6 +75,9 @@ def test_design_chi2_target_and_fixed_small_clients():
     (dict(p_min=0.5), "p_min must be in"),
     (dict(M=4), "M must be"),
     (dict(anchor_points=1), "anchor_points"),
+    (dict(N=59), "N must be at least M"),
+    (dict(k=1), "k must be an integer >= 2"),
+    (dict(tiny_fraction=1.0), "tiny_fraction must be finite and in"),
 ])
 def test_design_validation(change, message):
     with pytest.raises(ValueError, match=message):

@@ -45,12 +45,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import cached_property
 
 import numpy as np
 
-from mixreg.validation import check_int, check_real
 from mixreg.algorithms import RunSizes, trial_bytes
 from mixreg.algorithms.two_phase import two_phase
 from mixreg.baselines import known_label_least_squares
@@ -111,8 +110,8 @@ def _spread(count, total, n_low, chi2):
     return np.concatenate([_equal(q, total - (count - q) * n_low), np.full(count - q, n_low, dtype=np.int64)])
 
 
-@dataclass(frozen=True, kw_only=True)
-class SizeDesign:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SizeDesign(Spec):
     """Deterministic client sizes and labels of one cell (see the module docstring).
 
     Attributes
@@ -148,26 +147,24 @@ class SizeDesign:
     (102, 840, 50)
     """
 
-    M: int
-    N: int
-    k: int
-    p_min: float
-    tiny_fraction: float = 0.0
-    n_tiny: int = 1
-    chi2_target: float = 0.0
-    n_low: int = 1
-    anchor_points: int
+    M: int = param("ordinary clients (the k anchors come on top), at least 2k", low=4)
+    N: int = param("points of the ordinary clients", low=1, at_least="M", why="every client needs a point")
+    k: int = param("clusters", low=2)
+    p_min: float = param("fraction of the ordinary clients in cluster 0, at most 1/k", low=0, low_open=True,
+                         high=0.5)
+    tiny_fraction: float = param("fraction of each cluster's clients that are tiny", default=0.0, low=0, high=1,
+                                 high_open=True)
+    n_tiny: int = param("points of a tiny client", default=1, low=1)
+    chi2_target: float = param("target chi-square of each cluster's bulk sizes (0: equal sizes)", default=0.0, low=0)
+    n_low: int = param("size of the small bulk clients when chi2_target > 0", default=1, low=1)
+    anchor_points: int = param("points of each of the k anchors", low=2)
 
-    def __post_init__(self):
-        k = check_int("k", self.k, low=2)
-        M = check_int("M", self.M, low=2 * k)
-        check_int("N", self.N, low=M)
-        cluster_proportions(k, self.p_min)  # p_min in (0, 1/k]
-        check_real("tiny_fraction", self.tiny_fraction, low=0.0, high=1.0, high_inclusive=False)
-        check_int("n_tiny", self.n_tiny, low=1)
-        check_real("chi2_target", self.chi2_target, low=0.0)
-        check_int("n_low", self.n_low, low=1)
-        check_int("anchor_points", self.anchor_points, low=2)
+    def check(self):
+        """``M >= 2k``, ``p_min <= 1/k``, and every cluster's bulk buildable (raises naming the field)."""
+        if self.M < 2 * self.k:
+            raise ValueError(f"M must be an integer >= 2k = {2 * self.k} (two clients per cluster), got {self.M!r} "
+                             f"(k={self.k})")
+        cluster_proportions(self.k, self.p_min)  # p_min in (0, 1/k]
         for l, (count, data, tiny) in enumerate(zip(self.cluster_counts, self.cluster_data, self.tiny_counts)):
             bulk, rest = count - tiny, data - tiny * self.n_tiny
             if bulk < 1 or rest < bulk:

@@ -127,8 +127,11 @@ def test_random_anchors_are_drawn_without_the_labels():
     assert min(covered) < 3 and max(covered) <= 3
 
 
-def test_trial_rejects_a_bad_grid():
+def test_spec_rejects_a_bad_grid():
+    """The cell is refused when it is made (before any trial runs), naming the field."""
     with pytest.raises(ValueError, match="cs must be increasing"):
-        phase1_trial(tiny_cell(cs=(8.0, 4.0), m=300), np.random.SeedSequence(0))
+        tiny_cell(cs=(8.0, 4.0), m=300)
+    with pytest.raises(ValueError, match="cs must be distinct"):
+        tiny_cell(cs=(4.0, 4.0), m=300)
     with pytest.raises(ValueError, match="cannot hold"):
-        phase1_trial(tiny_cell(m=50), np.random.SeedSequence(0))
+        tiny_cell(m=50)

@@ -93,6 +93,18 @@ class Phase1Spec(TrialSpec):
     fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", low=0, low_open=True)
     fmd_sampling: str = param("data of S_t", choices=("reuse", "fresh"))
 
+    def check(self):
+        """``cs`` increasing, and the problem's ``m`` clients enough for the anchors and the
+        ``clients_for(max(cs), d, p_min)`` non-anchor clients of the largest grid value."""
+        if list(self.cs) != sorted(self.cs):
+            raise ValueError(f"cs must be increasing positive grid values, got {list(self.cs)}")
+        problem = self.problem
+        M = clients_for(self.cs[-1], problem.d, problem.p_min)
+        n_anchors = problem.k if problem.anchor_mode == "per_cluster" else problem.n_anchors
+        if M + n_anchors > problem.m:
+            raise ValueError(f"m={problem.m} clients cannot hold M={M} non-anchor clients and {n_anchors} anchors "
+                             f"(cs up to {self.cs[-1]:g})")
+
 
 def clients_for(c, d, p_min):
     """Non-anchor clients :math:`M = \\lceil c\\, d / p_{\\min}^2 \\rceil` at grid value ``c``.
@@ -263,14 +275,9 @@ def phase1_trial(spec, seed):
     """
     data_ss, anchor_ss, init_ss, fmd_ss = seed.spawn(4)
     cell, spec = spec, spec.problem  # the typed cell (Phase 1's settings) and its problem
-    cs = tuple(float(c) for c in cell.cs)
-    if not cs or any(c <= 0 for c in cs) or list(cs) != sorted(set(cs)):
-        raise ValueError(f"cs must be increasing positive grid values, got {cs}")
+    cs = tuple(float(c) for c in cell.cs)  # increasing, and m holds the anchors and M of max(cs): Phase1Spec.check
     k, d, p_min = spec.k, spec.d, spec.p_min
     Ms = [clients_for(c, d, p_min) for c in cs]
-    n_anchors = k if spec.anchor_mode == "per_cluster" else spec.n_anchors
-    if Ms[-1] + n_anchors > spec.m:
-        raise ValueError(f"m={spec.m} clients cannot hold M={Ms[-1]} non-anchor clients and {n_anchors} anchors")
     T = int(cell.fmd_rounds)
 
     problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
