@@ -45,7 +45,6 @@ def known_label_least_squares(problem):
     Examples
     --------
     >>> import warnings
-    >>> import numpy as np
     >>> from mixreg.problems import DegenerateProblemWarning, make_labels, make_problem_from_parameters
     >>> rng = np.random.default_rng(0)
     >>> labels = make_labels(10, 2, proportions=[0.0, 1.0], rng=rng)  # cluster 0 gets no client
@@ -103,12 +102,11 @@ def client_weighted_least_squares(problem):
     Returns
     -------
     theta : ndarray of shape (k, d), float64
-        Row ``l`` is the fit of cluster ``l``; ``nan`` for a cluster with no client (as
-        :func:`known_label_least_squares`).
+        Row ``l`` is cluster ``l``'s client-weighted fit, the point Algorithm 2 stops at; ``nan``
+        for a cluster with no client (as :func:`known_label_least_squares`).
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem_from_parameters
     >>> rng = np.random.default_rng(0)
     >>> pb = make_problem_from_parameters(np.eye(2), np.array([0, 0, 1, 1]), np.array([1, 9, 5, 5]), 0.5,

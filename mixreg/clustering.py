@@ -344,7 +344,6 @@ def kmeans(points, k, *, init="k-means++", n_init=10, max_iter=100, rng=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> pts = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0], [0.0, 0.5]])
     >>> res = kmeans(pts, 2, rng=np.random.default_rng(0))
     >>> res.labels.tolist(), res.centres.tolist(), res.inertia
@@ -461,7 +460,6 @@ def single_linkage_cut(points, k):
 
     Examples
     --------
-    >>> import numpy as np
     >>> single_linkage_cut(np.array([[0.0], [1.0], [5.0], [6.0]]), 2)  # MST edges 1, 4, 1
     2.5
     """
@@ -535,7 +533,6 @@ def agglomerative(points=None, *, distances=None, n_clusters=None, threshold=Non
 
     Examples
     --------
-    >>> import numpy as np
     >>> pts = np.array([[0.0], [1.0], [5.0], [6.0], [20.0]])
     >>> res = agglomerative(pts, n_clusters=2)
     >>> res.labels.tolist(), res.threshold

@@ -123,7 +123,6 @@ def grouped_rows(keys, n_keys):
 
     Examples
     --------
-    >>> import numpy as np
     >>> order, present, offsets = grouped_rows(np.array([2, 0, 2, 0, 0]), 4)
     >>> order.tolist(), present.tolist(), offsets.tolist()  # key 1 and key 3 hold no row
     ([1, 3, 4, 0, 2], [0, 2], [0, 3, 5])
@@ -187,7 +186,6 @@ def gradient_steps(X, y, offsets, theta, step_size, n_steps):
 
     Examples
     --------
-    >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
     >>> y = np.array([1.0, 2.0, 3.0])
     >>> gradient_steps(X, y, [0, 2, 3], np.zeros(2), 0.5, 1).tolist()  # one step from 0
@@ -238,7 +236,6 @@ def proximal_step(X, y, offsets, theta, step_size):
 
     Examples
     --------
-    >>> import numpy as np
     >>> X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([2.0, 4.0])
     >>> proximal_step(X, y, [0, 1, 2], np.zeros(2), 1.0).tolist()  # w = 2 / (1 + 1) on x = e_1
     [[1.0, 0.0], [0.0, 2.0]]
@@ -316,7 +313,6 @@ def local_least_squares(X, y, offsets, *, method="min_norm", ridge=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 4.0]])
     >>> y = np.array([1.0, 2.0, 5.0])
     >>> local_least_squares(X, y, [0, 2, 3]).round(6).tolist()  # second client: n < d
@@ -422,7 +418,6 @@ def local_update_operator(X, step_size, local_solver="fedavg", local_steps=1):
 
     Examples
     --------
-    >>> import numpy as np
     >>> x = np.array([[2.0, 0.0]])  # one point: H = diag(4, 0)
     >>> local_update_operator(x, 0.25, "fedavg", 2).tolist()  # 0.25 (I + (I - 0.25 H)) x^T
     [[0.5], [0.0]]
@@ -465,7 +460,6 @@ def stacked_update_operators(problem, step_size, local_solver="fedavg", local_st
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem_from_parameters
     >>> pb = make_problem_from_parameters(np.eye(2), np.array([0, 1, 1]), np.array([1, 3, 3]), 0.1,
     ...                                   rng=np.random.default_rng(0))

@@ -321,7 +321,6 @@ def pairwise_distances(theta_hat, theta_star):
 
     Examples
     --------
-    >>> import numpy as np
     >>> pairwise_distances(np.array([[3.0, 4.0]]), np.array([[0.0, 0.0], [3.0, 0.0]]))
     array([[5., 4.]])
     """
@@ -369,7 +368,6 @@ def nearest_truth_distance(theta_hat, theta_star):
 
     Examples
     --------
-    >>> import numpy as np
     >>> truth = np.array([[0.0, 0.0], [2.0, 0.0]])
     >>> collapsed = np.array([[0.0, 0.0], [0.0, 0.0]])
     >>> float(nearest_truth_distance(collapsed, truth))
@@ -443,7 +441,6 @@ def best_permutation(theta_hat, theta_star, objective="mean"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> truth = np.array([[0.0], [10.0], [20.0]])
     >>> best_permutation(np.array([[19.0], [1.0], [12.0]]), truth)
     array([1, 2, 0])
@@ -502,7 +499,6 @@ def matched_mean_distance(theta_hat, theta_star):
 
     Examples
     --------
-    >>> import numpy as np
     >>> truth = np.array([[0.0, 0.0], [4.0, 0.0]])
     >>> float(matched_mean_distance(np.array([[4.0, 1.0], [0.0, 3.0]]), truth))
     2.0
@@ -526,7 +522,6 @@ def matched_max_distance(theta_hat, theta_star):
 
     Examples
     --------
-    >>> import numpy as np
     >>> truth = np.array([[0.0, 0.0], [4.0, 0.0]])
     >>> float(matched_max_distance(np.array([[4.0, 1.0], [0.0, 3.0]]), truth))
     3.0

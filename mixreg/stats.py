@@ -161,7 +161,6 @@ def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> x = np.array([10.0, 20, 40, 80])
     >>> ys = [x_ ** -0.5 * rng.lognormal(0, 0.1, 50) for x_ in x]
@@ -253,7 +252,6 @@ def bootstrap_mean_interval(values, rng, n_boot, level=0.95):
 
     Examples
     --------
-    >>> import numpy as np
     >>> mean, low, high = bootstrap_mean_interval(np.arange(10.0), np.random.default_rng(0), 500)
     >>> mean, bool(low < mean < high)
     (4.5, True)

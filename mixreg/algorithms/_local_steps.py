@@ -55,7 +55,6 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.kernels import ClientLayout, selected_residuals
     >>> from mixreg.local_solvers import gradient_steps
     >>> rng = np.random.default_rng(0)

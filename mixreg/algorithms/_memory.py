@@ -244,7 +244,7 @@ def work_bytes(method, sizes):
     Returns
     -------
     float
-        Bytes.
+        Bytes of the method's work arrays for one run of ``sizes``.
 
     Examples
     --------

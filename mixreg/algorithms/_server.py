@@ -51,7 +51,6 @@ HeavyBall(0.9), name="ifca_momentum"))`` (:func:`mixreg.algorithms.with_server_s
 
 Examples
 --------
->>> import numpy as np
 >>> theta, grad = np.ones((1, 2, 3)), np.full((1, 2, 3), 0.5)
 >>> plain = ServerStep()
 >>> plain.gradient(theta, grad, 0.1, t=0, state=plain.start(theta), rows=slice(None))[0, 0]

@@ -133,7 +133,6 @@ def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, 
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=20, k=2, n=50, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
     >>> rates = fedx_linear_rates(pb, 1.0)  # about 1 - (N_l / N) lambda_min: near 1/2 here
@@ -213,7 +212,6 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=40, k=2, n=20, d=5, sigma=0.1, scale=2.0, protocol="gaussian",
     ...                   rng=np.random.default_rng(0))

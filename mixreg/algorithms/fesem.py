@@ -165,7 +165,6 @@ def warm_start_models(problem, warm_start="least_squares", *, step_size=None, lo
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=6, k=2, n=20, d=3, sigma=0.0, scale=1.0, rng=np.random.default_rng(0))
     >>> W = warm_start_models(pb)  # sigma = 0 and n_i > d: each client recovers its theta*
@@ -211,7 +210,6 @@ def initial_centres(problem, n_replicas, k=None, *, warm_start="least_squares", 
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=20, k=2, n=30, d=4, sigma=0.1, scale=2.0, rng=np.random.default_rng(0))
     >>> init = initial_centres(pb, 3, rng=np.random.default_rng(1))
@@ -326,7 +324,6 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=40, k=2, n=30, d=5, sigma=0.1, scale=2.0, protocol="gaussian",
     ...                   rng=np.random.default_rng(0))

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
-from ..validation import check_choice, check_int, check_real
+from ..validation import check_array, check_choice, check_int, check_real
 from ..problems import Problem, check_rng
 from ._driver import (
     DriverResult,
@@ -71,8 +71,7 @@ __all__ = [
     "AGGREGATIONS",
     "INIT_METHODS",
     "CLOSENESS_DIRECTIONS",
-    "adversarial_directions",
-    "shifted_directions",
+    "closeness_directions",
     "closeness_init",
     "IdentityRound",
     "identity_round",
@@ -131,7 +130,6 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=10, k=2, n=5, d=3, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
     >>> theta = initial_parameters(pb, 4, "close", rng=np.random.default_rng(1))
@@ -168,55 +166,46 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     return np.array(theta, dtype=problem.dtype)
 
 
-def adversarial_directions(theta_star):
-    """Unit vectors from each centre towards its nearest other centre (lowest index on ties).
+def closeness_directions(theta_star, direction):
+    """Unit vectors ``u`` (one per centre) along which to move the estimates from the truth.
 
+    ``"adversarial"``: from each centre towards its nearest other centre (lowest index on ties).
     Moving ``theta_j`` along ``u_j`` brings it closest to the model a worker of the nearest
     cluster compares it with: the worst direction for the identity estimate at a given
-    ``||theta_j - theta*_j||``.  For ``k = 2`` the two estimates move towards each other.
+    ``||theta_j - theta*_j||``.  For ``k = 2`` the two estimates move towards each other, and
+    beyond ``alpha = 1/2`` both clusters' workers swap models: IFCA converges to the permuted
+    truth.
+
+    ``"shifted"``: one vector for every estimate, from the closest pair's first centre to its
+    second.  ``theta_a`` approaches ``theta*_b`` (the closest pair ``a < b``, lowest indices on
+    ties) while ``theta_b`` moves away from ``theta*_a``.  Beyond ``alpha = 1/2`` the workers of
+    ``b`` prefer model ``a`` while those of ``a`` keep it: one model takes two clusters (for
+    ``k = 2``, every worker), the configuration IFCA cannot leave.
 
     Parameters
     ----------
-    theta_star : ndarray of shape (k, d), k >= 2
+    theta_star : array_like of shape (k, d), k >= 2, finite, with distinct rows
+    direction : {"adversarial", "shifted"}
 
     Returns
     -------
-    ndarray of shape (k, d)
+    ndarray of shape (k, d), float64
     """
-    star = np.asarray(theta_star, dtype=np.float64)
+    check_choice("direction", direction, ("adversarial", "shifted"))
+    star = check_array("theta_star", theta_star, ndim=2, dtype=np.float64)
+    if star.shape[0] < 2:
+        raise ValueError(f"theta_star must hold k >= 2 centres to move towards each other, got k={star.shape[0]}")
     diff = star[None, :, :] - star[:, None, :]  # [j, l] = theta*_l - theta*_j
     dist = np.linalg.norm(diff, axis=2)
-    np.fill_diagonal(dist, np.inf)
-    nearest = np.argmin(dist, axis=1)
-    u = diff[np.arange(star.shape[0]), nearest]
-    return u / np.linalg.norm(u, axis=1, keepdims=True)
-
-
-def shifted_directions(theta_star):
-    """One unit vector for every estimate: from the closest pair's first centre to its second.
-
-    All estimates move by the same vector: ``theta_a`` approaches ``theta*_b`` (the closest
-    pair ``a < b``, lowest indices on ties) while ``theta_b`` moves away from ``theta*_a``.
-    Beyond ``alpha = 1/2`` the workers of ``b`` prefer model ``a`` while those of ``a`` keep it:
-    one model takes two clusters (for ``k = 2``, every worker), the configuration IFCA cannot
-    leave.  With :func:`adversarial_directions` (``k = 2``: the estimates move towards each
-    other), beyond 1/2 both clusters' workers swap models and IFCA converges to the permuted
-    truth instead.
-
-    Parameters
-    ----------
-    theta_star : ndarray of shape (k, d), k >= 2
-
-    Returns
-    -------
-    ndarray of shape (k, d)
-    """
-    star = np.asarray(theta_star, dtype=np.float64)
-    dist = np.linalg.norm(star[:, None, :] - star[None, :, :], axis=2)
+    if np.any(dist[np.triu_indices(star.shape[0], 1)] == 0):
+        raise ValueError("theta_star must have distinct rows: two equal centres give no direction")
+    if direction == "adversarial":
+        np.fill_diagonal(dist, np.inf)
+        u = diff[np.arange(star.shape[0]), np.argmin(dist, axis=1)]
+        return u / np.linalg.norm(u, axis=1, keepdims=True)
     dist[np.tril_indices(star.shape[0])] = np.inf
     a, b = np.unravel_index(np.argmin(dist), dist.shape)
-    e = (star[b] - star[a]) / dist[a, b]
-    return np.broadcast_to(e, star.shape).copy()
+    return np.broadcast_to((star[b] - star[a]) / dist[a, b], star.shape).copy()
 
 
 def closeness_init(problem, alpha, direction, rng):
@@ -232,8 +221,7 @@ def closeness_init(problem, alpha, direction, rng):
     alpha : float >= 0
     direction : {"random", "adversarial", "shifted"}
         ``"random"``: ``u_j`` independent and uniform on the sphere (``initial_parameters``'s
-        ``"close"``); ``"adversarial"``: :func:`adversarial_directions`; ``"shifted"``:
-        :func:`shifted_directions`.
+        ``"close"``); ``"adversarial"`` and ``"shifted"``: :func:`closeness_directions`.
     rng : numpy.random.Generator
         Used by ``"random"`` only.
 
@@ -247,10 +235,8 @@ def closeness_init(problem, alpha, direction, rng):
     if direction == "random":  # the unit sphere of initial_parameters' convention, at alpha = 1
         u = (initial_parameters(problem, 1, "close", rng=rng, alpha=1.0)[0].astype(np.float64) - star) / delta
         u /= np.linalg.norm(u, axis=1, keepdims=True)
-    elif direction == "adversarial":
-        u = adversarial_directions(star)
     else:
-        u = shifted_directions(star)
+        u = closeness_directions(star, direction)
     theta = (star + alpha * delta * u)[None]
     return np.array(theta, dtype=problem.dtype), u
 
@@ -343,7 +329,6 @@ def training_loss(problem, theta, responses=None, response_of=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=10, k=2, n=5, d=3, sigma=0.0, scale=1.0, rng=np.random.default_rng(0))
     >>> loss, assign = training_loss(pb, pb.theta_star[None])
@@ -451,7 +436,6 @@ def ifca(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> rng = np.random.default_rng(0)
     >>> pb = make_problem(m=40, k=2, n=30, d=10, sigma=0.1, scale=1.0, rng=rng)

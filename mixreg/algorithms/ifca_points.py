@@ -205,7 +205,6 @@ def point_labels(problem, theta):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import ProblemSpec
     >>> pb = ProblemSpec(m=4, k=2, n=20, d=3, sigma=0.0, scale=3.0, protocol="gaussian",
     ...                  main_fraction=0.5).generate(np.random.default_rng(0))
@@ -302,7 +301,6 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import ProblemSpec
     >>> pb = ProblemSpec(m=20, k=2, n=40, d=5, sigma=0.05, scale=4.0, protocol="gaussian",
     ...                  main_fraction=0.5).generate(np.random.default_rng(0))

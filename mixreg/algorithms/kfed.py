@@ -233,7 +233,6 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import ProblemSpec
     >>> spec = ProblemSpec(m=10, k=2, n=100, d=3, sigma=0.0, scale=4.0, protocol="gaussian",
     ...                    main_fraction=0.5)

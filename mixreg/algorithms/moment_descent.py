@@ -205,7 +205,6 @@ def moment_vectors(X, y, theta):
 
     Examples
     --------
-    >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([3.0, 2.0])
     >>> moment_vectors(X, y, np.zeros(2))  # (y - <x, 0>) x
     array([[3., 0.],
@@ -253,7 +252,6 @@ def top_subspace(E1, E2, k, *, symmetrize=True, solver="auto"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> v = np.array([3.0, 0.0, 0.0, 0.0])  # E[Y] = v v^T: the subspace is e_1
     >>> E1 = v + 0.1 * rng.standard_normal((200, 4)); E2 = v + 0.1 * rng.standard_normal((200, 4))
@@ -330,7 +328,6 @@ def anchor_direction(P1, P2, *, symmetrize=True, sign="first_moment", rng=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> P = np.tile([[0.6, 0.8]], (50, 1))  # every projected vector is v = (0.6, 0.8)
     >>> beta, lam = anchor_direction(P, P)
     >>> np.round(beta, 6).tolist(), round(float(lam), 6)
@@ -402,7 +399,6 @@ def cluster_anchors(theta, k, *, threshold=None, on_mismatch="kmeans"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> theta = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.0, 5.1]])
     >>> res = cluster_anchors(theta, 2)
     >>> res.groups.tolist(), res.method, res.centres.tolist()
@@ -610,7 +606,6 @@ def moment_descent(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import ProblemSpec
     >>> spec = ProblemSpec(m=3000, k=2, d=5, sigma=0.1, scale=3.0, protocol="gaussian", n=4,
     ...                    anchor_mode="per_cluster", anchor_points=400)

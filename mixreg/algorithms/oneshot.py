@@ -188,7 +188,6 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=20, k=2, n=50, d=5, sigma=0.0, scale=2.0, protocol="gaussian",
     ...                   rng=np.random.default_rng(0))

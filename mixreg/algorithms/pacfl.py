@@ -283,7 +283,6 @@ def client_signatures(problem, p, *, matrix="joint", small_clients="reduce"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem_from_parameters
     >>> pb = make_problem_from_parameters(np.eye(2, 3), np.array([0, 1, 0]), np.array([30, 30, 1]), 0.1,
     ...                                   rng=np.random.default_rng(0))
@@ -365,7 +364,6 @@ def principal_angles(U_i, U_j):
 
     Examples
     --------
-    >>> import numpy as np
     >>> e = np.eye(3)
     >>> principal_angles(e[:, :2], e[:, 1:]).round(6).tolist()  # share e_1, e_0 is orthogonal to e_2
     [0.0, 1.570796]
@@ -415,7 +413,6 @@ def proximity_matrix(signatures, measure="smallest"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> c, s = np.cos(0.3), np.sin(0.3)
     >>> U = np.array([[[1.0], [0.0]], [[c], [s]], [[0.0], [1.0]]])  # three lines in the plane
     >>> proximity_matrix(U).round(4).tolist()
@@ -458,7 +455,6 @@ def pacfl_clusters(proximity, *, n_clusters=None, threshold=None, linkage="avera
 
     Examples
     --------
-    >>> import numpy as np
     >>> A = np.array([[0, .1, 1, 1], [.1, 0, 1, 1], [1, 1, 0, .2], [1, 1, .2, 0]])
     >>> res = pacfl_clusters(A, threshold=0.5)
     >>> res.labels.tolist(), res.n_groups
@@ -499,7 +495,6 @@ def pme(proximity, signatures, new_signatures, measure="smallest"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> U = np.eye(3)[None, :, :1].repeat(2, axis=0)  # two clients on the line e_0
     >>> new = np.eye(3)[None, :, 1:2]                  # a newcomer on e_1
     >>> A, U2 = pme(proximity_matrix(U), U, new)
@@ -577,7 +572,6 @@ def assign_new_clients(proximity, signatures, labels, new_signatures, *, thresho
 
     Examples
     --------
-    >>> import numpy as np
     >>> lines = lambda phi: np.stack([np.cos(phi), np.sin(phi)], axis=1)[:, :, None]
     >>> U = lines(np.array([0.0, 0.1, 1.0, 1.1]))            # two old clusters of lines
     >>> A = proximity_matrix(U)
@@ -760,7 +754,6 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=20, k=2, n=50, d=5, sigma=0.1, scale=2.0, protocol="gaussian",
     ...                   rng=np.random.default_rng(0))

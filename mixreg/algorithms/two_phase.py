@@ -192,7 +192,6 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import ProblemSpec
     >>> spec = ProblemSpec(m=3000, k=2, d=5, sigma=0.1, scale=3.0, protocol="gaussian", n=4,
     ...                    anchor_mode="per_cluster", anchor_points=400)

@@ -67,7 +67,6 @@ reader.
 
 Examples
 --------
->>> import numpy as np
 >>> from mixreg.montecarlo import trial_seed
 >>> ss = trial_seed(0, {"R": 1.5, "m": 10}, trial=3)
 >>> ss.spawn_key

@@ -20,7 +20,6 @@ verified.
 Examples
 --------
 >>> import tempfile
->>> import numpy as np
 >>> from mixreg.montecarlo import Sweep, run_sweep
 >>> from mixreg.montecarlo.reader import read_results
 >>> def draw(cell, seed):

@@ -216,7 +216,6 @@ def mixed_point_labels(labels, sizes, main_fraction, *, proportions=None, rng):
 
     Examples
     --------
-    >>> import numpy as np
     >>> mixed_point_labels(np.array([0, 1]), np.array([4, 4]), 0.5, rng=np.random.default_rng(0),
     ...                    proportions=np.array([0.0, 1.0])).tolist()
     [0, 0, 1, 1, 1, 1, 1, 1]
@@ -371,7 +370,6 @@ def make_problem(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from mixreg.problems import make_problem
     >>> pb = make_problem(m=100, k=2, n=100, d=1000, sigma=0.1, scale=0.25,
     ...                   rng=np.random.default_rng(0))

@@ -159,7 +159,6 @@ class Problem:
 
         Examples
         --------
-        >>> import numpy as np
         >>> from mixreg.problems import Problem
         >>> rng = np.random.default_rng(0)
         >>> theta_star = np.array([[1.0, 0.0], [0.0, 1.0]])

@@ -209,7 +209,6 @@ def client_sizes(m, law="zipf", *, rng, n_min=1, n_max=1000, mean=None, **params
 
     Examples
     --------
-    >>> import numpy as np
     >>> n = client_sizes(1000, "zipf", rng=np.random.default_rng(0), n_max=100, a=2.0)
     >>> int(n.min()), bool((n == 1).mean() > 0.5)
     (1, True)

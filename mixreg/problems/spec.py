@@ -99,7 +99,6 @@ class ProblemSpec:
 
     Examples
     --------
-    >>> import numpy as np
     >>> spec = ProblemSpec(m=100, k=2, n=100, d=1000, sigma=0.1, scale=0.25)
     >>> pb = spec.generate(np.random.default_rng(0))
     >>> pb.X.shape, round(pb.separation, 1)
@@ -215,7 +214,7 @@ class ProblemSpec:
         Returns
         -------
         float
-            Bytes.
+            Bytes of the draw at its peak, an upper estimate.
 
         Examples
         --------

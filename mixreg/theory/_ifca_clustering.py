@@ -191,7 +191,6 @@ def misclustering_probability(n_prime, pair, *, own_first=True):
 
     Examples
     --------
-    >>> import numpy as np
     >>> p = misclustering_probability(np.array([1, 10, 100]), ResidualPair.at_truth(1.0))
     >>> [f"{v:.4g}" for v in p]
     ['0.3524', '0.07246', '1.225e-06']
@@ -286,7 +285,6 @@ def population_basin_edge(theta_star, directions):
 
     Examples
     --------
-    >>> import numpy as np
     >>> star = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> float(population_basin_edge(star, star[::-1] - star))  # each towards the other centre
     0.5

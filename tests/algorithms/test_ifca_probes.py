@@ -13,10 +13,9 @@ from mixreg import theory
 from mixreg.algorithms.ifca import (
     CLOSENESS_DIRECTIONS,
     _resampled_rounds,
-    adversarial_directions,
+    closeness_directions,
     closeness_init,
     identity_round,
-    shifted_directions,
 )
 from mixreg.problems import make_labels, make_problem_from_parameters, make_theta_star
 
@@ -29,13 +28,13 @@ def _problem(k=3, m=30, n=8, d=5, sigma=0.5, seed=0):
 
 def test_adversarial_directions_point_to_the_nearest_other_centre():
     star = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0]])
-    u = adversarial_directions(star)
+    u = closeness_directions(star, "adversarial")
     np.testing.assert_allclose(u, [[1, 0], [-1, 0], [0, -1]], atol=1e-15)
 
 
 def test_shifted_directions_move_every_estimate_along_the_closest_pair():
     star = np.array([[0.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
-    np.testing.assert_allclose(shifted_directions(star), [[1, 0]] * 3, atol=1e-15)
+    np.testing.assert_allclose(closeness_directions(star, "shifted"), [[1, 0]] * 3, atol=1e-15)
 
 
 @pytest.mark.parametrize("direction", CLOSENESS_DIRECTIONS)
@@ -55,7 +54,7 @@ def test_adversarial_start_at_one_half_puts_a_model_on_the_midpoint():
     theta, _ = closeness_init(pb, 0.5, "adversarial", None)
     mid = pb.theta_star.mean(axis=0)
     np.testing.assert_allclose(theta[0], [mid, mid], atol=1e-12)
-    assert theory.population_basin_edge(pb.theta_star, adversarial_directions(pb.theta_star)) == pytest.approx(0.5)
+    assert theory.population_basin_edge(pb.theta_star, closeness_directions(pb.theta_star, "adversarial")) == pytest.approx(0.5)
 
 
 def test_identity_round_recovers_the_assignments_the_update_used():
@@ -89,3 +88,15 @@ def test_identity_round_refuses_several_replicas():
     pb = _problem()
     with pytest.raises(ValueError, match="one replica"):
         identity_round(pb, np.repeat(pb.theta_star[None], 2, axis=0), 0.5, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("star,message", [
+    (np.zeros((1, 3)), "k >= 2 centres"),
+    (np.array([[0.0, 1.0], [0.0, 1.0]]), "distinct rows"),
+    (np.array([[0.0, np.nan], [1.0, 0.0]]), "theta_star"),
+])
+def test_closeness_directions_refuse_what_gives_no_direction(star, message):
+    with pytest.raises(ValueError, match=message):
+        closeness_directions(star, "adversarial")
+    with pytest.raises(ValueError, match="direction must be one of"):
+        closeness_directions(np.eye(2), "random")
