@@ -187,7 +187,7 @@ def compare_memory(spec):
     of the methods, each a batched call of ``n_inits x len(STEPS)`` replicas, and the
     least-squares reference points."""
     problem = spec.problem
-    sizes = RunSizes.of(problem, replicas=int(spec.n_inits) * len(STEPS))
+    sizes = RunSizes.of(problem, replicas=spec.n_inits * len(STEPS))
     return trial_bytes([problem], [(name, sizes) for name in COMPARED] + [("least_squares", RunSizes.of(problem))])
 
 
@@ -213,7 +213,7 @@ def compare_trial(spec, seed):
     """
     data_ss, init_ss, method_ss = seed.spawn(3)
     problem = spec.problem.generate(np.random.default_rng(data_ss))
-    T, n_inits = int(spec.n_rounds), int(spec.n_inits)
+    T, n_inits = spec.n_rounds, spec.n_inits
     k, d = problem.k, problem.d
     scale = data_scales(problem)[1]
     tol = TOL * scale

@@ -165,8 +165,8 @@ class TwoPhaseSpec(TrialSpec):
 def curve_columns(spec, method):
     """``[(round, column name), ...]`` of ``method``'s curve in the records of the cell ``spec``
     (a :class:`TwoPhaseSpec`)."""
-    total = int(spec.fmd_rounds) + int(spec.fx_rounds)
-    return [(int(t), f"{method}_err_t{t:03d}") for t in checkpoint_rounds(total, int(spec.checkpoint_every))]
+    total = spec.fmd_rounds + spec.fx_rounds
+    return [(int(t), f"{method}_err_t{t:03d}") for t in checkpoint_rounds(total, spec.checkpoint_every)]
 
 
 def design_trace(d, cov_low, cov_high):
@@ -295,11 +295,11 @@ def _phase2(problem, name, res, steps, local_steps, n_rounds, p1_curve, rounds):
 def _ifca_runs(problem, spec, init_ss, total, rounds):
     """The four IFCA runs (two aggregations x two starts), each over the step grid."""
     d = problem.d
-    R = int(spec.ifca_restarts)
+    R = spec.ifca_restarts
     gammas = np.asarray(spec.steps, dtype=np.float64) / 2  # gamma = eta / 2 (see the module docstring)
     L = gammas.size
     inits = initial_parameters(problem, R, "gaussian", rng=np.random.default_rng(init_ss),
-                               scale=float(spec.problem.scale) / np.sqrt(2 * d))
+                               scale=spec.problem.scale / np.sqrt(2 * d))
     theta0 = np.concatenate([np.repeat(inits, L, axis=0), np.repeat(problem.theta_star[None], L, axis=0)])
     starts = {"random": np.arange(R * L), "truth": R * L + np.arange(L)}
     out, diverged = {}, 0
@@ -346,7 +346,7 @@ def two_phase_memory(spec):
     -------
     float
     """
-    T1, T2, L, R = int(spec.fmd_rounds), int(spec.fx_rounds), len(spec.steps), int(spec.ifca_restarts)
+    T1, T2, L, R = spec.fmd_rounds, spec.fx_rounds, len(spec.steps), spec.ifca_restarts
     spec = spec.problem
     anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
     runs = [("moment_descent", RunSizes(m=anchors, N=spec.max_rows, d=spec.d, k=spec.k, history_rounds=T1)),
@@ -385,11 +385,11 @@ def two_phase_trial(spec, seed):
     pb = spec.problem
     problem, anchors = pb.with_anchors(pb.generate(np.random.default_rng(data_ss)), np.random.default_rng(anchor_ss))
     k, d, theta_star = pb.k, pb.d, problem.theta_star
-    T1, T2 = int(spec.fmd_rounds), int(spec.fx_rounds)
+    T1, T2 = spec.fmd_rounds, spec.fx_rounds
     total = T1 + T2
-    rounds = checkpoint_rounds(total, int(spec.checkpoint_every))
+    rounds = checkpoint_rounds(total, spec.checkpoint_every)
     steps = np.asarray(spec.steps, dtype=np.float64)
-    s = int(spec.fedavg_steps)
+    s = spec.fedavg_steps
     fractions = problem.cluster_sizes / problem.N
     trace = design_trace(d, float(pb.cov_low), float(pb.cov_high))
     out = {}
@@ -401,8 +401,8 @@ def two_phase_trial(spec, seed):
         local_steps = s if name == "fedavg" else 1
         run = two_phase(problem, anchors, k, steps, rng=np.random.default_rng(fmd_ss), phase1_rounds=T1,
                         sampling=spec.fmd_sampling, anchor_sampling=spec.fmd_anchor_sampling,
-                        step_constant=float(spec.fmd_step_constant),
-                        phase1_options=dict(clients_per_round=int(spec.fmd_clients) or None), phase1_history=True,
+                        step_constant=spec.fmd_step_constant,
+                        phase1_options=dict(clients_per_round=spec.fmd_clients or None), phase1_history=True,
                         local_solver=name, local_steps=local_steps, phase2_rounds=T2, history=True, phase1=p1)
         if p1 is None:
             p1 = run.phase1

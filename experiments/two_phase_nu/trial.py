@@ -352,9 +352,9 @@ def two_phase_nu_memory(spec):
     design = spec.design
     M, N, k = int(design.M), int(design.N), int(design.k)
     clients, rows = M + k, N + k * int(design.anchor_points)
-    problem = ProblemSpec(m=clients, k=k, d=int(spec.d), n=-(-rows // clients), sigma=float(spec.sigma),
-                          scale=float(spec.separation), protocol="gaussian", cov_low=float(spec.cov_low),
-                          cov_high=float(spec.cov_high))
+    problem = ProblemSpec(m=clients, k=k, d=spec.d, n=-(-rows // clients), sigma=spec.sigma,
+                          scale=spec.separation, protocol="gaussian", cov_low=spec.cov_low,
+                          cov_high=spec.cov_high)
     runs = [("moment_descent", RunSizes(m=k, N=problem.max_rows, d=problem.d, k=k)), ("fedx", RunSizes.of(problem)),
             ("least_squares", RunSizes.of(problem))]
     return trial_bytes([problem], runs) + 24.0 * clients
@@ -383,22 +383,22 @@ def two_phase_nu_trial(spec, seed):
     """
     data_ss, fmd_ss = seed.spawn(2)
     design = spec.design
-    d = int(spec.d)
-    problem, anchors = nu_problem(design, d=d, sigma=float(spec.sigma), separation=float(spec.separation),
-                                  cov_low=float(spec.cov_low), cov_high=float(spec.cov_high),
+    d = spec.d
+    problem, anchors = nu_problem(design, d=d, sigma=spec.sigma, separation=spec.separation,
+                                  cov_low=spec.cov_low, cov_high=spec.cov_high,
                                   rng=np.random.default_rng(data_ss))
     theta_star, k = problem.theta_star, design.k
     out = {}
 
-    solvers = {"fedavg": (float(spec.fedavg_step), int(spec.fedavg_steps)),
-               "fedprox": (float(spec.fedprox_step), 1)}
+    solvers = {"fedavg": (spec.fedavg_step, spec.fedavg_steps),
+               "fedprox": (spec.fedprox_step, 1)}
     p1 = None  # the FedAvg call runs Phase 1, the FedProx call starts from its output
     for name, (eta, steps) in solvers.items():
         run = two_phase(problem, anchors, k, eta, rng=np.random.default_rng(fmd_ss),
-                        phase1_rounds=int(spec.fmd_rounds), sampling=spec.fmd_sampling,
-                        anchor_sampling=spec.fmd_anchor_sampling, step_constant=float(spec.fmd_step_constant),
-                        local_solver=name, local_steps=steps, phase2_rounds=int(spec.fx_rounds),
-                        tol=float(spec.fx_tol), phase1=p1)
+                        phase1_rounds=spec.fmd_rounds, sampling=spec.fmd_sampling,
+                        anchor_sampling=spec.fmd_anchor_sampling, step_constant=spec.fmd_step_constant,
+                        local_solver=name, local_steps=steps, phase2_rounds=spec.fx_rounds,
+                        tol=spec.fx_tol, phase1=p1)
         if p1 is None:
             p1 = run.phase1
             start = time.perf_counter()

@@ -234,7 +234,7 @@ def phase1_memory(spec):
     -------
     float
     """
-    T = int(spec.fmd_rounds)
+    T = spec.fmd_rounds
     spec = spec.problem
     nested = (np.dtype(spec.dtype).itemsize * spec.d + 24) * spec.max_rows
     anchors = spec.k if spec.anchor_mode == "per_cluster" else spec.n_anchors
@@ -278,13 +278,13 @@ def phase1_trial(spec, seed):
     cs = tuple(float(c) for c in cell.cs)  # increasing, and m holds the anchors and M of max(cs): Phase1Spec.check
     k, d, p_min = spec.k, spec.d, spec.p_min
     Ms = [clients_for(c, d, p_min) for c in cs]
-    T = int(cell.fmd_rounds)
+    T = cell.fmd_rounds
 
     problem, anchors = spec.with_anchors(spec.generate(np.random.default_rng(data_ss)),
                                          np.random.default_rng(anchor_ss))
     star = problem.theta_star
     delta = problem.separation
-    theta0 = far_init(star, float(cell.far) * delta, np.random.default_rng(init_ss))
+    theta0 = far_init(star, cell.far * delta, np.random.default_rng(init_ss))
     truth = star[problem.labels[anchors]]
 
     ls = anchor_least_squares(problem, anchors)
@@ -303,7 +303,7 @@ def phase1_trial(spec, seed):
         sub, sub_anchors = nested_problem(problem, anchors, M)
         res = moment_descent(sub, sub_anchors, k, rng=np.random.default_rng(ss), n_rounds=T, init=theta0,
                              sampling=cell.fmd_sampling, anchor_sampling="reuse",
-                             step_constant=float(cell.fmd_step_constant), history=True)
+                             step_constant=cell.fmd_step_constant, history=True)
         curve = phase1_curve(res.history, res.clustering.groups, star)
         per_anchor = np.linalg.norm(res.anchor_theta - truth, axis=1)
         tag = c_label(c)
