@@ -220,8 +220,7 @@ PAPER_PRESETS = {"compare": (), "success_vs_R": ("paper-a", "paper-b"), "success
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_every_study_is_run_through_its_study_object(name, monkeypatch, tmp_path):
     """``python -m experiments.<name>`` is ``STUDY.main(command_line=True)`` (its ``__main__``), and
-    the module's ``main`` reads ``STUDY`` when called, so a test may replace it (its figures
-    directory, say)."""
+    ``STUDY`` is read when the command runs, so a test may replace it (its figures directory, say)."""
     exp = importlib.import_module(f"experiments.{name}")
     assert exp.STUDY.name == name and exp.STUDY.command == f"python -m experiments.{name}"
     assert exp.STUDY.parser().prog == exp.STUDY.command

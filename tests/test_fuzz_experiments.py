@@ -682,10 +682,7 @@ def test_a_legal_edge_is_accepted_with_the_grid_its_axes_give(name, argv, n_cell
     assert "Traceback" not in out
     with warnings.catch_warnings(record=True) as caught:  # the refusals again, as SweepWarnings
         warnings.simplefilter("always")
-        study = getattr(module, "STUDY", None)  # a study folder parses through its Study
-        config = (study.config_from_args(study.parser().parse_args(argv)) if study is not None
-                  else module.config_from_args(module.build_parser().parse_args(argv)))
-        sweep = module.STUDY.sweep(config)
+        sweep = module.STUDY.sweep(module.STUDY.config_from_args(module.STUDY.parser().parse_args(argv)))
     assert [str(w.message) for w in caught] == [line.split(": warning: ", 1)[1] for line in lines]
     assert len(sweep.cells) == n_cells
     assert f"Grid: {n_cells} cells x " in out

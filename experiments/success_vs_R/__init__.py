@@ -107,11 +107,6 @@ class Config(IfcaProtocol):
                                default=False)
 
 
-#: The order of Config's fields (the recorded config's key order, which results directories keep).
-_ORDER = ("preset", "k", "m", "n", "d", "sigmas", "rs", "trials", "n_inits", "step_sizes", "n_rounds", "dtype",
-          "protocol", "init", "init_scale", "threshold_offset", "shared_draws")
-
-
 # The official grids (run_p2_r_noise.py and run_p4_r_noise.py of the official code) and our quick
 # default: the official protocol (theta* coordinates 0 or r, Bernoulli{0,1} inits, step sizes
 # {1, 0.1, 0.01}, 300 rounds, best of 10 inits) on a smaller problem with few points per client

@@ -24,6 +24,7 @@ first fault found is raised, in one line.  A field not made with :func:`param` i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 import typing
@@ -80,10 +81,12 @@ def param(help, *, default=dataclasses.MISSING, choices=None, low=None, high=Non
     return dataclasses.field(default=default, metadata=metadata)
 
 
+@functools.cache
 def spec_fields(cls):
-    """``[(field, resolved annotation)]`` of a spec class, in declaration order."""
+    """``((field, resolved annotation), ...)`` of a spec class, in declaration order (resolved once
+    per class: every spec made, every cell a worker rebuilds, reads them)."""
     hints = typing.get_type_hints(cls)
-    return [(f, hints[f.name]) for f in dataclasses.fields(cls)]
+    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls))
 
 
 def _kind(hint):

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from .. import cli
 from ..algorithms import TRIAL_OVERHEAD
 from ..montecarlo import Sweep
+from ._params import Spec
 
 __all__ = ["Study", "TRIAL_OVERHEAD"]
 
@@ -120,6 +121,9 @@ class Study:
     def __post_init__(self):
         if (self.trial is None) == (self.trial_of is None):
             raise TypeError(f"study {self.name!r}: give exactly one of trial and trial_of")
+        if not (isinstance(self.config, type) and issubclass(self.config, Spec)):
+            raise TypeError(f"study {self.name!r}: its config must be a mixreg.study.Spec subclass (validated when "
+                            f"made), got {self.config!r}")
         fields = {f.name for f in dataclasses.fields(self.config)}
         for needed in ("preset", "trials"):
             if needed not in fields:
@@ -150,7 +154,6 @@ class Study:
     def sweep(self, config, root_seed=None):
         """The :class:`mixreg.montecarlo.Sweep` of ``config`` (its identity: name, trial, cells,
         trials, root seed and the recorded config)."""
-        config.validate()
         record = dataclasses.asdict(config) if self.record is None else self.record(config)
         rate = self.flop_rate(config) if callable(self.flop_rate) else self.flop_rate
         return Sweep(
