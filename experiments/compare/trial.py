@@ -152,7 +152,7 @@ class CompareSpec(Spec):
     Not a :class:`mixreg.study.TrialSpec`: the cell stores the regime's name and the base sizes
     (what the command line sets), and the regime makes the :class:`ProblemSpec` of them
     (:attr:`problem`, :func:`spec_of`), which a cell could not give back.  Its engine cell
-    (:meth:`to_cell`) is its fields in declaration order.
+    (:meth:`mixreg.study.Spec.to_cell`) is its fields in declaration order.
     """
 
     regime: str = param("the regime (a key of REGIMES)", choices=tuple(REGIMES))
@@ -170,15 +170,6 @@ class CompareSpec(Spec):
         """The regime's :class:`ProblemSpec` (:func:`spec_of`)."""
         return spec_of(self.regime, m=self.m, n=self.n, d=self.d, k=self.k, sigma=self.sigma,
                        separation=self.separation)
-
-    def to_cell(self):
-        """The engine cell: ``{regime, m, n, d, k, sigma, separation, n_rounds, n_inits}``."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_cell(cls, cell):
-        """The spec a cell made by :meth:`to_cell` stands for."""
-        return cls(**{f.name: cell[f.name] for f in dataclasses.fields(cls)})
 
 
 def compare_memory(spec):

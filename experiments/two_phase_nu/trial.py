@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import asdict
 from functools import cached_property
 
 import numpy as np
@@ -183,10 +182,6 @@ class SizeDesign(Spec):
         if missing:
             raise ValueError(f"cell must hold the design key(s) {missing}, got keys {sorted(cell)}")
         return cls(**{key: cell[key] for key in DESIGN_KEYS})
-
-    def to_cell(self):
-        """``{key: value}`` of :data:`DESIGN_KEYS`."""
-        return asdict(self)
 
     @cached_property
     def cluster_counts(self):

@@ -237,6 +237,25 @@ class Spec:
     def check(self):
         """Constraints across fields that :func:`param` cannot say; raise ``ValueError``."""
 
+    # ------------------------------------------------------------------ a flat spec as a cell
+
+    def to_cell(self):
+        """The spec as an engine cell: every field under its own name, in declaration order (a
+        flat spec of scalars and tuples; :class:`mixreg.study.TrialSpec` stores its problem under
+        a schema instead)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_cell(cls, cell):
+        """The spec a cell made by :meth:`to_cell` stands for (other keys of the cell are left to
+        whoever composes this spec with more fields)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in cell
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ValueError(f"cell must hold the key(s) {missing} of {cls.__name__}, got keys {sorted(cell)}")
+        return cls(**{name: cell[name] for name in names if name in cell})
+
     def replace(self, **changes):
         """A copy with ``changes`` (validated)."""
         return dataclasses.replace(self, **changes)

@@ -243,3 +243,12 @@ def test_numpy_nan_an_unsupported_annotation_and_a_relation_to_no_field_are_refu
 
     with pytest.raises(TypeError, match="k: at_most='mm' names no field"):
         Typo(k=2)
+
+
+def test_a_flat_spec_is_a_cell_and_back():
+    grid = Grid(**GOOD, ms=(4, 8))
+    cell = grid.to_cell()
+    assert list(cell) == [f.name for f in dataclasses.fields(Grid)] and cell["ms"] == (4, 8)
+    assert Grid.from_cell({**cell, "other": 1}) == grid  # keys of fields composed beside it are left alone
+    with pytest.raises(ValueError, match=r"cell must hold the key\(s\) \['m'\] of Grid"):
+        Grid.from_cell({key: value for key, value in cell.items() if key != "m"})
