@@ -26,12 +26,72 @@ module                      algorithm
 :mod:`._server`             the server's update of a round (:class:`ServerStep`, plain today),
                             the seam of server-side variants (momentum, schedules)
 :mod:`._registry`           the registry the contract test suite runs over
+:mod:`._check`              the contract as a public check of any driver (:func:`check_algorithm`)
 ==========================  ===================================================================
 
 Every replica driver takes a :class:`mixreg.problems.Problem`, initial parameters of shape
 ``(B, k, d)`` and one step size per replica, and returns a frozen result with the fields of
 :class:`DriverResult` (final parameters, assignments, training loss, divergence flags, rounds run,
 stop reason, wall time, history).
+
+Writing your own driver
+-----------------------
+A driver is a function with the signature every registered algorithm has::
+
+    run(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False) -> DriverResult
+
+``problem`` a :class:`mixreg.problems.Problem`; ``init`` of shape ``(B, k, d)`` (or ``(k, d)``,
+``B = 1``), never modified; ``step_size`` a float or one per replica, shape ``(B,)``;
+``n_rounds >= 1``; ``rng`` a :class:`numpy.random.Generator`, the only source of randomness
+(a driver that draws nothing ignores it); ``tol`` ``None`` or a float >= 0 (stop once every live
+replica moved at most ``tol`` in a round); ``history`` ``True`` to record a :class:`History`.  A
+driver may take more keywords; those the contract knows are checked when present: ``blowup``
+(the divergence factor, ``None``: only non-finite values), ``server_step``
+(:class:`ServerStep`) and ``schedule`` (a step-size multiplier of the round ``t``).
+
+It returns a frozen dataclass derived from :class:`DriverResult`: ``theta`` of shape
+``(B, k, d)`` in the problem's dtype, ``assignments`` of shape ``(B, m)``, int64,
+``train_loss`` of shape ``(B,)`` (``nan`` for a diverged replica, so that
+:meth:`DriverResult.best_replica` never chooses it), ``diverged`` and ``diverged_round``
+(a diverged replica frozen at its last finite parameters, the others exactly as without it),
+``step_sizes``, ``n_rounds`` run, ``stop_reason``, ``wall_time`` and ``history``.  The helpers
+every built-in uses make this short: :func:`check_run` validates the common arguments with the
+contract's messages, :class:`Replicas` (with :func:`data_scales`) owns divergence and the stop
+rules, :class:`HistoryRecorder` the history and :func:`common_fields` the result's common fields::
+
+    def my_driver(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False):
+        start = time.perf_counter()
+        theta, eta, T, tol = check_run(problem, init, step_size, n_rounds, tol)
+        B, k, d = theta.shape
+        replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
+        rec = HistoryRecorder(problem, T, B, k, ("matched_max",)) if history else None
+        if rec is not None:
+            rec.record_point(0, theta, replicas.diverged)
+        for t in range(T):
+            assign, objective, new = my_round(problem, theta, eta)  # objective: mean loss, (B,)
+            if rec is not None:
+                rec.record_round(t, assign, objective, replicas.diverged)
+            replicas.accept(theta, new, objective, t)  # freezes and flags a diverging replica
+            if rec is not None:
+                rec.record_point(t + 1, theta, replicas.diverged)
+            if replicas.finished(t):
+                break
+        assign, train_loss = my_final_loss(problem, theta)
+        train_loss[replicas.diverged] = np.nan
+        return DriverResult(theta=theta, assignments=assign, train_loss=train_loss,
+                            **common_fields(replicas, eta, start, rec))
+
+Wrap it in an entry, check it, register it::
+
+    mine = Algorithm(name="mine", run=my_driver, source="the paper, Algorithm 1",
+                     sends="what a client sends per round", uses_rng=False)
+    check_algorithm(mine, step_size=0.5)  # raises ContractViolation naming the broken check
+    register(mine)  # now in ALGORITHMS: comparisons and the contract suite run it
+
+A driver whose own keywords need fixing (an option, a local solver) is wrapped in a function of
+the signature above, decorated with :func:`functools.wraps` so that :func:`check_algorithm` sees
+the keywords it takes.  :func:`algorithm_checks` yields the same checks one by one, for one test
+per check in your own test suite.
 """
 
 from ._driver import (
@@ -40,6 +100,8 @@ from ._driver import (
     HistoryRecorder,
     ProblemRefused,
     Replicas,
+    check_run,
+    common_fields,
     data_scales,
     level_scales,
 )
@@ -55,6 +117,15 @@ from ._registry import (
     with_server_step,
 )
 from ._server import ServerStep
+from ._check import (
+    CHECK_SETTINGS,
+    CHECKS,
+    CheckReport,
+    CheckSkipped,
+    ContractViolation,
+    algorithm_checks,
+    check_algorithm,
+)
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
 from .ifca_points import IFCAPointsResult, ifca_points
@@ -77,6 +148,15 @@ __all__ = [
     "work_methods",
     "Algorithm",
     "AnchorClustering",
+    "CHECKS",
+    "CHECK_SETTINGS",
+    "CheckReport",
+    "CheckSkipped",
+    "ContractViolation",
+    "algorithm_checks",
+    "check_algorithm",
+    "check_run",
+    "common_fields",
     "DriverResult",
     "FedXResult",
     "FeSEMResult",

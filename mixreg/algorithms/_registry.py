@@ -8,7 +8,8 @@ that runs ``B`` replicas (``init`` of shape (B, k, d), one step size each) on on
 returns a result with the common fields of :class:`mixreg.algorithms.DriverResult`.  Entries
 adapt the drivers' own keyword arguments (IFCA's option, FedX's local solver) to that signature.
 Registering an algorithm puts it under the contract suite (``tests/algorithms/test_algorithms_contract.py``):
-batching, divergence, bad input and determinism are then checked for it with no new test code.
+batching, divergence, bad input and determinism are then checked for it with no new test code;
+:func:`mixreg.algorithms.check_algorithm` runs the same checks on an entry before it is registered.
 
 A driver that takes a ``server_step`` (:class:`mixreg.algorithms.ServerStep`, the server's
 update) gets a server-side variant as one more entry:
@@ -39,7 +40,18 @@ class Algorithm:
     name : str
         Registry key (also its name in tables and figures).
     run : callable
-        The replica driver, with the signature of the module docstring.
+        The replica driver::
+
+            run(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False)
+
+        ``problem`` a :class:`mixreg.problems.Problem`, ``init`` of shape (B, k, d) or (k, d)
+        (never modified), ``step_size`` a float or an array of shape (B,), ``rng`` a
+        :class:`numpy.random.Generator` (ignored if ``uses_rng`` is false); it returns a frozen
+        :class:`mixreg.algorithms.DriverResult` (see "Writing your own driver" in
+        :mod:`mixreg.algorithms`).  It may take more keywords (``blowup``, ``server_step``,
+        ``schedule``, ...); a bare driver function whose signature is this one is an entry's
+        ``run`` as it is: ``Algorithm(name="mine", run=my_driver, source=..., sends=...)``;
+        check it with :func:`mixreg.algorithms.check_algorithm` before :func:`register`.
     source : str
         The paper and algorithm box it implements.
     sends : str
