@@ -367,6 +367,12 @@ class _Context:
         """Three replicas from :meth:`inits`, at the stable step, :data:`_ROUNDS` rounds."""
         return self.run(self.inits(3), self.step)
 
+    @functools.cached_property
+    def unstable_run(self):
+        """Two replicas from :meth:`inits`, at the stable and the unstable step, :data:`_LONG`
+        rounds (with the history, if the driver records one)."""
+        return self.run(self.inits(2), np.array([self.step, self.unstable]), n_rounds=_LONG, **self.history_kw)
+
 
 def _check(name, keyword, skip_reason, context):
     body = _BODIES[name]
@@ -566,8 +572,7 @@ def _diverging_replica(ctx):
 
 def _finite_blowup(ctx):
     """A replica growing geometrically is flagged long before it overflows, and never chosen."""
-    init = ctx.inits(2)
-    res = ctx.run(init, np.array([ctx.step, ctx.unstable]), n_rounds=_LONG, **ctx.history_kw)
+    res = ctx.unstable_run
     _require(res.diverged.tolist() == [False, True],
              f"at step sizes {[ctx.step, ctx.unstable]}, diverged is {res.diverged.tolist()}, not [False, True]")
     # flagged while still finite: the blow-up rule, not overflow, caught it
@@ -583,21 +588,18 @@ def _finite_blowup(ctx):
 
 
 def _blowup_none(ctx):
-    init = ctx.inits(2)
-    steps = np.array([ctx.step, ctx.unstable])
-    ref = ctx.run(init, steps, n_rounds=_LONG)
+    ref = ctx.unstable_run  # under the default factor
     rounds = _ROUNDS
     if ref.diverged[1]:
         rule = _rule(ref)
         non_finite = rule is not None and rule[1] == "non-finite"
         rounds = int(ref.diverged_round[1]) + (0 if non_finite else 1)  # up to the finite blow-up
     if rounds >= 1:
-        res = ctx.run(init, steps, n_rounds=rounds, blowup=None)
+        res = ctx.run(ctx.inits(2), np.array([ctx.step, ctx.unstable]), n_rounds=rounds, blowup=None)
         _require(np.isfinite(res.theta).all() and not res.diverged.any(),
                  f"blowup=None flagged a finite run of {rounds} rounds: diverged = {res.diverged.tolist()}")
-    plain = ctx.run(init[:1], ctx.step)
-    res = ctx.run(init[:1], ctx.step, blowup=None)
-    np.testing.assert_array_equal(res.theta, plain.theta, err_msg="blowup=None changed a stable run")
+    res = ctx.run(ctx.inits(3), ctx.step, blowup=None)
+    np.testing.assert_array_equal(res.theta, ctx.reference.theta, err_msg="blowup=None changed a stable run")
 
 
 def _same_generator_same_result(ctx):
@@ -690,30 +692,24 @@ class _Still(ServerStep):
 
 
 def _plain_server_step(ctx):
-    init = ctx.inits(2)
-    steps = ctx.step * np.array([1.0, 0.5])
-    plain = ctx.run(init, steps)
-    res = ctx.run(init, steps, server_step=ServerStep())
+    plain = ctx.reference
+    res = ctx.run(ctx.inits(3), ctx.step, server_step=ServerStep())
     for field in ("theta", "assignments", "train_loss"):
         np.testing.assert_array_equal(getattr(res, field), getattr(plain, field),
                                       err_msg=f"server_step=ServerStep() changed {field}")
-    short = ctx.run(init, steps, n_rounds=3)
-    still = ctx.run(init, steps, n_rounds=3, server_step=_Still())
-    _require(not np.array_equal(still.theta, short.theta),
+    still = ctx.run(ctx.inits(3), ctx.step, server_step=_Still())
+    _require(not np.array_equal(still.theta, plain.theta),
              "a server step that never moves the models gave the default result: server_step is ignored")
 
 
 def _constant_schedule(ctx):
-    init = ctx.inits(2)
-    steps = ctx.step * np.array([1.0, 0.5])
-    plain = ctx.run(init, steps)
-    res = ctx.run(init, steps, schedule=lambda t: 1.0)
+    plain = ctx.reference
+    res = ctx.run(ctx.inits(3), ctx.step, schedule=lambda t: 1.0)
     for field in ("theta", "assignments", "train_loss"):
         np.testing.assert_array_equal(getattr(res, field), getattr(plain, field),
                                       err_msg=f"schedule=lambda t: 1.0 changed {field}")
-    short = ctx.run(init, steps, n_rounds=3)
-    half = ctx.run(init, steps, n_rounds=3, schedule=lambda t: 0.5)
-    _require(not np.array_equal(half.theta, short.theta),
+    half = ctx.run(ctx.inits(3), ctx.step, schedule=lambda t: 0.5)
+    _require(not np.array_equal(half.theta, plain.theta),
              "schedule=lambda t: 0.5 gave the default result: schedule is ignored")
 
 
