@@ -51,6 +51,8 @@ from ._registry import (
     get_algorithm,
     register,
     register_builtin,
+    builtin_algorithms,
+    registered_by,
     unmet_precondition,
     with_server_step,
 )
@@ -108,6 +110,8 @@ __all__ = [
     "initial_parameters",
     "moment_descent",
     "register",
+    "registered_by",
+    "builtin_algorithms",
     "with_server_step",
     "training_loss",
     "two_phase",

@@ -21,13 +21,14 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ._server import check_server_step
 
 __all__ = ["Algorithm", "ALGORITHMS", "Unmet", "register", "get_algorithm", "unmet_precondition",
-           "with_server_step"]
+           "with_server_step", "registered_by", "builtin_algorithms"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,16 +114,48 @@ def unmet_precondition(name, *, d, k, n_min):
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
+# the module whose code called register() for each entry: what a worker process imports to get it
+_REGISTERED_BY: dict[str, str] = {}
+_BUILTIN: frozenset = frozenset()
 
 
-def register(algorithm):
-    """Add ``algorithm`` (an :class:`Algorithm`) to :data:`ALGORITHMS`; its name must be new."""
+def register(algorithm, *, module=None):
+    """Add ``algorithm`` (an :class:`Algorithm`) to :data:`ALGORITHMS`; its name must be new.
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+    module : str, optional
+        The module that registers it (default: the caller's ``__name__``), recorded by
+        :func:`registered_by`.  A Monte Carlo sweep that runs the entry on worker processes
+        (:func:`mixreg.montecarlo.run_sweep` with ``jobs > 1`` or Dask) imports that module on
+        every worker before its first trial, and, for an entry registered in a script
+        (``__main__``), ships the entry itself; see :attr:`mixreg.montecarlo.Sweep.algorithms`.
+    """
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
     if algorithm.name in ALGORITHMS:
         raise ValueError(f"an algorithm named {algorithm.name!r} is already registered")
+    if module is None:
+        module = sys._getframe(1).f_globals.get("__name__", "__main__")
     ALGORITHMS[algorithm.name] = algorithm
+    _REGISTERED_BY[algorithm.name] = str(module)
     return algorithm
+
+
+def registered_by(name):
+    """The module that registered algorithm ``name`` (``"__main__"`` for a script's entry).
+
+    Raises ``ValueError`` listing the names for an unknown ``name`` (as :func:`get_algorithm`).
+    """
+    get_algorithm(name)
+    return _REGISTERED_BY[name]
+
+
+def builtin_algorithms():
+    """The names of the entries this package registers itself on import (a frozenset): the rest
+    of :data:`ALGORITHMS` was registered by a user's code."""
+    return _BUILTIN
 
 
 def get_algorithm(name):
@@ -239,6 +272,8 @@ def register_builtin():
     for module in SEED_METHOD_MODULES + COMPOSED_METHOD_MODULES:
         for algorithm in importlib.import_module(f".{module}", __package__).registrations():
             register(algorithm)
+    global _BUILTIN
+    _BUILTIN = frozenset(ALGORITHMS)
 
 
 #: Modules of the seed papers' other methods (one-shot, FeSEM, PACFL, and on clients that mix
