@@ -23,15 +23,18 @@ module                      algorithm
                             the one-shot methods)
 :mod:`._driver`             what every batched driver shares: validation, divergence, stop rules,
                             the result base, the history recorder
-:mod:`._server`             the server's update of a round (:class:`ServerStep`, plain today),
-                            the seam of server-side variants (momentum, schedules)
+:mod:`._server`             the server's update of a round (:class:`ServerStep`: plain,
+                            :class:`HeavyBall`, :class:`Nesterov`) and the step-size schedule
+                            (:class:`Schedule`: :class:`Constant`, :class:`InverseTime`,
+                            :class:`PiecewiseConstant`, any callable of the round)
 :mod:`._registry`           the registry the contract test suite runs over
 ==========================  ===================================================================
 
 Every replica driver takes a :class:`mixreg.problems.Problem`, initial parameters of shape
 ``(B, k, d)`` and one step size per replica, and returns a frozen result with the fields of
 :class:`DriverResult` (final parameters, assignments, training loss, divergence flags, rounds run,
-stop reason, wall time, history).
+stop reason, wall time, history).  The gradient-based drivers also take a server step and a
+step-size schedule (:mod:`._server`); :func:`variant` registers such a combination as one entry.
 """
 
 from ._driver import (
@@ -54,9 +57,19 @@ from ._registry import (
     builtin_algorithms,
     registered_by,
     unmet_precondition,
+    variant,
     with_server_step,
 )
-from ._server import ServerStep
+from ._server import (
+    Constant,
+    HeavyBall,
+    InverseTime,
+    Nesterov,
+    PiecewiseConstant,
+    Schedule,
+    ServerStep,
+    check_schedule,
+)
 from .fedx import FedXResult, fedx, fedx_linear_rates
 from .fesem import FeSEMResult, fesem
 from .ifca_points import IFCAPointsResult, ifca_points
@@ -92,6 +105,13 @@ __all__ = [
     "MomentDescentResult",
     "ProblemRefused",
     "ServerStep",
+    "HeavyBall",
+    "Nesterov",
+    "Schedule",
+    "Constant",
+    "InverseTime",
+    "PiecewiseConstant",
+    "check_schedule",
     "TwoPhaseResult",
     "TwoPhaseRun",
     "Replicas",
@@ -112,6 +132,7 @@ __all__ = [
     "register",
     "registered_by",
     "builtin_algorithms",
+    "variant",
     "with_server_step",
     "training_loss",
     "two_phase",

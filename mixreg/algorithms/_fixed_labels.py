@@ -30,7 +30,7 @@ import numpy as np
 
 from ..local_solvers import grouped_rows, stacked_operators
 from ._driver import History, HistoryRecorder, Replicas, data_scales
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant, per_factor
 
 __all__ = ["LabelledTraining", "train_on_labels", "majority_labels", "clusters_held"]
 
@@ -79,7 +79,7 @@ def clusters_held(problem, row_labels):
 
 
 def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds, tol=None, history=False,
-                    client_labels=None, server_step=None):
+                    client_labels=None, server_step=None, schedule=None):
     """FedAvg(s) within each cluster of fixed row labels, for ``B`` replicas.
 
     The caller (a public driver) has validated every argument.
@@ -107,6 +107,9 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t``'s local steps use ``eta * schedule(t)`` (the operators
+        rebuilt for every new value); default constant, ``eta`` itself.
 
     Returns
     -------
@@ -136,6 +139,11 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     replicas = Replicas(B, n_rounds, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, n_rounds, B, k, HISTORY) if history else None
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    if not is_constant(schedule):  # round t: the operators of eta_t = eta s(t), built for each new s(t)
+        scaled = per_factor(schedule, lambda f: [
+            (weight * stacked_operators(X, offsets, v * f, "fedavg", local_steps)).astype(problem.dtype)
+            for v in values])
     state = server_step.start(theta)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
@@ -143,7 +151,8 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(n_rounds):
             new = theta.copy()
-            loss = _residual_sums(theta, X, y, blocks, groups, operators, new)
+            round_operators = operators if is_constant(schedule) else scaled(t)
+            loss = _residual_sums(theta, X, y, blocks, groups, round_operators, new)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             if rec is not None:
                 rec.record_round(t, assign, loss / (2 * N), replicas.diverged)

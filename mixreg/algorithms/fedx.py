@@ -70,7 +70,7 @@ from ._driver import (
     common_fields,
     data_scales,
 )
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant, per_factor
 
 __all__ = [
     "FedXResult",
@@ -160,7 +160,7 @@ def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, 
 
 
 def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_rounds=100, tol=None,
-         history=False, server_step=None):
+         history=False, server_step=None, schedule=None):
     r"""Run ``B`` replicas of Phase 2 (FedX with clustering) on one problem.
 
     Round ``t`` (slides "FedX + Clustering in Action", steps 1-4): decode
@@ -200,6 +200,10 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with the averaged ``k``-tuple (:meth:`~mixreg.algorithms.ServerStep.
         average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t``'s local solver uses :math:`\eta_t = \eta\, s(t)`
+        (FedAvg's local step, FedProx's proximal parameter), its operators :math:`K_i` rebuilt
+        for every new value of :math:`s(t)`.  Default constant: :math:`\eta`, operators built once.
 
     Returns
     -------
@@ -224,6 +228,7 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     B, k, d = theta.shape
     _, solver, s = check_solver(eta, local_solver, local_steps)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
 
     # plan: the operators w_i K_i^T of each distinct step size, stacked like the data
     values, which = np.unique(eta, return_inverse=True)
@@ -231,6 +236,9 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     groups = [np.flatnonzero(which == u) for u in range(values.size)]
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
+    if not is_constant(schedule):  # round t: the operators of eta_t = eta s(t), built for each new s(t)
+        operators = per_factor(schedule, lambda f: [stacked_update_operators(problem, v * f, solver, s)
+                                                    .astype(problem.dtype) for v in values])
     _run(problem, theta, groups, operators, replicas, rec, server_step)
 
     # the final decoding, on all data
@@ -253,7 +261,8 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
 
 
 def _run(problem, theta, groups, operators, replicas, rec, server_step):
-    """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
+    """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``; ``operators`` is a list
+    (one per step-size group), or a function of the round giving it (a schedule)."""
     B, k, d = theta.shape
     N, m = problem.N, problem.m
     model_rows = [(g[:, None] * k + np.arange(k)).ravel() for g in groups]
@@ -273,7 +282,7 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
                 rec.record_round(t, assign, best.sum(axis=1) / (2 * N), replicas.diverged)
             # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l)
             new = theta.copy()
-            for g, rows, KT in zip(groups, model_rows, operators):
+            for g, rows, KT in zip(groups, model_rows, operators(t) if callable(operators) else operators):
                 new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss

@@ -71,7 +71,7 @@ from ._driver import (
 )
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant
 
 __all__ = [
     "FeSEMResult",
@@ -232,7 +232,7 @@ def initial_centres(problem, n_replicas, k=None, *, warm_start="least_squares", 
 
 
 def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history=False, local_steps=1,
-          weights="uniform", warm_start="least_squares", server_step=None):
+          weights="uniform", warm_start="least_squares", server_step=None, schedule=None):
     r"""Run ``B`` replicas of FeSEM (Algorithms 1 and 2 of Xie et al.) on one problem.
 
     Round ``t`` from centres :math:`\tilde W_t` and local models :math:`W_t`:
@@ -287,6 +287,9 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with the M-step's centres (:meth:`~mixreg.algorithms.ServerStep.
         average`); default the plain step, which takes them.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t``'s ``s`` local steps use :math:`\eta_t = \eta\, s(t)`
+        (a ``"gradient"`` warm start, before round 0, uses :math:`\eta`).  Default constant.
 
     Returns
     -------
@@ -339,6 +342,7 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     check_choice("weights", weights, WEIGHTS)
     check_choice("warm_start", warm_start, WARM_STARTS)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
     if rng is not None:
         check_rng(rng)
 
@@ -348,7 +352,8 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     omega = np.ones(problem.m) if weights == "uniform" else problem.sizes.astype(np.float64)
     replicas = Replicas(B, T, tol, theta0=centres, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
-    _run(problem, centres, local, ws, s, omega, replicas, rec, server_step)
+    _run(problem, centres, local, ws, s, omega, replicas, rec, server_step,
+         None if is_constant(schedule) else (schedule, eta))
 
     # the final E-step, objective and MD-loss (Eq. 6)
     assign = np.empty((B, problem.m), dtype=np.int64)
@@ -437,14 +442,15 @@ def _squared_loss(problem, ws, centres, assign, start):
     return np.bincount(ws.replica, weights=np.square(ws.R, dtype=np.float64), minlength=centres.shape[0])
 
 
-def _local_update(problem, ws, local, s):
+def _local_update(problem, ws, local, s, step=None):
     """Algorithm 2, in place on ``local`` (m, B, d): ``s`` full-batch gradient steps
     ``w <- w - (eta_b / n_i) X_i^T (X_i w - y_i)`` of every client and replica (the batched
-    :func:`mixreg.local_solvers.gradient_steps`, with one step size per replica)."""
+    :func:`mixreg.local_solvers.gradient_steps`, with one step size per replica); ``step``
+    (1, B, 1) in the problem's dtype replaces ``ws.eta`` (a schedule's round)."""
     def residuals(R):  # (X_i w - y_i) / n_i on every row of every client
         kernels.selected_residuals(R, problem.y, problem.offsets, ws.everyone, ws.inv_sizes, R)
 
-    local_gradient_steps(local, problem.X, ws.layout, ws.eta, s, residuals, ws.R, ws.G)
+    local_gradient_steps(local, problem.X, ws.layout, ws.eta if step is None else step, s, residuals, ws.R, ws.G)
 
 
 def _blown_up(local, replicas):
@@ -454,14 +460,16 @@ def _blown_up(local, replicas):
     return ~(norms <= replicas.param_limit)  # nan: not finite
 
 
-def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step):
-    """FeSEM's loop, in place on ``centres`` (B, k, d), ``local`` (m, B, d) and ``replicas``."""
+def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, scheduled=None):
+    """FeSEM's loop, in place on ``centres`` (B, k, d), ``local`` (m, B, d) and ``replicas``;
+    ``scheduled``: ``(schedule, eta)`` when the local steps follow a non-constant schedule."""
     B = centres.shape[0]
     m, N = problem.m, problem.N
     assign = np.empty((B, m), dtype=np.int64)
     dist = np.empty((B, m))
     new_local = np.empty_like(local)
     state = server_step.start(centres)
+    schedule, eta = scheduled if scheduled is not None else (None, None)
     if rec is not None:
         rec.record_point(0, centres, replicas.diverged)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -473,7 +481,8 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step):
             new = server_step.average(centres, _m_step(local, assign, omega, centres),  # Eq. 8
                                       t=t, state=state, rows=slice(None))
             kernels.gather_selected(new, assign, new_local)  # Algorithm 2: start from the centre,
-            _local_update(problem, ws, new_local, s)  # take s local steps
+            step = None if scheduled is None else (eta * schedule.factor(t)).astype(ws.eta.dtype)[None, :, None]
+            _local_update(problem, ws, new_local, s, step)  # take s local steps
             loss[_blown_up(new_local, replicas)] = np.nan  # so that the replica is frozen
             # the state is the centres AND the local models: a round that leaves the centres in
             # place (e.g. the first from the k-means start, whose M-step repeats the k-means

@@ -59,7 +59,7 @@ from ._driver import (
     level_scales,
 )
 from ._local_steps import local_gradient_steps
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant
 
 __all__ = [
     "IFCAResult",
@@ -364,6 +364,7 @@ def ifca(
     responses=None,
     response_of=None,
     server_step=None,
+    schedule=None,
 ):
     r"""Run ``B`` replicas of IFCA (Algorithm 2 of the arXiv text) on one problem.
 
@@ -429,6 +430,10 @@ def ifca(
         What the server does with option I's gradient (:meth:`~mixreg.algorithms.ServerStep.
         gradient`) or option II's average (:meth:`~mixreg.algorithms.ServerStep.average`);
         default the plain step above.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t`` uses :math:`\gamma_t = \gamma\, s(t)` for option I's
+        server step and option II's ``tau`` local steps (:mod:`mixreg.algorithms._server`); e.g.
+        :class:`~mixreg.algorithms.InverseTime`.  Default constant, :math:`\gamma` itself.
 
     Returns
     -------
@@ -461,6 +466,7 @@ def ifca(
     if resample or q < 1.0:
         check_rng(rng)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
 
     if responses is None:
         floors = data_scales(problem)
@@ -470,7 +476,8 @@ def ifca(
     replicas = Replicas(B, T, tol, theta0=theta, floors=floors)
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng,
-         aggregation=aggregation, Y=Y, group=group, server_step=server_step)
+         aggregation=aggregation, Y=Y, group=group, server_step=server_step,
+         schedule=schedule)
 
     with np.errstate(over="ignore", invalid="ignore"):
         train_loss, assignments = training_loss(problem, theta, Y, group)
@@ -483,7 +490,8 @@ def ifca(
     )
 
 
-def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group, server_step):
+def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group, server_step,
+         schedule):
     """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``.
 
     The round's work runs on the *working* replicas only: once a replica has diverged (it is
@@ -506,6 +514,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     blocked = option == "gradient" and not resample
     work = np.arange(B)
     state = server_step.start(theta)
+    constant = is_constant(schedule)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -523,6 +532,10 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 best = np.empty((Bw, m))
                 grad = np.empty((Bw, k, d), dtype=dtype)
                 local = np.empty((m, Bw, d), dtype=dtype) if (option == "model" or resample) else None
+            if not constant:  # the round's steps: gamma_t = gamma s(t), then as gamma above
+                gamma_t = gamma[work] * schedule.factor(t)
+                step = (gamma_t / m if aggregation == "clients" else gamma_t).astype(dtype)[:, None, None]
+                loc_step = gamma_t.astype(dtype)[None, :, None]
             if q < 1.0:
                 active[:] = False
                 active[rng.choice(m, size=n_active, replace=False)] = True

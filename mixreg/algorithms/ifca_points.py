@@ -79,7 +79,7 @@ from ._driver import (
 from ._fixed_labels import majority_labels
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant
 
 __all__ = ["IFCAPointsResult", "ifca_points", "point_labels"]
 
@@ -227,7 +227,7 @@ def point_labels(problem, theta):
 
 
 def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local_steps=1,
-                inner_rounds=1, server_step=None):
+                inner_rounds=1, server_step=None, schedule=None):
     r"""Run ``B`` replicas of point-level IFCA (UIFCA, the IFCA thesis, Algorithms 3-5).
 
     Round ``t``: label every point, :math:`\hat z_r = \arg\min_l (y_r - \langle x_r,
@@ -284,6 +284,9 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         (:meth:`~mixreg.algorithms.ServerStep.gradient`), with ``s > 1`` the weighted average
         (:meth:`~mixreg.algorithms.ServerStep.average`); its update index is ``t * tau + u``.
         Default the plain step.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: server update ``t * tau + u`` uses :math:`\eta\, s(t \tau + u)` for
+        its gradient step (``s = 1``) or its local steps.  Default constant.
 
     Returns
     -------
@@ -314,13 +317,14 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
     s = check_int("local_steps", local_steps, low=1)
     tau = check_int("inner_rounds", inner_rounds, low=1)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
 
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
     rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
     point_history = np.full((T, B), np.nan) if history else None
     uploads, downloads = np.zeros(B), np.zeros(B)
     _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, s=s, tau=tau,
-         server_step=server_step)
+         server_step=server_step, schedule=schedule)
 
     with np.errstate(over="ignore", invalid="ignore"):
         labels, train_loss = point_labels(problem, theta)
@@ -356,7 +360,7 @@ def _point_misclustering(problem, labels, k):
     return np.asarray(misclustering_rate(labels, problem.row_labels, max(k, problem.k)), dtype=np.float64)
 
 
-def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau, server_step):
+def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau, server_step, schedule):
     """Point-level IFCA's loop, in place on ``theta`` (B, k, d), ``replicas``, the records and
     the floats sent to the server (``uploads``) and to each client (``downloads``), (B,)."""
     B, k, d = theta.shape
@@ -375,6 +379,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
         C = np.empty((m, B * k, d), dtype=dtype)
         local_step = np.repeat(eta, k).astype(dtype)[None, :, None]
     state = server_step.start(theta)
+    constant = is_constant(schedule)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -403,16 +408,19 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
             # (3) tau FedAvg rounds within each cluster of points, warm-started
             new = theta.copy()
             for u in range(tau):
+                eta_u = eta if constant else eta * schedule.factor(t * tau + u)  # this server update's step
                 if u > 0:  # the labels stay; the residuals are those of the updated models
                     kernels.predict(new, X, out=P)
                     _label_points(P, y, k, False, labels, best, R)
                 if s == 1:  # theta_l -= (eta / N_l) X_{S_l}^T (X_{S_l} theta_l - y_{S_l})
                     grad = np.matmul(R, X).reshape(B, k, d)  # exactly 0 for a model with no point
-                    scale = (eta[:, None] / np.maximum(N_l, 1)).astype(dtype)
+                    scale = (eta_u[:, None] / np.maximum(N_l, 1)).astype(dtype)
                     new = server_step.gradient(new, grad, scale[:, :, None], t=t * tau + u, state=state,
                                                rows=slice(None))
                 else:  # s local steps of every sub-client, then the |S_il| / |S_*l| average
                     local[:] = new.reshape(1, B * k, d)
+                    if not constant:
+                        local_step = np.repeat(eta_u, k).astype(dtype)[None, :, None]
                     local_gradient_steps(local, X, layout, local_step, s,  # on (X w - y) / |S_il| over S_il
                                          lambda R: _masked_local_residuals(R, y, offsets, labels, counts, k, R), Q, C)
                     weights = (counts / np.maximum(N_l, 1)[:, None, :]).transpose(1, 0, 2).reshape(m, B * k)

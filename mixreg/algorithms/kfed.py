@@ -73,7 +73,7 @@ from ._driver import (
 )
 from ._fixed_labels import clusters_held, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = ["KFEDResult", "kfed", "LOCAL_STEPS", "STARTS"]
 
@@ -126,7 +126,7 @@ class KFEDResult(DriverResult):
 
 def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local="regressions",
          local_clusters=None, n_init=10, local_restarts=10, local_max_iter=100, start=None, local_steps=1,
-         server_step=None):
+         server_step=None, schedule=None):
     r"""Run ``B`` replicas of k-FED (the IFCA thesis, Algorithm 2) followed by FedAvg on one problem.
 
     With ``local="regressions"``, client ``i`` fits ``k'`` local models (Algorithm 2, steps 1-2,
@@ -216,6 +216,9 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
+        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.
 
     Returns
     -------
@@ -272,6 +275,7 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
                          "(pass a numpy.random.Generator)")
     check_rng(rng)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
 
     # steps 1-2 (every client, once): local groups and their centroids
     if local == "regressions":
@@ -289,7 +293,7 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
 
     # FedAvg(s) within the estimated clusters, on the point labels
     trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol, history=history,
-                              server_step=server_step)
+                              server_step=server_step, schedule=schedule)
     point_assignments = np.array(np.broadcast_to(row_labels, (B, problem.N)), dtype=np.int64)
     return KFEDResult(
         theta=trained.theta,

@@ -59,7 +59,7 @@ from ._driver import (
 )
 from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = ["OneShotResult", "oneshot", "FINISHES", "STARTS"]
 
@@ -98,7 +98,7 @@ class OneShotResult(DriverResult):
 
 def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local="min_norm",
             ridge=None, n_init=10, finish="fedavg", local_steps=1, start="centres",
-            server_step=None):
+            server_step=None, schedule=None):
     r"""Run ``B`` replicas of one-shot clustering (Algorithm 1 of Ghosh et al.) on one problem.
 
     .. math::
@@ -171,6 +171,10 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
+        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.  With
+        ``finish="fedavg"`` only.
         With ``finish="fedavg"`` only (``ValueError`` with ``"exact"``, which runs no rounds).
 
     Returns
@@ -215,9 +219,11 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     if rng is None:
         raise ValueError("rng is required: the k-means++ seeding draws from it (pass a numpy.random.Generator)")
     check_rng(rng)
-    if server_step is not None and finish != "fedavg":
-        raise ValueError(f"server_step is used by finish='fedavg' only, got finish={finish!r}")
+    for keyword, value in (("server_step", server_step), ("schedule", schedule)):
+        if value is not None and finish != "fedavg":
+            raise ValueError(f"{keyword} is used by finish='fedavg' only, got finish={finish!r}")
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
 
     # steps 1 and 2, once for all replicas: local least squares, k-means on the server
     local_models = local_least_squares(problem.X, problem.y, problem.offsets, method=local, ridge=ridge)
@@ -230,7 +236,7 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     # step 3: train each estimated cluster
     if finish == "fedavg":
         trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol,
-                                  history=history, client_labels=labels, server_step=server_step)
+                                  history=history, client_labels=labels, server_step=server_step, schedule=schedule)
         theta, train_loss, replicas, hist = trained.theta, trained.train_loss, trained.replicas, trained.history
     else:
         theta, train_loss, hist = _exact_finish(problem, labels, row_labels, theta, history)

@@ -126,7 +126,7 @@ from ._driver import (
 )
 from ._fixed_labels import train_on_labels
 from ._registry import Algorithm, Unmet, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = [
     "PACFLResult",
@@ -663,7 +663,7 @@ def _cross_proximity(U, r_U, V, r_V, measure, *, upper=False):
 
 def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, p=3, matrix="joint",
           measure="smallest", linkage="average", n_clusters=None, threshold=None, local_steps=1,
-          small_clients="reduce", server_step=None):
+          small_clients="reduce", server_step=None, schedule=None):
     r"""Run ``B`` replicas of PACFL (Algorithm 1 of Vahidian et al.) on one problem.
 
     .. math::
@@ -728,6 +728,9 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
+        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.
 
     Returns
     -------
@@ -773,6 +776,7 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     check_choice("linkage", linkage, LINKAGES)
     check_choice("small_clients", small_clients, SMALL_CLIENTS)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
     if n_clusters is not None and threshold is not None:
         raise ValueError("give at most one of n_clusters and threshold")
     if threshold is not None:
@@ -793,7 +797,8 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
 
     # lines 12-25: FedAvg within each cluster
     trained = train_on_labels(problem, np.repeat(labels, problem.sizes), theta, eta, local_steps=s, n_rounds=T,
-                              tol=tol, history=history, client_labels=labels, server_step=server_step)
+                              tol=tol, history=history, client_labels=labels, server_step=server_step,
+                              schedule=schedule)
     return PACFLResult(
         theta=trained.theta,
         assignments=np.array(np.broadcast_to(labels, (B, problem.m)), dtype=np.int64),

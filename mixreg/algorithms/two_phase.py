@@ -113,7 +113,7 @@ def _replicas_of(step_size):
 def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sampling="fresh",
               anchor_sampling=None, step_constant=0.5, phase1_options=None, phase1_history=False,
               local_solver="fedavg", local_steps=1, phase2_rounds=100, tol=None, history=False,
-              on_phase1_failure="skip", phase1=None, server_step=None):
+              on_phase1_failure="skip", phase1=None, server_step=None, schedule=None):
     """Run Su, Xu and Yang's two-phase method: federated moment descent, then FedX from its centres.
 
     Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`, slides "Federated Moment
@@ -169,6 +169,8 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
     server_step : mixreg.algorithms.ServerStep, optional
         Phase 2's server update (default the plain step); Phase 1 moves its anchors along spectral
         directions, not along an aggregate a server steps on, so it has none.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Phase 2's step-size schedule (:func:`mixreg.algorithms.fedx.fedx`); default constant.
     on_phase1_failure : {"skip", "raise"}
         When Phase 1 gives no ``k`` finite centres (fewer than ``k`` anchors left finite: its
         clustering method is ``"failed"``), Phase 2 has no start; the slides do not consider
@@ -235,7 +237,7 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
         return TwoPhaseResult(phase1=phase1, phase2=None, wall_time=elapsed(start))
     init = centres if np.ndim(step_size) == 0 else np.repeat(centres[None], B, axis=0)
     phase2 = fedx(problem, init, step_size, local_solver=local_solver, local_steps=local_steps,
-                  n_rounds=phase2_rounds, tol=tol, history=history, server_step=server_step)
+                  n_rounds=phase2_rounds, tol=tol, history=history, server_step=server_step, schedule=schedule)
     return TwoPhaseResult(phase1=phase1, phase2=phase2, wall_time=elapsed(start))
 
 
@@ -254,7 +256,8 @@ def _draw_anchors(problem, n_anchors, k, rng):
 
 
 def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, n_anchors=None,
-                       phase1_rounds=10, sampling="reuse", local_solver="fedavg", local_steps=2, server_step=None):
+                       phase1_rounds=10, sampling="reuse", local_solver="fedavg", local_steps=2, server_step=None,
+                       schedule=None):
     """The two-phase method as a replica driver (the registry's signature).
 
     Draws ``n_anchors`` anchors at random among the clients with at least two points (the
@@ -279,7 +282,7 @@ def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None
         Phase 2's, as for :func:`mixreg.algorithms.fedx.fedx`.
     n_anchors : int >= k, optional
         :math:`M_A`; default ``2k`` (ours: the theorem asks :math:`M_A \\ge \\tilde\\Omega(k)`).
-    phase1_rounds, local_solver, local_steps, server_step
+    phase1_rounds, local_solver, local_steps, server_step, schedule
         As for :func:`two_phase`.
     sampling : {"fresh", "reuse"}
         Phase 1's data, of :math:`S_t` and the anchors alike (default ``"reuse"``: a problem
@@ -298,7 +301,7 @@ def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None
     anchors = _draw_anchors(problem, n_anchors, k, rng)
     res = two_phase(problem, anchors, k, eta, rng=rng, phase1_rounds=phase1_rounds, sampling=sampling,
                     local_solver=local_solver, local_steps=local_steps, phase2_rounds=T, tol=tol, history=history,
-                    on_phase1_failure="raise", server_step=server_step)
+                    on_phase1_failure="raise", server_step=server_step, schedule=schedule)
     common = {f.name: getattr(res.phase2, f.name) for f in fields(DriverResult)}
     common["wall_time"] = res.wall_time
     return TwoPhaseRun(**common, phase1=res.phase1, local_solver=res.phase2.local_solver,
