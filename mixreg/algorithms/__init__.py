@@ -32,17 +32,25 @@ module                      algorithm
 
 Every replica driver takes a :class:`mixreg.problems.Problem`, initial parameters of shape
 ``(B, k, d)`` and one step size per replica, and returns a frozen result with the fields of
-:class:`DriverResult` (final parameters, assignments, training loss, divergence flags, rounds run,
-stop reason, wall time, history).  The gradient-based drivers also take a server step and a
+:class:`DriverResult` (final parameters, assignments, training loss, divergence flags and the
+rule that fired, rounds run, stop reason, wall time, history).  Every driver takes
+``history=`` (``False``, ``True``, ``"all"`` or names among :data:`HISTORY_FIELDS`, see
+:func:`check_history`) and ``blowup=`` (:data:`DEFAULT_BLOWUP`, or ``None`` for non-finite
+values only, see :class:`Replicas`).  The gradient-based drivers also take a server step and a
 step-size schedule (:mod:`._server`); :func:`variant` registers such a combination as one entry.
 """
 
 from ._driver import (
+    DEFAULT_BLOWUP,
+    DIVERGENCE_RULES,
+    HISTORY_FIELDS,
     DriverResult,
     History,
     HistoryRecorder,
     ProblemRefused,
     Replicas,
+    check_blowup,
+    check_history,
     data_scales,
     level_scales,
 )
@@ -82,6 +90,11 @@ from .two_phase import TwoPhaseResult, TwoPhaseRun, two_phase
 
 __all__ = [
     "ALGORITHMS",
+    "DEFAULT_BLOWUP",
+    "DIVERGENCE_RULES",
+    "HISTORY_FIELDS",
+    "check_blowup",
+    "check_history",
     "RunSizes",
     "TRIAL_OVERHEAD",
     "Unmet",
