@@ -250,3 +250,18 @@ def test_predictions_are_registered_before_the_data_and_cannot_change_after(pack
         run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 2.0)]), tmp_path / "out")
     with pytest.raises(ValueError, match="distinct names"):
         _sweep(trial, predictions=[_Prediction("a", 1.0), _Prediction("a", 2.0)])
+
+
+@pytest.mark.dask
+def test_a_plugin_algorithm_runs_on_dask_workers(package, tmp_path, monkeypatch):
+    # Dask's workers are separate programs: the study's directory reaches them through PYTHONPATH
+    monkeypatch.setenv("PYTHONPATH", str(package))
+    _write(package / "usr_plugin_d.py", PLUGIN.format(name="usr_dask_half", factor=0.5))
+    _write(package / "usr_trial_d.py", TRIAL.format(names='["usr_dask_half"]', factor=1))
+    importlib.import_module("usr_plugin_d")
+    trial = importlib.import_module("usr_trial_d").trial
+    sweep = _sweep(trial, algorithms=["usr_dask_half"])
+    dask = run_sweep(sweep, tmp_path / "dask", dask_local=2, progress=False)
+    one = run_sweep(sweep, tmp_path / "one")
+    assert [r["error"] for r in dask.records] == [""] * 4
+    assert [r["usr_dask_half"] for r in dask.records] == [r["usr_dask_half"] for r in one.records]
