@@ -34,6 +34,19 @@ The views, each keyed by the names the study's records use (:attr:`MethodStyle.k
 A label may be a template with ``{name}`` fields for the method's parameters (FedAvg's number
 of local steps ``s``); :func:`method_label` fills them in.
 
+The built-in views are read-only.  A user's method gets its style in one of two ways:
+
+* :func:`register_style` gives it one (its label, colour, marker and line style), for every
+  figure drawn afterwards in the process;
+* every other key gets an **automatic style** from :func:`styles_for`: the ``i``-th of the
+  distinct unregistered keys of a figure, **in sorted order** (so the style depends on the key
+  and on the set of keys drawn, not on the order of the table's rows), gets colour
+  ``i mod 8`` of the Okabe-Ito palette (:data:`AUTO_COLORS`, safe for the common colour-vision
+  deficiencies), marker ``i mod 7`` (:data:`AUTO_MARKERS`) and line style ``i mod 3``
+  (:data:`AUTO_LINESTYLES`): as 8, 7 and 3 are pairwise coprime, the first 168 unregistered keys
+  of a figure have distinct (colour, marker, line style) triples, and neighbours differ in all
+  three (:func:`auto_style`).  Figures that draw the same keys draw them alike.
+
 Examples
 --------
 >>> from mixreg.methods import METHODS, method_label
@@ -52,7 +65,8 @@ import string
 from types import MappingProxyType
 
 __all__ = ["MethodStyle", "REGISTRY", "METHODS", "RULES", "COMPARE", "STUDIES", "KINDS", "method_label",
-           "rule_title"]
+           "rule_title", "register_style", "registered_style", "auto_style", "styles_for", "AUTO_COLORS",
+           "AUTO_MARKERS", "AUTO_LINESTYLES"]
 
 #: The studies whose methods the registry styles, each with its own view.
 STUDIES = ("two_phase", "success_rules", "compare")
@@ -258,3 +272,165 @@ def rule_title(rule):
     """
     return RULES[rule].label if rule in RULES else rule
 
+
+
+# --------------------------------------------------------------------------------------------
+# A user's methods: registered styles and automatic ones
+# --------------------------------------------------------------------------------------------
+
+#: The Okabe-Ito palette (Okabe and Ito, *Color Universal Design*, 2002), distinguishable under
+#: the common colour-vision deficiencies: orange, sky blue, bluish green, yellow, blue,
+#: vermillion, reddish purple, black.
+AUTO_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000")
+#: The markers of automatic styles (7: coprime with the 8 colours and the 3 line styles).
+AUTO_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+#: The line styles of automatic styles (3).
+AUTO_LINESTYLES = ("-", "--", "-.")
+# how many automatic styles differ (8, 7 and 3 are pairwise coprime)
+_N_AUTO = len(AUTO_COLORS) * len(AUTO_MARKERS) * len(AUTO_LINESTYLES)
+
+# the styles registered by register_style, by key; read through registered_style and styles_for
+_USER = {}
+
+
+def register_style(style, /, *, label=None, color=None, marker=None, linestyle=None, short=None,
+                   kind="algorithm", replace=False):
+    """Give a user's method a style for every figure drawn afterwards in this process.
+
+    Parameters
+    ----------
+    style : MethodStyle or str
+        The style, or the method's name (its key in the tables) with the fields below.
+    label : str, optional
+        Legend text; defaults to the name.  Ignored when ``style`` is a :class:`MethodStyle`
+        (as are the other fields).
+    color, marker, linestyle : str, optional
+        A matplotlib colour, marker and line style.  Each one not given is that of the
+        :func:`auto_style` with index ``167 - n`` for the ``n``-th style registered (counting
+        from 0): automatic styles counted from the end, so that they differ from those of a
+        figure's first unregistered keys and from each other.
+    short : str, optional
+        Short name (tick labels, running text); defaults to ``label``.
+    kind : str, default ``"algorithm"``
+        One of :data:`KINDS`.
+    replace : bool, default False
+        Replace a style this function registered before under the same key (else that is an error).
+
+    Returns
+    -------
+    MethodStyle
+        The registered style; its key is :attr:`MethodStyle.key`.
+
+    Raises
+    ------
+    ValueError
+        If the key is a built-in method of a view (:data:`METHODS`, :data:`RULES`,
+        :data:`COMPARE`: their styles are fixed, the committed figures draw them), or was
+        registered before and ``replace`` is false.
+    TypeError
+        If ``style`` is neither a MethodStyle nor a non-empty string.
+
+    Examples
+    --------
+    >>> style = register_style("ifca_sched", label="IFCA II, γ_t = γ_0/(1 + t/10)", color="tab:red")
+    >>> styles_for(["ifca", "ifca_sched"])["ifca_sched"].color
+    'tab:red'
+    >>> _ = _USER.pop("ifca_sched")
+    """
+    if isinstance(style, str) and style:
+        name = style
+        label = name if label is None else label
+        auto = auto_style(name, _N_AUTO - 1 - len(_USER) % _N_AUTO)
+        style = MethodStyle(name, label, auto.color if color is None else color,
+                            auto.marker if marker is None else marker,
+                            auto.linestyle if linestyle is None else linestyle,
+                            short=label if short is None else short, kind=kind)
+    elif not isinstance(style, MethodStyle):
+        raise TypeError(f"style must be a MethodStyle or a method's name, got {style!r}")
+    builtin = [study for study, view in zip(STUDIES, (METHODS, RULES, COMPARE)) if style.key in view]
+    if builtin:
+        raise ValueError(f"style {style.key!r} is a built-in method of the {builtin[0]} view; register the "
+                         "user's method under another name")
+    if style.key in _USER and not replace:
+        raise ValueError(f"style {style.key!r} is registered already; pass replace=True to replace it")
+    _USER[style.key] = style
+    return style
+
+
+def registered_style(key):
+    """The style :func:`register_style` registered for ``key``, or ``None``.
+
+    >>> registered_style("no such method") is None
+    True
+    """
+    return _USER.get(key)
+
+
+def auto_style(key, index):
+    """The automatic style of the ``index``-th unregistered key of a figure.
+
+    Colour ``index mod 8`` of :data:`AUTO_COLORS`, marker ``index mod 7`` of
+    :data:`AUTO_MARKERS`, line style ``index mod 3`` of :data:`AUTO_LINESTYLES`; by the Chinese
+    remainder theorem, indices ``0, ..., 167`` give distinct triples.  Label and short name are
+    ``str(key)``.
+
+    Parameters
+    ----------
+    key : str
+        The method's name in the table.
+    index : int >= 0
+        Its position among the figure's unregistered keys (:func:`styles_for`: in sorted order).
+
+    Returns
+    -------
+    MethodStyle
+
+    Raises
+    ------
+    ValueError
+        If ``index`` is not an integer >= 0.
+
+    Examples
+    --------
+    >>> s = auto_style("mine", 9)
+    >>> s.label, s.color, s.marker, s.linestyle
+    ('mine', '#56B4E9', '^', '-')
+    """
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"index must be an integer >= 0, got {index!r}")
+    return MethodStyle(str(key), str(key), AUTO_COLORS[index % len(AUTO_COLORS)],
+                       AUTO_MARKERS[index % len(AUTO_MARKERS)], AUTO_LINESTYLES[index % len(AUTO_LINESTYLES)])
+
+
+def styles_for(keys, *, view=COMPARE):
+    """The style of every method a figure draws: the view's, else a registered one, else automatic.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        The methods the figure draws (repeats allowed: a table's column).
+    view : mapping, default :data:`COMPARE`
+        The built-in view consulted first (:data:`COMPARE` names every registered algorithm
+        under its name in :mod:`mixreg.algorithms`; :data:`METHODS` is the two-phase study's).
+
+    Returns
+    -------
+    dict
+        Key to :class:`MethodStyle`, in order of first appearance.  The unregistered keys (in
+        neither ``view`` nor :func:`register_style`'s registry) get :func:`auto_style` by their
+        position in the sorted list of the distinct unregistered keys: the style of a key
+        depends on the key and the set of keys drawn, never on the rows' order.
+
+    Examples
+    --------
+    >>> styles = styles_for(["mine", "ifca", "yours", "mine"])
+    >>> list(styles), styles["ifca"] is COMPARE["ifca"]
+    (['mine', 'ifca', 'yours'], True)
+    >>> styles["mine"] == auto_style("mine", 0), styles["yours"] == auto_style("yours", 1)
+    (True, True)
+    """
+    keys = list(dict.fromkeys(keys))
+    unregistered = sorted((key for key in keys if key not in view and key not in _USER), key=str)
+    index = {key: i for i, key in enumerate(unregistered)}
+    return {key: view[key] if key in view else _USER[key] if key in _USER else auto_style(key, index[key])
+            for key in keys}

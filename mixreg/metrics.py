@@ -42,7 +42,7 @@ from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from ._fixed_order import LANES, sum_sq_diff
-from .validation import check_choice, check_int, check_real
+from .validation import check_choice, check_covariance, check_int, check_real
 
 __all__ = [
     "pairwise_distances",
@@ -606,7 +606,20 @@ def misclustering_rate(assignments, labels, k):
     return _unbatch((m - agree) / m, batched)
 
 
-def oracle_ls_floor(sigma, d, cluster_sizes):
+def _inverse_trace(covariance, d, k):
+    """``tr(Sigma_l^-1)`` of each of ``k`` clusters, shape (k,), from one ``(d, d)`` covariance or
+    ``(k, d, d)`` (each validated)."""
+    arr = np.asarray(covariance)
+    if arr.ndim == 2:
+        return np.full(k, np.sum(1.0 / np.linalg.eigvalsh(check_covariance(arr, d, name="covariance"))))
+    if arr.ndim != 3 or arr.shape[0] != k:
+        raise ValueError(f"covariance must have shape (d, d) = ({d}, {d}) or (k, d, d) = ({k}, {d}, {d}) "
+                         f"with k = len(cluster_sizes), got {arr.shape}")
+    return np.array([np.sum(1.0 / np.linalg.eigvalsh(check_covariance(arr[l], d, name=f"covariance[{l}]")))
+                     for l in range(k)])
+
+
+def oracle_ls_floor(sigma, d, cluster_sizes, *, covariance=None):
     r"""Root-mean-square error of least squares with known labels (the oracle floor).
 
     With Gaussian design :math:`x \sim N(0, I_d)`, noise :math:`N(0, \sigma^2)` and
@@ -627,6 +640,10 @@ def oracle_ls_floor(sigma, d, cluster_sizes):
     on average, so no clustering method can beat it; it predicts where IFCA's success rate
     must be 0 (see ``paper_checks/``).
 
+    With rows :math:`x \sim N(0, \Sigma_l)`, :math:`X^\top X = \Sigma_l^{1/2} V \Sigma_l^{1/2}`
+    with :math:`V \sim W_d(N_l, I_d)`, so :math:`E[(X^\top X)^{-1}] = \Sigma_l^{-1} / (N_l - d - 1)`
+    and the floor is :math:`\sigma \sqrt{\operatorname{tr}(\Sigma_l^{-1}) / (N_l - d - 1)}`.
+
     Parameters
     ----------
     sigma : float
@@ -635,11 +652,15 @@ def oracle_ls_floor(sigma, d, cluster_sizes):
         Dimension, ``d >= 1``.
     cluster_sizes : array_like of int, shape (k,)
         Pooled sample count :math:`N_l \ge 0` of each cluster.
+    covariance : array_like of shape (d, d) or (k, d, d), optional
+        The rows' covariance :math:`\Sigma_l` (symmetric positive definite), one for every
+        cluster or one per cluster; the identity when omitted.
 
     Returns
     -------
     floor : ndarray of shape (k,), float64
-        ``sigma * sqrt(d / (N_l - d - 1))``, and ``+inf`` where ``N_l <= d + 1`` (the
+        ``sigma * sqrt(d / (N_l - d - 1))`` (``d`` replaced by ``tr(Sigma_l^-1)`` with
+        ``covariance``), and ``+inf`` where ``N_l <= d + 1`` (the
         expectation is infinite or least squares is not unique).  Our choice for
         ``sigma == 0``, where the formula reads 0 * inf: 0 where ``N_l >= d`` (the noise-free
         system is solved exactly almost surely), ``+inf`` where ``N_l < d``.
@@ -654,6 +675,8 @@ def oracle_ls_floor(sigma, d, cluster_sizes):
     --------
     >>> oracle_ls_floor(0.1, 1000, [5000, 1001])
     array([0.05000625,        inf])
+    >>> oracle_ls_floor(1.0, 2, [13], covariance=[[2.0, 0.0], [0.0, 0.5]])  # sqrt((1/2 + 2) / 10)
+    array([0.5])
     """
     sigma = check_real("sigma", sigma, low=0.0)
     d = check_int("d", d, low=1)
@@ -667,7 +690,11 @@ def oracle_ls_floor(sigma, d, cluster_sizes):
     dof = sizes.astype(np.int64) - (d + 1)
     floor = np.full(sizes.shape, np.inf)
     positive = dof > 0
-    floor[positive] = sigma * np.sqrt(d / dof[positive])
+    if covariance is None:
+        floor[positive] = sigma * np.sqrt(d / dof[positive])
+    else:
+        trace = _inverse_trace(covariance, d, sizes.size)
+        floor[positive] = sigma * np.sqrt(trace[positive] / dof[positive])
     if sigma == 0.0:
         floor[sizes >= d] = 0.0
     return floor

@@ -17,6 +17,7 @@ __all__ = [
     "check_choice",
     "check_array",
     "check_dtype",
+    "check_covariance",
 ]
 
 
@@ -89,4 +90,68 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     if finite and arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values")
+    return arr
+
+
+def check_covariance(matrix, d, *, name="matrix"):
+    """Return ``matrix`` as a float64 array if it is a covariance of dimension ``d``, or raise.
+
+    A covariance here is a real ``(d, d)`` matrix that is finite, symmetric to rounding
+    (:math:`\\max_{ij} |M_{ij} - M_{ji}| \\le \\sqrt{\\varepsilon} \\max_{ij} |M_{ij}|`, with
+    :math:`\\varepsilon` the float64 machine epsilon) and positive definite to working
+    precision (smallest eigenvalue :math:`> d\\, \\varepsilon\\, \\lambda_{max}`, so that its
+    Cholesky factor exists).  The matrix itself is returned (converted to float64, not
+    symmetrised): a valid float64 matrix is not copied.
+
+    Parameters
+    ----------
+    matrix : array_like of shape (d, d)
+    d : int >= 1
+        The dimension the matrix must have.
+    name : str, default="matrix"
+        The parameter named in the error messages.
+
+    Returns
+    -------
+    ndarray of shape (d, d), float64
+
+    Raises
+    ------
+    ValueError
+        One line naming ``name`` and why: not a real array, not of shape ``(d, d)``, a
+        non-finite entry, not symmetric (the largest asymmetry), not positive definite (the
+        smallest eigenvalue).
+
+    Examples
+    --------
+    >>> check_covariance([[2.0, 0.5], [0.5, 1.0]], 2).tolist()
+    [[2.0, 0.5], [0.5, 1.0]]
+    >>> check_covariance([[1.0, 2.0], [2.0, 1.0]], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: matrix must be positive definite, got smallest eigenvalue -1 (largest 3)
+    """
+    d = check_int("d", d, low=1)
+    try:
+        arr = np.asarray(matrix)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a real (d, d) array, got {type(matrix).__name__}: {exc}") from None
+    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and arr.dtype.itemsize > 8):
+        raise ValueError(f"{name} must be a real (d, d) array, got dtype {arr.dtype}")
+    if arr.shape != (d, d):
+        raise ValueError(f"{name} must have shape (d, d) = ({d}, {d}), got {arr.shape}")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(arr)):
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(arr))[0])
+        raise ValueError(f"{name} must contain only finite values, got {float(arr[i, j])!r} at {name}[{i}, {j}]")
+    size = float(np.abs(arr).max())
+    asym = float(np.abs(arr - arr.T).max())
+    if asym > np.sqrt(np.finfo(np.float64).eps) * size:
+        i, j = (int(v) for v in np.unravel_index(np.argmax(np.abs(arr - arr.T)), arr.shape))
+        raise ValueError(f"{name} must be symmetric, got {name}[{i}, {j}] = {float(arr[i, j])!r} but "
+                         f"{name}[{j}, {i}] = {float(arr[j, i])!r}")
+    eig = np.linalg.eigvalsh(arr)
+    if not eig[0] > d * np.finfo(np.float64).eps * eig[-1]:
+        raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig[0]:.3g} "
+                         f"(largest {eig[-1]:.3g})")
     return arr

@@ -456,6 +456,26 @@ def test_oracle_floor_monte_carlo():
     assert rms == pytest.approx(oracle_ls_floor(sigma, d, [n])[0], rel=0.1)
 
 
+def test_oracle_floor_with_a_covariance_uses_the_trace_of_its_inverse():
+    """sigma sqrt(tr(Sigma_l^-1) / (N_l - d - 1)) per cluster: the AR(1) inverse's closed-form trace
+    (d + (d - 2) rho^2) / (1 - rho^2), a diagonal matrix's sum of 1 / Sigma_ii; the identity gives
+    the default floor.  (A Monte Carlo check is in tests/theory/test_theory_ls_oracle.py.)"""
+    d, rho = 5, 0.5
+    ar1 = rho ** np.abs(np.subtract.outer(np.arange(d), np.arange(d)))
+    diagonal = np.diag([0.5, 1.0, 2.0, 4.0, 8.0])
+    floor = oracle_ls_floor(0.3, d, [40, 20, 6], covariance=np.stack([ar1, diagonal, ar1]))
+    assert floor[0] == pytest.approx(0.3 * math.sqrt((d + (d - 2) * rho ** 2) / (1 - rho ** 2) / 34), rel=1e-12)
+    assert floor[1] == pytest.approx(0.3 * math.sqrt((2 + 1 + 0.5 + 0.25 + 0.125) / 14), rel=1e-12)
+    assert floor[2] == np.inf
+    np.testing.assert_allclose(oracle_ls_floor(0.3, d, [40, 20], covariance=np.eye(d)),
+                               oracle_ls_floor(0.3, d, [40, 20]), rtol=1e-14)
+    np.testing.assert_array_equal(oracle_ls_floor(0.0, d, [40, 4], covariance=ar1), [0.0, np.inf])
+    with pytest.raises(ValueError, match=r"^covariance must be positive definite"):
+        oracle_ls_floor(0.3, d, [40], covariance=-ar1)
+    with pytest.raises(ValueError, match=r"^covariance must have shape \(d, d\) = \(5, 5\) or \(k, d, d\) = \(2, 5"):
+        oracle_ls_floor(0.3, d, [40, 40], covariance=np.stack([ar1] * 3))
+
+
 # --------------------------------------------------------------------------------------------
 # Bad input
 # --------------------------------------------------------------------------------------------

@@ -189,4 +189,5 @@ STUDY = Study(
     size_flags=("--m", "--n", "--d", "--k", "--n-inits"),
     record=_record,
     figures_dir=REPO / "figures",
+    algorithms=COMPARED,  # the registered methods it runs by name
 )

@@ -3,8 +3,9 @@ communication and wall time side by side, drawn from ``summary.csv`` alone (:fun
 
 :func:`plot_comparison` is this study's figure, not a library one: its panels are the metrics
 of :data:`.trial.METRICS` (communication as ``upload + download``, misclustering on the k = 2
-chance scale) and its rows the methods of the registry's comparison view
-(:data:`mixreg.methods.COMPARE`), in that view's order; rows of any other method are dropped.
+chance scale) and its rows every method of the table: those of the registry's comparison view
+(:data:`mixreg.methods.COMPARE`) in that view's order, then any other (a user's method) in the
+table's order, in its registered or automatic style (:func:`mixreg.methods.styles_for`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from mixreg.methods import COMPARE
+from mixreg.methods import COMPARE, styles_for
 from mixreg.plotting import save_figure
 
 from .summary import NAME
@@ -40,7 +41,7 @@ def plot_comparison(rows, *, title, footnote=""):
     Parameters
     ----------
     rows : list of dict
-        One per method (the regime's rows of ``summary.csv``): ``method`` and, for each column
+        One per method (the regime's rows of ``summary.csv``), each drawn: ``method`` and, for each column
         ``c`` of the panels, ``c_mean`` with ``c_low`` / ``c_high`` (95% interval of the mean;
         drawn as a bar when present).  ``floats`` is ``upload_mean + download_mean``.
         ``refused`` (trials the method refused, noted on its row) and ``refusal`` (the reason,
@@ -51,14 +52,15 @@ def plot_comparison(rows, *, title, footnote=""):
     -------
     matplotlib.figure.Figure
     """
-    rows = [row for row in rows if row["method"] in COMPARE]
-    rows.sort(key=lambda row: list(COMPARE).index(row["method"]))
+    order = {method: i for i, method in enumerate(COMPARE)}
+    rows = sorted(rows, key=lambda row: order.get(row["method"], len(order)))  # stable: others in table order
+    styles = styles_for([row["method"] for row in rows], view=COMPARE)
     y = np.arange(len(rows))[::-1]
     fig, axes = plt.subplots(1, len(_PANELS), figsize=(17, 0.42 * len(rows) + 2.3), sharey=True)
     for ax, (columns, xlabel, log) in zip(axes, _PANELS):
         for j, column in enumerate(columns):
             for yi, row in zip(y, rows):
-                style = COMPARE[row["method"]]
+                style = styles[row["method"]]
                 value = _value(row, column)
                 if not np.isfinite(value) or (log and value <= 0):
                     continue
@@ -86,23 +88,21 @@ def plot_comparison(rows, *, title, footnote=""):
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y)
-    axes[0].set_yticklabels([COMPARE[row["method"]].short for row in rows], fontsize=9)
+    names = {method: style.short or style.label for method, style in styles.items()}
+    axes[0].set_yticklabels([names[row["method"]] for row in rows], fontsize=9)
     for tick, row in zip(axes[0].get_yticklabels(), rows):
-        tick.set_color(COMPARE[row["method"]].color if row["method"] not in _GREY else "0.3")
+        style = styles[row["method"]]
+        tick.set_color("0.3" if style.kind == "reference" else style.color)
     axes[1].set_xlim(-0.02, 0.62)
     axes[1].axvline(0.5, color="0.6", ls=":", lw=1)
     fig.suptitle(title, fontsize=11)
-    reasons = [f"{COMPARE[row['method']].short} refused: {row['refusal']}." for row in rows
+    reasons = [f"{names[row['method']]} refused: {row['refusal']}." for row in rows
                if int(float(row.get("refused") or 0)) and row.get("refusal")]
     footnote = " ".join([footnote, *reasons]).strip()
     if footnote:
         fig.text(0.01, 0.01, footnote, fontsize=7.5, wrap=True, va="bottom")
     fig.tight_layout(rect=(0, 0.12 if footnote else 0, 1, 0.95))
     return fig
-
-
-# the reference points, whose tick labels are grey
-_GREY = tuple(name for name, style in COMPARE.items() if style.kind == "reference")
 
 
 def _value(row, column):

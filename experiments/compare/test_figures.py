@@ -16,3 +16,39 @@ def test_comparison_figure_says_why_a_method_was_refused():
     plt.close(fig)
     assert any(text.endswith(f"PACFL (x) refused: {reason}.") and text.startswith("Every method") for text in texts)
     assert "refused in 2/2 trials (why: below)" in texts
+
+
+def _row(method, err):
+    return dict(method=method, trials=2, refused=0, refusal="", all_diverged=0, err_mean_mean=err, err_max_mean=err,
+                mis_clients_mean=0.1, mis_points_mean=0.1, rounds_mean=10.0, upload_mean=5.0, download_mean=5.0,
+                time_mean=0.01)
+
+
+def test_comparison_figure_draws_every_method_of_the_table_a_users_too(monkeypatch):
+    """A method outside the registry's comparison view (a user's) is drawn, named and coloured,
+    after the registered ones; no row of the table disappears from the figure."""
+    import matplotlib.colors
+    import matplotlib.pyplot as plt
+
+    import mixreg.methods
+    from experiments.compare.figures import plot_comparison
+    from mixreg.methods import COMPARE, register_style, styles_for
+
+    monkeypatch.setattr(mixreg.methods, "_USER", {})
+    rows = [_row("mine", 0.3), _row("ifca", 0.5), _row("yours", 0.2), _row("known_label_ls", 0.1)]
+    fig = plot_comparison(rows, title="balanced")
+    ticks = fig.axes[0].get_yticklabels()
+    names = [tick.get_text() for tick in ticks]
+    assert names == [COMPARE["ifca"].short, COMPARE["known_label_ls"].short, "mine", "yours"]  # top to bottom
+    assert len(fig.axes[0].get_yticks()) == len(rows)
+    colours = {tick.get_text(): matplotlib.colors.to_hex(tick.get_color()) for tick in ticks}
+    auto = styles_for(["mine", "yours"])
+    assert colours["mine"] == matplotlib.colors.to_hex(auto["mine"].color) != colours["yours"]
+    # every method has its error drawn in its colour in the first panel
+    drawn = {matplotlib.colors.to_hex(line.get_color()) for line in fig.axes[0].get_lines()}
+    assert {colours["mine"], colours["yours"], matplotlib.colors.to_hex(COMPARE["ifca"].color)} <= drawn
+    plt.close(fig)
+    register_style("mine", label="IFCA II with a schedule", short="IFCA II (sched.)", color="tab:red")
+    fig = plot_comparison(rows, title="balanced")
+    assert "IFCA II (sched.)" in [tick.get_text() for tick in fig.axes[0].get_yticklabels()]
+    plt.close(fig)

@@ -52,7 +52,7 @@ def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, 
     """
     fig, ax = plt.subplots(figsize=(9.0, 7.4))
     for c in curves:
-        style = method_style(c.get("key"))
+        style = method_style(c.get("key"), among=[c.get("key") for c in curves])
         med, lo, hi = (np.asarray(c[key], dtype=float) for key in ("median", "low", "high"))
         show = med > 0
         ax.plot(np.asarray(c["rounds"])[show], med[show], ls=style.linestyle, color=style.color,
@@ -140,7 +140,7 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
         if np.isfinite(p).any():
             p_max = max(p_max, float(np.nanmax(p)))
     for r in rates:
-        style = method_style(r["key"])
+        style = method_style(r["key"], among=[r["key"] for r in rates])
         label = series_label(r["key"], r.get("label"))
         p = np.asarray(r["p"], dtype=float)
         ax.scatter(p, r["measured"], s=14, color=style.color, marker=style.marker or "o",
@@ -174,7 +174,7 @@ def _wrap(text, width=95):
 def _draw_curves(ax, curves):
     """Median line and quartile band per curve (values <= 0 left out of the log scale)."""
     for c in curves:
-        style = method_style(c.get("key"))
+        style = method_style(c.get("key"), among=[c.get("key") for c in curves])
         med, lo, hi = (np.asarray(c[key], dtype=float) for key in ("median", "low", "high"))
         rounds = np.asarray(c["rounds"])
         show = np.isfinite(med) & (med > 0)
@@ -256,7 +256,7 @@ def plot_two_phase_contraction(solvers, *, title=None, footnote=None):
     lows, highs = [], []
     p_max, r_max = 0.0, 0.0
     for s in solvers:
-        style = method_style(s["key"])
+        style = method_style(s["key"], among=[s["key"] for s in solvers])
         label = series_label(s["key"], s.get("label"))
         pred, meas, exact, p = (np.asarray(s[key], dtype=float) for key in ("predicted", "measured", "exact", "p"))
         ok = np.isfinite(pred) & np.isfinite(meas)

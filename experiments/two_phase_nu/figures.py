@@ -76,7 +76,7 @@ def _forest_panel(ax, forest):
     seen = set()
     for r in forest["rows"]:
         y = r["axis"] + offsets[r["key"]]
-        style = method_style(r["key"])
+        style = method_style(r["key"], among=keys)
         if np.isfinite(r["fitted"]):
             err = [[r["fitted"] - r["low"]], [r["high"] - r["fitted"]]] if np.isfinite(r["low"]) else None
             ax.errorbar([r["fitted"]], [y], xerr=err, fmt=style.marker or "o", color=style.color, ms=5, capsize=2,
@@ -103,7 +103,7 @@ def _holdout_panel(ax, holdout):
     keys = list(dict.fromkeys(p["key"] for p in holdout["points"]))
     for j, key in enumerate(keys):
         pts = [p for p in holdout["points"] if p["key"] == key]
-        style = method_style(key)
+        style = method_style(key, among=keys)
         shift = 0.15 * (j - (len(keys) - 1) / 2)
         xs = np.array([p["axis"] for p in pts], dtype=float) + shift
         ys = np.array([p["residual"] for p in pts], dtype=float)

@@ -23,16 +23,22 @@ module                      algorithm
                             the one-shot methods)
 :mod:`._driver`             what every batched driver shares: validation, divergence, stop rules,
                             the result base, the history recorder
-:mod:`._server`             the server's update of a round (:class:`ServerStep`, plain today),
-                            the seam of server-side variants (momentum, schedules)
+:mod:`._server`             the server's update of a round (:class:`ServerStep`: plain,
+                            :class:`HeavyBall`, :class:`Nesterov`) and the step-size schedule
+                            (:class:`Schedule`: :class:`Constant`, :class:`InverseTime`,
+                            :class:`PiecewiseConstant`, any callable of the round)
 :mod:`._registry`           the registry the contract test suite runs over
 :mod:`._check`              the contract as a public check of any driver (:func:`check_algorithm`)
 ==========================  ===================================================================
 
 Every replica driver takes a :class:`mixreg.problems.Problem`, initial parameters of shape
 ``(B, k, d)`` and one step size per replica, and returns a frozen result with the fields of
-:class:`DriverResult` (final parameters, assignments, training loss, divergence flags, rounds run,
-stop reason, wall time, history).
+:class:`DriverResult` (final parameters, assignments, training loss, divergence flags and the
+rule that fired, rounds run, stop reason, wall time, history).  Every driver takes
+``history=`` (``False``, ``True``, ``"all"`` or names among :data:`HISTORY_FIELDS`, see
+:func:`check_history`) and ``blowup=`` (:data:`DEFAULT_BLOWUP`, or ``None`` for non-finite
+values only, see :class:`Replicas`).  The gradient-based drivers also take a server step and a
+step-size schedule (:mod:`._server`); :func:`variant` registers such a combination as one entry.
 
 Writing your own driver
 -----------------------
@@ -46,8 +52,9 @@ A driver is a function with the signature every registered algorithm has::
 (a driver that draws nothing ignores it); ``tol`` ``None`` or a float >= 0 (stop once every live
 replica moved at most ``tol`` in a round); ``history`` ``True`` to record a :class:`History`.  A
 driver may take more keywords; those the contract knows are checked when present: ``blowup``
-(the divergence factor, ``None``: only non-finite values), ``server_step``
-(:class:`ServerStep`) and ``schedule`` (a step-size multiplier of the round ``t``).
+(the divergence factor, ``None``: only non-finite values; pass it to :class:`Replicas`),
+``server_step`` (:class:`ServerStep`) and ``schedule`` (a step-size multiplier of the round
+``t``, :func:`check_schedule`).
 
 It returns a frozen dataclass derived from :class:`DriverResult`: ``theta`` of shape
 ``(B, k, d)`` in the problem's dtype, ``assignments`` of shape ``(B, m)``, int64,
@@ -95,11 +102,16 @@ per check in your own test suite.
 """
 
 from ._driver import (
+    DEFAULT_BLOWUP,
+    DIVERGENCE_RULES,
+    HISTORY_FIELDS,
     DriverResult,
     History,
     HistoryRecorder,
     ProblemRefused,
     Replicas,
+    check_blowup,
+    check_history,
     check_run,
     common_fields,
     data_scales,
@@ -113,10 +125,22 @@ from ._registry import (
     get_algorithm,
     register,
     register_builtin,
+    builtin_algorithms,
+    registered_by,
     unmet_precondition,
+    variant,
     with_server_step,
 )
-from ._server import ServerStep
+from ._server import (
+    Constant,
+    HeavyBall,
+    InverseTime,
+    Nesterov,
+    PiecewiseConstant,
+    Schedule,
+    ServerStep,
+    check_schedule,
+)
 from ._check import (
     CHECK_SETTINGS,
     CHECKS,
@@ -138,6 +162,11 @@ from .two_phase import TwoPhaseResult, TwoPhaseRun, two_phase
 
 __all__ = [
     "ALGORITHMS",
+    "DEFAULT_BLOWUP",
+    "DIVERGENCE_RULES",
+    "HISTORY_FIELDS",
+    "check_blowup",
+    "check_history",
     "RunSizes",
     "TRIAL_OVERHEAD",
     "Unmet",
@@ -170,6 +199,13 @@ __all__ = [
     "MomentDescentResult",
     "ProblemRefused",
     "ServerStep",
+    "HeavyBall",
+    "Nesterov",
+    "Schedule",
+    "Constant",
+    "InverseTime",
+    "PiecewiseConstant",
+    "check_schedule",
     "TwoPhaseResult",
     "TwoPhaseRun",
     "Replicas",
@@ -188,6 +224,9 @@ __all__ = [
     "initial_parameters",
     "moment_descent",
     "register",
+    "registered_by",
+    "builtin_algorithms",
+    "variant",
     "with_server_step",
     "training_loss",
     "two_phase",

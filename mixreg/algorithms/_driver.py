@@ -39,7 +39,11 @@ __all__ = [
     "History",
     "HistoryRecorder",
     "HISTORY_FIELDS",
+    "check_history",
     "BLOWUP",
+    "DEFAULT_BLOWUP",
+    "check_blowup",
+    "DIVERGENCE_RULES",
     "data_scales",
     "level_scales",
 ]
@@ -127,8 +131,23 @@ def check_tolerance(tol):
 
 
 #: A replica whose objective exceeds this factor times its reference, or whose parameters grow
-#: beyond this factor times theirs, has diverged (see :class:`Replicas`).
+#: beyond this factor times theirs, has diverged (see :class:`Replicas`): every driver's default
+#: ``blowup``.
 BLOWUP = 1e6
+#: The public name of :data:`BLOWUP`.
+DEFAULT_BLOWUP = BLOWUP
+
+#: The divergence rules of :class:`Replicas`, in the order of precedence used when several fire
+#: in the same round (:attr:`DriverResult.diverged_rule`).
+DIVERGENCE_RULES = ("non-finite", "objective", "parameters")
+
+
+def check_blowup(blowup):
+    """``blowup`` as a float > 1, or ``None`` (only non-finite values count as divergence, the
+    official IFCA code's semantics); one-line ``TypeError`` / ``ValueError`` otherwise."""
+    if blowup is None:
+        return None
+    return check_real("blowup", blowup, low=1.0, low_inclusive=False)
 
 
 def data_scales(problem, *, y=None):
@@ -165,16 +184,19 @@ class Replicas:
     A replica *diverges* in round ``t`` when, in that round,
 
     * its new parameters or its objective are not all finite, or
-    * its objective (per-sample mean loss at ``theta_t``) exceeds :data:`BLOWUP` times its
+    * its objective (per-sample mean loss at ``theta_t``) exceeds ``blowup`` times its
       reference, the larger of its objective at the initial point and the problem's objective
       floor (:func:`data_scales`), or
-    * the largest row norm of its new parameters exceeds :data:`BLOWUP` times the larger of its
+    * the largest row norm of its new parameters exceeds ``blowup`` times the larger of its
       initial largest row norm and the problem's parameter floor.
 
-    Gradient methods that diverge grow geometrically, so a factor of a million is reached within
-    a few dozen rounds, long before float64 overflows (which takes hundreds), and no stable run
-    comes near it.  The replica is then frozen at its parameters before the offending update,
-    flagged (``diverged``, ``diverged_round = t``) and never updated again; the others go on.
+    Gradient methods that diverge grow geometrically, so the default factor of a million
+    (:data:`BLOWUP`) is reached within a few dozen rounds, long before float64 overflows (which
+    takes hundreds), and no stable run comes near it.  The replica is then frozen at its
+    parameters before the offending update, flagged (``diverged``, ``diverged_round = t``) and
+    never updated again; the others go on.  ``diverged_rule`` says which rule fired:
+    ``"non-finite"``, ``"objective"`` or ``"parameters"``; when several fire in the same round,
+    the first of that list (:data:`DIVERGENCE_RULES`); ``""`` for a replica that did not diverge.
 
     Parameters
     ----------
@@ -189,29 +211,35 @@ class Replicas:
     floors : (float, float), optional
         ``(objective_floor, parameter_floor)`` (:func:`data_scales`); without them only
         non-finite values count as divergence.
+    blowup : float > 1 or None
+        The factor of the objective and parameter rules (validated by :func:`check_blowup`;
+        default :data:`BLOWUP`); ``None``: only non-finite values count, as without ``floors``
+        (the official IFCA code's semantics).
     """
 
-    def __init__(self, B, n_rounds, tol=None, *, theta0=None, floors=None):
+    def __init__(self, B, n_rounds, tol=None, *, theta0=None, floors=None, blowup=BLOWUP):
         self.n_rounds = n_rounds
         self.tol = tol
+        self.blowup = check_blowup(blowup)
         self.diverged = np.zeros(B, dtype=np.bool_)
         self.diverged_round = np.full(B, -1, dtype=np.int64)
+        self.diverged_rule = np.full(B, "", dtype=f"<U{max(map(len, DIVERGENCE_RULES))}")
         self.rounds_run = 0
         self.change = np.full(B, np.inf)
         self.reason = f"completed {n_rounds} rounds"
         self.objective_ref = None
         self.objective_floor = self.param_limit = None
-        if floors is not None:
+        if floors is not None and self.blowup is not None:
             self.objective_floor = floors[0]
             norms = _row_norms(theta0) if theta0 is not None else np.zeros(B)
-            self.param_limit = BLOWUP * np.maximum(norms, floors[1])
+            self.param_limit = self.blowup * np.maximum(norms, floors[1])
 
     @property
     def live(self):
         """Mask of the replicas that have not diverged."""
         return ~self.diverged
 
-    def accept(self, theta, new, objective, t, *, moved=None):
+    def accept(self, theta, new, objective, t, *, moved=None, state=None):
         """End round ``t``: in place, ``theta[b] = new[b]`` for every replica that did not diverge.
 
         Parameters
@@ -229,17 +257,28 @@ class Replicas:
             IN: how far the rest of a replica's state moved this round (largest coordinate
             change), for a driver whose state is more than ``theta`` (FeSEM's local models): the
             tolerance stop then needs both to rest.
+        state : ndarray of shape (B, r, d), optional
+            IN: the rest of a replica's new state (FeSEM's local models, replica-major), under
+            the same non-finite and parameter rules as ``new``.
         """
         objective = np.asarray(objective, dtype=np.float64)
-        ok = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective)
+        finite = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective)
+        if state is not None:
+            finite &= np.isfinite(state).all(axis=(1, 2))
+        fired = {"non-finite": ~finite}
         if self.objective_floor is not None:
             if self.objective_ref is None:
                 self.objective_ref = np.maximum(np.where(np.isfinite(objective), objective, 0.0),
                                                 self.objective_floor)
             with np.errstate(invalid="ignore"):
-                ok &= objective <= BLOWUP * self.objective_ref
-                ok &= _row_norms(new) <= self.param_limit
-        newly = ~ok & ~self.diverged
+                fired["objective"] = ~(objective <= self.blowup * self.objective_ref)
+                norms = _row_norms(new) if state is None else np.maximum(_row_norms(new), _row_norms(state))
+                fired["parameters"] = ~(norms <= self.param_limit)
+        newly = ~self.diverged
+        newly &= np.logical_or.reduce(list(fired.values()))
+        for rule in reversed(DIVERGENCE_RULES):  # the first rule in the list wins
+            if rule in fired:
+                self.diverged_rule[newly & fired[rule]] = rule
         self.diverged_round[newly] = t
         self.diverged |= newly
         keep = ~self.diverged
@@ -306,6 +345,14 @@ class History:
         model matched to their true cluster (matching: the permutation of ``matched_max``).
     misclustered_data : ndarray of shape (T, B) or None
         The same, weighted by :math:`w_i = n_i / N`.
+    assignments : ndarray of shape (T, B, m), int64, or None
+        Every client's estimated identity in round ``t`` (the one the round's update used),
+        ``-1`` for a client not taking part in that round and for every client of a replica
+        from the round after it diverged on.
+    client_losses : ndarray of shape (T, B, m) or None
+        Every client's loss in round ``t`` at the model it chose, the quantity whose argmin gave
+        its identity (each driver states which: e.g. IFCA's :math:`\\min_j F_i(\\theta_j)`);
+        ``nan`` where ``assignments`` is ``-1``.
     """
 
     nearest: np.ndarray | None = None
@@ -315,10 +362,65 @@ class History:
     loss: np.ndarray
     misclustered_clients: np.ndarray | None = None
     misclustered_data: np.ndarray | None = None
+    assignments: np.ndarray | None = None
+    client_losses: np.ndarray | None = None
 
 
-#: The metrics a :class:`HistoryRecorder` can record.
-HISTORY_FIELDS = ("nearest", "matched_mean", "matched_max", "theta", "misclustering")
+#: The metrics a :class:`HistoryRecorder` can record (``"misclustering"`` gives both
+#: ``misclustered_clients`` and ``misclustered_data``); the objective ``loss`` is always recorded.
+HISTORY_FIELDS = ("nearest", "matched_mean", "matched_max", "theta", "misclustering", "assignments",
+                  "client_losses")
+
+
+def check_history(history, default, *, unavailable=(), why=""):
+    """The history fields a driver records, from its ``history`` argument.
+
+    Parameters
+    ----------
+    history : bool, "all" or sequence of str
+        ``False``: none (no history); ``True``: the driver's ``default`` (the set it has always
+        recorded); ``"all"``: every field of :data:`HISTORY_FIELDS` the driver can record; a
+        sequence of names (or one name): those.
+    default : tuple of str
+        The driver's ``history=True`` set.
+    unavailable : tuple of str
+        Fields this driver cannot record; asking for one by name is a ``ValueError``.
+    why : str
+        Why they are unavailable (appended to that error).
+
+    Returns
+    -------
+    tuple of str
+        The fields, in the order of :data:`HISTORY_FIELDS`; empty for ``False``.
+
+    Examples
+    --------
+    >>> check_history(True, ("nearest",)), check_history(("theta", "assignments"), ())
+    (('nearest',), ('theta', 'assignments'))
+    >>> len(check_history("all", ())) == len(HISTORY_FIELDS)
+    True
+    """
+    if isinstance(history, (bool, np.bool_)):
+        return tuple(default) if history else ()
+    if isinstance(history, str):
+        names = [f for f in HISTORY_FIELDS if f not in unavailable] if history == "all" else [history]
+    else:
+        try:
+            names = list(history)
+        except TypeError:
+            names = None
+        if names is None or not all(isinstance(f, str) for f in names):
+            raise TypeError(f"history must be False, True, 'all' or a sequence of names among "
+                            f"{', '.join(HISTORY_FIELDS)}; got {history!r}")
+    unknown = [f for f in names if f not in HISTORY_FIELDS]
+    if unknown:
+        raise ValueError(f"history names must be among {', '.join(HISTORY_FIELDS)} (or 'all', True, False); "
+                         f"got {', '.join(map(repr, unknown))}")
+    refused = [f for f in names if f in unavailable]
+    if refused:
+        raise ValueError(f"history: this driver cannot record {', '.join(map(repr, refused))}"
+                         + (f" ({why})" if why else ""))
+    return tuple(f for f in HISTORY_FIELDS if f in names)
 
 
 class HistoryRecorder:
@@ -333,6 +435,12 @@ class HistoryRecorder:
         distance under the bottleneck permutation that also matches the identities (one matching
         per iterate serves both; equal to :func:`mixreg.metrics.matched_max_distance` up to
         rounding); without it, it is :func:`mixreg.metrics.matched_max_distance` itself.
+
+    Attributes
+    ----------
+    wants_client_losses : bool
+        ``"client_losses"`` was asked for: the driver passes them to :meth:`record_round`
+        (computing them only then, when they cost extra work).
     """
 
     def __init__(self, problem, T, B, k, fields):
@@ -355,6 +463,9 @@ class HistoryRecorder:
         mis = "misclustering" in self.fields
         self.mis_clients = nan(T, B) if mis else None
         self.mis_data = nan(T, B) if mis else None
+        self.assign = np.full((T, B, problem.m), -1, dtype=np.int64) if "assignments" in self.fields else None
+        self.wants_client_losses = "client_losses" in self.fields
+        self.client_losses = nan(T, B, problem.m) if self.wants_client_losses else None
         self.perm = None
 
     def record_point(self, t, theta, diverged):
@@ -381,10 +492,18 @@ class HistoryRecorder:
         elif self.matched_max is not None:
             self.matched_max[t, live] = self.metrics.matched_max_distance(th, star)
 
-    def record_round(self, t, assign, loss, diverged):
-        """Record round ``t``'s objective (B,) and identities (B, m) (``-1``: not taking part)."""
+    def record_round(self, t, assign, loss, diverged, client_losses=None):
+        """Record round ``t``'s objective (B,), identities (B, m) (``-1``: not taking part) and,
+        when asked for, the clients' losses (B, m) at the models they chose (``nan`` is kept
+        where the identity is ``-1``)."""
         live = ~diverged
         self.loss[t] = np.where(diverged, np.nan, loss)
+        if self.assign is not None:
+            self.assign[t, live] = assign[live]
+        if self.client_losses is not None:
+            if client_losses is None:
+                raise RuntimeError("the driver did not pass the client losses it was asked to record")
+            self.client_losses[t, live] = np.where(assign[live] >= 0, client_losses[live], np.nan)
         if self.perm is not None:
             a = assign[live]
             wrong = a != self.perm[:, self.problem.labels]
@@ -403,6 +522,8 @@ class HistoryRecorder:
             loss=self.loss[:rounds_run].copy(),
             misclustered_clients=cut(self.mis_clients, rounds_run),
             misclustered_data=cut(self.mis_data, rounds_run),
+            assignments=cut(self.assign, rounds_run),
+            client_losses=cut(self.client_losses, rounds_run),
         )
 
 
@@ -420,9 +541,14 @@ class DriverResult:
         Final training objective on all data (each driver states its own); ``nan`` for a
         diverged replica, so selecting the replica with the lowest loss never picks one.
     diverged : ndarray of shape (B,), bool
-        The replica produced a non-finite parameter or objective and was frozen.
+        The replica produced a non-finite or blown-up parameter or objective and was frozen
+        (the rules of :class:`Replicas`, factor ``blowup``).
     diverged_round : ndarray of shape (B,), int64
         Round in which it diverged, ``-1`` if it did not.
+    diverged_rule : ndarray of shape (B,), str
+        The rule that fired in that round: ``"non-finite"``, ``"objective"`` or
+        ``"parameters"`` (the first of these when several fired, :data:`DIVERGENCE_RULES`);
+        ``""`` if it did not diverge.
     step_sizes : ndarray of shape (B,)
     n_rounds : int
         Rounds run.
@@ -438,6 +564,7 @@ class DriverResult:
     train_loss: np.ndarray
     diverged: np.ndarray
     diverged_round: np.ndarray
+    diverged_rule: np.ndarray
     step_sizes: np.ndarray
     n_rounds: int
     stop_reason: str
@@ -486,13 +613,14 @@ def common_fields(replicas, step_sizes, start, history=None):
     Returns
     -------
     dict
-        ``diverged``, ``diverged_round``, ``step_sizes``, ``n_rounds``, ``stop_reason``,
-        ``wall_time`` and ``history``.
+        ``diverged``, ``diverged_round``, ``diverged_rule``, ``step_sizes``, ``n_rounds``,
+        ``stop_reason``, ``wall_time`` and ``history``.
     """
     wall_time = elapsed(start)
     if isinstance(history, HistoryRecorder):
         history = history.result(replicas.rounds_run)
-    return dict(diverged=replicas.diverged, diverged_round=replicas.diverged_round, step_sizes=step_sizes,
+    return dict(diverged=replicas.diverged, diverged_round=replicas.diverged_round,
+                diverged_rule=replicas.diverged_rule, step_sizes=step_sizes,
                 n_rounds=replicas.rounds_run, stop_reason=replicas.reason, wall_time=wall_time, history=history)
 
 

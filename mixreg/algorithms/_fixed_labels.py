@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..local_solvers import grouped_rows, stacked_operators
-from ._driver import History, HistoryRecorder, Replicas, data_scales
-from ._server import check_server_step
+from ._driver import BLOWUP, History, HistoryRecorder, Replicas, check_history, data_scales
+from ._server import check_schedule, check_server_step, is_constant, per_factor
 
 __all__ = ["LabelledTraining", "train_on_labels", "majority_labels", "clusters_held"]
 
@@ -79,7 +79,7 @@ def clusters_held(problem, row_labels):
 
 
 def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds, tol=None, history=False,
-                    client_labels=None, server_step=None):
+                    blowup=BLOWUP, client_labels=None, server_step=None, schedule=None):
     """FedAvg(s) within each cluster of fixed row labels, for ``B`` replicas.
 
     The caller (a public driver) has validated every argument.
@@ -99,14 +99,23 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     n_rounds : int >= 1
     tol : float or None
         Stop once no live replica moved more than ``tol`` in a round.
-    history : bool
-        Record matched max distance, iterates and misclustering of the fixed client labels.
+    history : bool, "all" or sequence of str
+        History fields (:func:`mixreg.algorithms._driver.check_history`; ``True``: matched max
+        distance, iterates, misclustering).  The identities are the fixed client labels in every
+        round, not an argmin of the round; the client losses are each client's squared residuals
+        :math:`\\sum_{r \\in i} (y_r - \\langle x_r, \\theta_{l(r),t}\\rangle)^2` under its rows'
+        labels :math:`l(r)`, whose sum over the clients is :math:`2N` times the objective.
+    blowup : float > 1 or None
+        Divergence factor of :class:`Replicas` (validated).
     client_labels : int64 array of shape (m,), optional
         The clients' clusters reported in ``assignments`` and the history (default: the majority
         of their rows' labels).
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t``'s local steps use ``eta * schedule(t)`` (the operators
+        rebuilt for every new value); default constant, ``eta`` itself.
 
     Returns
     -------
@@ -114,6 +123,7 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     """
     B, k, d = theta.shape
     N, m = problem.N, problem.m
+    history = check_history(history, HISTORY)
     theta = theta.copy()
     # sub-clients (client i, cluster l), ordered by cluster then client: cluster l's rows are
     # the contiguous block bounds[l]:bounds[l + 1]
@@ -133,9 +143,16 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     if client_labels is None:
         client_labels = majority_labels(row_labels, problem.offsets, k)
     assign = np.broadcast_to(client_labels, (B, m))
-    replicas = Replicas(B, n_rounds, tol, theta0=theta, floors=data_scales(problem))
-    rec = HistoryRecorder(problem, n_rounds, B, k, HISTORY) if history else None
+    replicas = Replicas(B, n_rounds, tol, theta0=theta, floors=data_scales(problem), blowup=blowup)
+    rec = HistoryRecorder(problem, n_rounds, B, k, history) if history else None
+    # per-client sums of the squared residuals, only when the client losses are recorded
+    row_client = client[order] if rec is not None and rec.wants_client_losses else None
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    if not is_constant(schedule):  # round t: the operators of eta_t = eta s(t), built for each new s(t)
+        scaled = per_factor(schedule, lambda f: [
+            (weight * stacked_operators(X, offsets, v * f, "fedavg", local_steps)).astype(problem.dtype)
+            for v in values])
     state = server_step.start(theta)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
@@ -143,10 +160,12 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(n_rounds):
             new = theta.copy()
-            loss = _residual_sums(theta, X, y, blocks, groups, operators, new)
+            round_operators = operators if is_constant(schedule) else scaled(t)
+            per_client = None if row_client is None else np.zeros((B, m))
+            loss = _residual_sums(theta, X, y, blocks, groups, round_operators, new, row_client, per_client)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             if rec is not None:
-                rec.record_round(t, assign, loss / (2 * N), replicas.diverged)
+                rec.record_round(t, assign, loss / (2 * N), replicas.diverged, per_client)
             replicas.accept(theta, new, loss / N, t)
             if rec is not None:
                 rec.record_point(t + 1, theta, replicas.diverged)
@@ -158,13 +177,19 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
                             replicas=replicas, history=None if rec is None else rec.result(replicas.rounds_run))
 
 
-def _residual_sums(theta, X, y, blocks, groups, operators, new):
+def _residual_sums(theta, X, y, blocks, groups, operators, new, row_client=None, per_client=None):
     """Per replica, the sum over rows of squared residuals under the row's cluster model; with
-    ``operators``, also add the round's FedAvg step ``R_l @ K_l`` to ``new`` (OUT)."""
+    ``operators``, also add the round's FedAvg step ``R_l @ K_l`` to ``new`` (OUT); with
+    ``row_client`` (the client of every row, (N,)), add each client's sum to ``per_client``
+    (OUT, (B, m))."""
     total = np.zeros(theta.shape[0])
     for l, rows in blocks:
         R = y[rows][None, :] - theta[:, l] @ X[rows].T  # (B, N_l)
-        total += np.square(R, dtype=np.float64).sum(axis=1)
+        sq = np.square(R, dtype=np.float64)
+        total += sq.sum(axis=1)
+        if per_client is not None:
+            for b in range(theta.shape[0]):
+                per_client[b] += np.bincount(row_client[rows], weights=sq[b], minlength=per_client.shape[1])
         if operators is not None:
             for g, KT in zip(groups, operators):
                 new[g, l] += R[g] @ KT[rows]

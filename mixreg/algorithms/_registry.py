@@ -12,8 +12,9 @@ batching, divergence, bad input and determinism are then checked for it with no 
 :func:`mixreg.algorithms.check_algorithm` runs the same checks on an entry before it is registered.
 
 A driver that takes a ``server_step`` (:class:`mixreg.algorithms.ServerStep`, the server's
-update) gets a server-side variant as one more entry:
-``register(with_server_step(get_algorithm("ifca"), HeavyBall(0.9), name="ifca_momentum"))``.
+update) or a ``schedule`` (:class:`mixreg.algorithms.Schedule`, the step size's multiplier by
+round) gets a variant as one more entry, under the contract suite like any other:
+``register(variant(get_algorithm("ifca_model"), server_step=HeavyBall(0.9), schedule=InverseTime(10)))``.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = ["Algorithm", "ALGORITHMS", "Unmet", "register", "get_algorithm", "unmet_precondition",
-           "with_server_step"]
+           "variant", "with_server_step", "registered_by", "builtin_algorithms"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,9 +89,18 @@ class Algorithm:
     @property
     def takes_server_step(self):
         """The driver takes a ``server_step`` keyword (:class:`mixreg.algorithms.ServerStep`) that
-        this entry leaves free, so :func:`with_server_step` can make a variant of it."""
+        this entry leaves free, so :func:`variant` can set it."""
+        return self._leaves_free("server_step")
+
+    @property
+    def takes_schedule(self):
+        """The driver takes a ``schedule`` keyword (:class:`mixreg.algorithms.Schedule`) that this
+        entry leaves free, so :func:`variant` can set it."""
+        return self._leaves_free("schedule")
+
+    def _leaves_free(self, keyword):
         params = inspect.signature(self.run).parameters  # follows _bind's __wrapped__ to the driver
-        return "server_step" in params and "server_step" not in self.options
+        return keyword in params and keyword not in self.options
 
 
 @dataclass(frozen=True)
@@ -125,16 +136,48 @@ def unmet_precondition(name, *, d, k, n_min):
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
+# the module whose code called register() for each entry: what a worker process imports to get it
+_REGISTERED_BY: dict[str, str] = {}
+_BUILTIN: frozenset = frozenset()
 
 
-def register(algorithm):
-    """Add ``algorithm`` (an :class:`Algorithm`) to :data:`ALGORITHMS`; its name must be new."""
+def register(algorithm, *, module=None):
+    """Add ``algorithm`` (an :class:`Algorithm`) to :data:`ALGORITHMS`; its name must be new.
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+    module : str, optional
+        The module that registers it (default: the caller's ``__name__``), recorded by
+        :func:`registered_by`.  A Monte Carlo sweep that runs the entry on worker processes
+        (:func:`mixreg.montecarlo.run_sweep` with ``jobs > 1`` or Dask) imports that module on
+        every worker before its first trial, and, for an entry registered in a script
+        (``__main__``), ships the entry itself; see :attr:`mixreg.montecarlo.Sweep.algorithms`.
+    """
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
     if algorithm.name in ALGORITHMS:
         raise ValueError(f"an algorithm named {algorithm.name!r} is already registered")
+    if module is None:
+        module = sys._getframe(1).f_globals.get("__name__", "__main__")
     ALGORITHMS[algorithm.name] = algorithm
+    _REGISTERED_BY[algorithm.name] = str(module)
     return algorithm
+
+
+def registered_by(name):
+    """The module that registered algorithm ``name`` (``"__main__"`` for a script's entry).
+
+    Raises ``ValueError`` listing the names for an unknown ``name`` (as :func:`get_algorithm`).
+    """
+    get_algorithm(name)
+    return _REGISTERED_BY[name]
+
+
+def builtin_algorithms():
+    """The names of the entries this package registers itself on import (a frozenset): the rest
+    of :data:`ALGORITHMS` was registered by a user's code."""
+    return _BUILTIN
 
 
 def get_algorithm(name):
@@ -145,17 +188,79 @@ def get_algorithm(name):
         raise ValueError(f"unknown algorithm {name!r}; registered: {', '.join(sorted(ALGORITHMS))}") from None
 
 
-def with_server_step(algorithm, server_step, *, name=None):
-    """``algorithm`` (an :class:`Algorithm`) with its server update replaced by ``server_step``.
+def variant(algorithm, *, server_step=None, schedule=None, name=None):
+    """``algorithm`` (an :class:`Algorithm`) with its server update and/or step-size schedule set.
 
-    The new entry runs the same driver with ``server_step=server_step`` and keeps the rest of the
-    entry (source, protocol, communication, precondition); register it with :func:`register`.
+    The new entry runs the same driver with ``server_step=`` and/or ``schedule=`` fixed and keeps
+    the rest of the entry (source, protocol, communication, precondition); its ``options``
+    record their names.  Register it with :func:`register`; the contract suite then checks it.
 
     Parameters
     ----------
     algorithm : Algorithm
-        An entry whose driver takes a server step (:attr:`Algorithm.takes_server_step`).
-    server_step : mixreg.algorithms.ServerStep
+        An entry whose driver takes the keyword(s) given and does not fix them
+        (:attr:`Algorithm.takes_server_step`, :attr:`Algorithm.takes_schedule`).
+    server_step : mixreg.algorithms.ServerStep, optional
+        E.g. :class:`~mixreg.algorithms.HeavyBall` or :class:`~mixreg.algorithms.Nesterov`.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        E.g. :class:`~mixreg.algorithms.InverseTime`; a callable of the round is wrapped
+        (:func:`mixreg.algorithms.check_schedule`).
+    name : str, optional
+        The new entry's name; default ``"<algorithm.name>_<server_step.name>_<schedule.name>"``
+        (the parts given).
+
+    Returns
+    -------
+    Algorithm
+
+    Raises
+    ------
+    ValueError
+        Neither ``server_step`` nor ``schedule`` given, or the entry does not leave one of them free.
+
+    Examples
+    --------
+    >>> from mixreg.algorithms import HeavyBall, InverseTime, get_algorithm
+    >>> entry = variant(get_algorithm("ifca_model"), server_step=HeavyBall(0.9), schedule=InverseTime(10))
+    >>> entry.name
+    'ifca_model_heavy_ball_0.9_inverse_time_10'
+    >>> entry.options
+    {'option': 'model', 'local_steps': 2, 'server_step': 'heavy_ball_0.9', 'schedule': 'inverse_time_10'}
+    """
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
+    if server_step is None and schedule is None:
+        raise ValueError(f"variant of {algorithm.name!r} needs a server_step or a schedule, got neither")
+    fixed = {}
+    if server_step is not None:
+        fixed["server_step"] = check_server_step(server_step)
+    if schedule is not None:
+        fixed["schedule"] = check_schedule(schedule)
+    for keyword in fixed:
+        if not algorithm._leaves_free(keyword):
+            raise ValueError(f"algorithm {algorithm.name!r} takes no {keyword} (its driver has none, or the entry "
+                             f"fixes it)")
+    run = algorithm.run
+
+    @functools.wraps(run)
+    def varied(problem, init, step_size, **kwargs):
+        return run(problem, init, step_size, **fixed, **kwargs)
+
+    names = {keyword: value.name for keyword, value in fixed.items()}
+    return dataclasses.replace(algorithm, name=name or "_".join([algorithm.name, *names.values()]), run=varied,
+                               options={**algorithm.options, **names})
+
+
+def with_server_step(algorithm, server_step, *, name=None):
+    """``algorithm`` with its server update replaced by ``server_step``:
+    ``variant(algorithm, server_step=server_step, name=name)`` (:func:`variant`).
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+        An entry whose driver takes a server step it leaves free (:attr:`Algorithm.takes_server_step`).
+    server_step : mixreg.algorithms.ServerStep or None
+        ``None`` is the plain step (:data:`mixreg.algorithms._server.PLAIN`).
     name : str, optional
         The new entry's name; default ``"<algorithm.name>_<server_step.name>"``.
 
@@ -173,18 +278,7 @@ def with_server_step(algorithm, server_step, *, name=None):
     """
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
-    server_step = check_server_step(server_step)
-    if not algorithm.takes_server_step:
-        raise ValueError(f"algorithm {algorithm.name!r} takes no server_step (its driver has none, or the entry "
-                         f"fixes it)")
-    run = algorithm.run
-
-    @functools.wraps(run)
-    def stepped(problem, init, step_size, **kwargs):
-        return run(problem, init, step_size, server_step=server_step, **kwargs)
-
-    return dataclasses.replace(algorithm, name=name or f"{algorithm.name}_{server_step.name}", run=stepped,
-                               options={**algorithm.options, "server_step": server_step.name})
+    return variant(algorithm, server_step=check_server_step(server_step), name=name)
 
 
 def _bind(driver, *, uses_rng, **options):
@@ -251,6 +345,8 @@ def register_builtin():
     for module in SEED_METHOD_MODULES + COMPOSED_METHOD_MODULES:
         for algorithm in importlib.import_module(f".{module}", __package__).registrations():
             register(algorithm)
+    global _BUILTIN
+    _BUILTIN = frozenset(ALGORITHMS)
 
 
 #: Modules of the seed papers' other methods (one-shot, FeSEM, PACFL, and on clients that mix

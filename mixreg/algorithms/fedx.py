@@ -62,15 +62,18 @@ import numpy as np
 from .. import kernels
 from ..local_solvers import LOCAL_SOLVERS, check_solver, local_update_operator, stacked_update_operators
 from ._driver import (
+    BLOWUP,
     DriverResult,
     History,
     HistoryRecorder,
     Replicas,
+    check_blowup,
+    check_history,
     check_run,
     common_fields,
     data_scales,
 )
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant, per_factor
 
 __all__ = [
     "FedXResult",
@@ -83,8 +86,10 @@ __all__ = [
 ]
 
 
-#: Phase 2 records the matched max distance, the iterates and the misclustering every round,
-#: and its objective :math:`\frac{1}{2N} \sum_i \min_l L_i(\theta_t, l)` at the decoding.
+#: Phase 2 records (``history=True``) the matched max distance, the iterates and the
+#: misclustering every round, and its objective :math:`\frac{1}{2N} \sum_i \min_l L_i(\theta_t, l)`
+#: at the decoding; on request also the decoded labels and the client losses
+#: :math:`\min_l L_i(\theta_t, l)` whose argmin they are.
 FedXHistory = History
 HISTORY = ("matched_max", "theta", "misclustering")
 
@@ -160,7 +165,7 @@ def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, 
 
 
 def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_rounds=100, tol=None,
-         history=False, server_step=None):
+         history=False, blowup=BLOWUP, server_step=None, schedule=None):
     r"""Run ``B`` replicas of Phase 2 (FedX with clustering) on one problem.
 
     Round ``t`` (slides "FedX + Clustering in Action", steps 1-4): decode
@@ -194,12 +199,23 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     tol : float >= 0, optional
         Stop once every live replica moved by at most ``tol`` in a round (largest coordinate
         change); by default all rounds run.
-    history : bool
-        Record :class:`mixreg.algorithms.History` (matched max distance, iterates,
-        misclustering, objective; a metric evaluation per round).
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History` (a metric evaluation per round): ``True``, the
+        matched max distance, iterates, misclustering and objective
+        :math:`\frac{1}{2N}\sum_i \min_l L_i(\theta_t, l)`; ``"all"`` or names among
+        :data:`mixreg.algorithms.HISTORY_FIELDS`: those (with the decoded labels :math:`z_{i,t}`
+        and the client losses :math:`L_i(\theta_t, z_{i,t}) = \lVert y_i - X_i
+        \theta_{z_{i,t},t}\rVert^2`, whose sum over the clients is :math:`2N` times the objective).
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` (default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with the averaged ``k``-tuple (:meth:`~mixreg.algorithms.ServerStep.
         average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t``'s local solver uses :math:`\eta_t = \eta\, s(t)`
+        (FedAvg's local step, FedProx's proximal parameter), its operators :math:`K_i` rebuilt
+        for every new value of :math:`s(t)`.  Default constant: :math:`\eta`, operators built once.
 
     Returns
     -------
@@ -224,13 +240,19 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     B, k, d = theta.shape
     _, solver, s = check_solver(eta, local_solver, local_steps)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
 
     # plan: the operators w_i K_i^T of each distinct step size, stacked like the data
     values, which = np.unique(eta, return_inverse=True)
     operators = [stacked_update_operators(problem, v, solver, s).astype(problem.dtype) for v in values]
     groups = [np.flatnonzero(which == u) for u in range(values.size)]
-    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
-    rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
+    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem), blowup=blowup)
+    rec = HistoryRecorder(problem, T, B, k, fields) if fields else None
+    if not is_constant(schedule):  # round t: the operators of eta_t = eta s(t), built for each new s(t)
+        operators = per_factor(schedule, lambda f: [stacked_update_operators(problem, v * f, solver, s)
+                                                    .astype(problem.dtype) for v in values])
     _run(problem, theta, groups, operators, replicas, rec, server_step)
 
     # the final decoding, on all data
@@ -240,7 +262,7 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
     best = np.empty((B, problem.m))
     with np.errstate(over="ignore", invalid="ignore"):
         kernels.decode_and_residuals(P, problem.y, problem.offsets, B, k, replicas.diverged, assign, best, R)
-    train_loss = best.sum(axis=1) / (2 * problem.N)
+        train_loss = best.sum(axis=1) / (2 * problem.N)
     train_loss[replicas.diverged] = np.nan
     return FedXResult(
         theta=theta,
@@ -253,7 +275,8 @@ def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_ro
 
 
 def _run(problem, theta, groups, operators, replicas, rec, server_step):
-    """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``."""
+    """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``; ``operators`` is a list
+    (one per step-size group), or a function of the round giving it (a schedule)."""
     B, k, d = theta.shape
     N, m = problem.N, problem.m
     model_rows = [(g[:, None] * k + np.arange(k)).ravel() for g in groups]
@@ -270,10 +293,10 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
             kernels.predict(theta, problem.X, out=P)
             kernels.decode_and_residuals(P, problem.y, problem.offsets, B, k, replicas.diverged, assign, best, R)
             if rec is not None:
-                rec.record_round(t, assign, best.sum(axis=1) / (2 * N), replicas.diverged)
+                rec.record_round(t, assign, best.sum(axis=1) / (2 * N), replicas.diverged, best)
             # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l)
             new = theta.copy()
-            for g, rows, KT in zip(groups, model_rows, operators):
+            for g, rows, KT in zip(groups, model_rows, operators(t) if callable(operators) else operators):
                 new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss

@@ -60,10 +60,13 @@ from ..clustering import squared_distances, kmeans
 from ..local_solvers import gradient_steps, local_least_squares
 from ..problems import check_rng
 from ._driver import (
+    BLOWUP,
     DriverResult,
     History,
     HistoryRecorder,
     Replicas,
+    check_blowup,
+    check_history,
     check_problem,
     check_run,
     common_fields,
@@ -71,7 +74,7 @@ from ._driver import (
 )
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant
 
 __all__ = [
     "FeSEMResult",
@@ -231,8 +234,8 @@ def initial_centres(problem, n_replicas, k=None, *, warm_start="least_squares", 
 # --------------------------------------------------------------------------------------------
 
 
-def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history=False, local_steps=1,
-          weights="uniform", warm_start="least_squares", server_step=None):
+def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history=False, blowup=BLOWUP, local_steps=1,
+          weights="uniform", warm_start="least_squares", server_step=None, schedule=None):
     r"""Run ``B`` replicas of FeSEM (Algorithms 1 and 2 of Xie et al.) on one problem.
 
     Round ``t`` from centres :math:`\tilde W_t` and local models :math:`W_t`:
@@ -269,9 +272,19 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     tol : float >= 0, optional
         Stop once no centre of a live replica moved by more than ``tol`` (largest coordinate
         change) in a round; by default all rounds run.
-    history : bool
-        Record :class:`mixreg.algorithms.History` (matched max distance, centres,
-        misclustering of the E-step, objective).
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History`: ``True``, the matched max distance, centres,
+        misclustering of the E-step and objective; ``"all"`` or names among
+        :data:`mixreg.algorithms.HISTORY_FIELDS`: those (with the E-step's identities
+        :math:`z_{i,t}` and, as client losses, the squared distances
+        :math:`\lVert W_{i,t} - \tilde W^{(z_{i,t})}_t \rVert^2` whose argmin they are: Eq. 6's
+        terms, not the squared loss the objective records).  The identities depend on the local
+        models :math:`W_{i,t}`, which the history does not keep: they cannot be recomputed from
+        the centres alone.
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas`, applied to the centres and to
+        the local models (default :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only
+        non-finite values count.
     local_steps : int >= 1
         ``s``, Algorithm 2's ``N`` (1 in the paper's experiments).
     weights : {"uniform", "data"}
@@ -287,6 +300,9 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with the M-step's centres (:meth:`~mixreg.algorithms.ServerStep.
         average`); default the plain step, which takes them.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t``'s ``s`` local steps use :math:`\eta_t = \eta\, s(t)`
+        (a ``"gradient"`` warm start, before round 0, uses :math:`\eta`).  Default constant.
 
     Returns
     -------
@@ -339,6 +355,9 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     check_choice("weights", weights, WEIGHTS)
     check_choice("warm_start", warm_start, WARM_STARTS)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
     if rng is not None:
         check_rng(rng)
 
@@ -346,9 +365,10 @@ def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history
     ws = _Workspace(problem, eta)
     local = _initial_local_models(problem, ws, warm_start, s)
     omega = np.ones(problem.m) if weights == "uniform" else problem.sizes.astype(np.float64)
-    replicas = Replicas(B, T, tol, theta0=centres, floors=data_scales(problem))
-    rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
-    _run(problem, centres, local, ws, s, omega, replicas, rec, server_step)
+    replicas = Replicas(B, T, tol, theta0=centres, floors=data_scales(problem), blowup=blowup)
+    rec = HistoryRecorder(problem, T, B, k, fields) if fields else None
+    _run(problem, centres, local, ws, s, omega, replicas, rec, server_step,
+         None if is_constant(schedule) else (schedule, eta))
 
     # the final E-step, objective and MD-loss (Eq. 6)
     assign = np.empty((B, problem.m), dtype=np.int64)
@@ -437,31 +457,27 @@ def _squared_loss(problem, ws, centres, assign, start):
     return np.bincount(ws.replica, weights=np.square(ws.R, dtype=np.float64), minlength=centres.shape[0])
 
 
-def _local_update(problem, ws, local, s):
+def _local_update(problem, ws, local, s, step=None):
     """Algorithm 2, in place on ``local`` (m, B, d): ``s`` full-batch gradient steps
     ``w <- w - (eta_b / n_i) X_i^T (X_i w - y_i)`` of every client and replica (the batched
-    :func:`mixreg.local_solvers.gradient_steps`, with one step size per replica)."""
+    :func:`mixreg.local_solvers.gradient_steps`, with one step size per replica); ``step``
+    (1, B, 1) in the problem's dtype replaces ``ws.eta`` (a schedule's round)."""
     def residuals(R):  # (X_i w - y_i) / n_i on every row of every client
         kernels.selected_residuals(R, problem.y, problem.offsets, ws.everyone, ws.inv_sizes, R)
 
-    local_gradient_steps(local, problem.X, ws.layout, ws.eta, s, residuals, ws.R, ws.G)
+    local_gradient_steps(local, problem.X, ws.layout, ws.eta if step is None else step, s, residuals, ws.R, ws.G)
 
 
-def _blown_up(local, replicas):
-    """Replicas (B,) whose local models (m, B, d) are not finite or have a row norm beyond the
-    parameter limit of :class:`Replicas` (the centres' blow-up rule, applied to the clients)."""
-    norms = np.sqrt(np.square(local, dtype=np.float64).sum(axis=2)).max(axis=0)
-    return ~(norms <= replicas.param_limit)  # nan: not finite
-
-
-def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step):
-    """FeSEM's loop, in place on ``centres`` (B, k, d), ``local`` (m, B, d) and ``replicas``."""
+def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, scheduled=None):
+    """FeSEM's loop, in place on ``centres`` (B, k, d), ``local`` (m, B, d) and ``replicas``;
+    ``scheduled``: ``(schedule, eta)`` when the local steps follow a non-constant schedule."""
     B = centres.shape[0]
     m, N = problem.m, problem.N
     assign = np.empty((B, m), dtype=np.int64)
     dist = np.empty((B, m))
     new_local = np.empty_like(local)
     state = server_step.start(centres)
+    schedule, eta = scheduled if scheduled is not None else (None, None)
     if rec is not None:
         rec.record_point(0, centres, replicas.diverged)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -469,17 +485,18 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step):
             _e_step(local, centres, assign, dist)  # Eq. 7
             loss = _squared_loss(problem, ws, centres, assign, new_local)  # the round's objective
             if rec is not None:
-                rec.record_round(t, assign, loss / (2 * N), replicas.diverged)
+                rec.record_round(t, assign, loss / (2 * N), replicas.diverged, dist)
             new = server_step.average(centres, _m_step(local, assign, omega, centres),  # Eq. 8
                                       t=t, state=state, rows=slice(None))
             kernels.gather_selected(new, assign, new_local)  # Algorithm 2: start from the centre,
-            _local_update(problem, ws, new_local, s)  # take s local steps
-            loss[_blown_up(new_local, replicas)] = np.nan  # so that the replica is frozen
+            step = None if scheduled is None else (eta * schedule.factor(t)).astype(ws.eta.dtype)[None, :, None]
+            _local_update(problem, ws, new_local, s, step)  # take s local steps
             # the state is the centres AND the local models: a round that leaves the centres in
             # place (e.g. the first from the k-means start, whose M-step repeats the k-means
             # centres) has not converged if the local models moved
             moved = np.abs(new_local - local).max(axis=(0, 2)) if replicas.tol is not None else None
-            replicas.accept(centres, new, loss / N, t, moved=moved)  # per-sample mean loss
+            # per-sample mean loss; the local models are under the centres' rules
+            replicas.accept(centres, new, loss / N, t, moved=moved, state=new_local.transpose(1, 0, 2))
             live = replicas.live
             local[:, live] = new_local[:, live]
             if rec is not None:

@@ -48,10 +48,13 @@ from .. import kernels
 from ..validation import check_array, check_choice, check_int, check_real
 from ..problems import Problem, check_rng
 from ._driver import (
+    BLOWUP,
     DriverResult,
     History,
     HistoryRecorder,
     Replicas,
+    check_blowup,
+    check_history,
     check_problem,
     check_run,
     common_fields,
@@ -59,7 +62,7 @@ from ._driver import (
     level_scales,
 )
 from ._local_steps import local_gradient_steps
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant
 
 __all__ = [
     "IFCAResult",
@@ -84,8 +87,10 @@ INIT_METHODS = ("official", "gaussian", "close", "truth")
 CLOSENESS_DIRECTIONS = ("random", "adversarial", "shifted")
 
 
-#: IFCA records the nearest-truth and both matched distances every round, and its objective
-#: ``(1/|M_t|) sum_{i in M_t} min_j F_i(theta_j)`` on the identity-estimate data.
+#: IFCA records (``history=True``) the nearest-truth and both matched distances every round, and
+#: its objective ``(1/|M_t|) sum_{i in M_t} min_j F_i(theta_j)`` on the identity-estimate data;
+#: on request also the iterates, the misclustering, the identities ``j_hat_i`` and the client
+#: losses ``min_j F_i(theta_j)`` whose argmin they are.
 IFCAHistory = History
 HISTORY = ("nearest", "matched_mean", "matched_max")
 
@@ -361,9 +366,11 @@ def ifca(
     rng=None,
     tol=None,
     history=False,
+    blowup=BLOWUP,
     responses=None,
     response_of=None,
     server_step=None,
+    schedule=None,
 ):
     r"""Run ``B`` replicas of IFCA (Algorithm 2 of the arXiv text) on one problem.
 
@@ -413,9 +420,19 @@ def ifca(
     tol : float >= 0, optional
         Stop once every live replica's parameters moved by at most ``tol`` (largest coordinate
         change) in a round; by default all ``T`` rounds run.
-    history : bool
-        Record :class:`mixreg.algorithms.History` (nearest, matched mean and max distances, and
-        the round's objective; costs a metric evaluation per round).
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History` (costs a metric evaluation per round): ``True``,
+        the nearest, matched mean and max distances and the round's objective
+        :math:`\frac{1}{|M_t|}\sum_{i \in M_t} \min_j F_i(\theta_j)`; ``"all"`` or names among
+        :data:`mixreg.algorithms.HISTORY_FIELDS`: those (the iterates, the misclustering, the
+        identities :math:`\hat j_i` of round ``t``, ``-1`` for a client not in :math:`M_t`, and
+        the client losses :math:`F_i(\theta_{\hat j_i}) = \min_j F_i(\theta_j)`, on the round's
+        identity data: the ``2t``-th subset with ``resample``).  The objective is the mean of the
+        client losses over :math:`M_t`.
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` (default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count, the
+        official code's semantics.
     responses : array of shape (G, N), optional
         ``G`` response vectors on the problem's ``X`` (the problem's own ``y`` is then unused),
         e.g. one draw of ``X``, :math:`\theta^*` and the noise at ``G`` noise levels
@@ -429,6 +446,10 @@ def ifca(
         What the server does with option I's gradient (:meth:`~mixreg.algorithms.ServerStep.
         gradient`) or option II's average (:meth:`~mixreg.algorithms.ServerStep.average`);
         default the plain step above.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: round ``t`` uses :math:`\gamma_t = \gamma\, s(t)` for option I's
+        server step and option II's ``tau`` local steps (:mod:`mixreg.algorithms._server`); e.g.
+        :class:`~mixreg.algorithms.InverseTime`.  Default constant, :math:`\gamma` itself.
 
     Returns
     -------
@@ -461,16 +482,20 @@ def ifca(
     if resample or q < 1.0:
         check_rng(rng)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
 
     if responses is None:
         floors = data_scales(problem)
     else:  # each replica's own scales, as in a separate run on its responses
         scales = level_scales(problem, Y)
         floors = (scales[group, 0], scales[group, 1])
-    replicas = Replicas(B, T, tol, theta0=theta, floors=floors)
-    rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
+    replicas = Replicas(B, T, tol, theta0=theta, floors=floors, blowup=blowup)
+    rec = HistoryRecorder(problem, T, B, k, fields) if fields else None
     _run(problem, theta, gamma, replicas, rec, option=option, tau=tau, resample=resample, q=q, rng=rng,
-         aggregation=aggregation, Y=Y, group=group, server_step=server_step)
+         aggregation=aggregation, Y=Y, group=group, server_step=server_step,
+         schedule=schedule)
 
     with np.errstate(over="ignore", invalid="ignore"):
         train_loss, assignments = training_loss(problem, theta, Y, group)
@@ -483,7 +508,8 @@ def ifca(
     )
 
 
-def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group, server_step):
+def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng, aggregation, Y, group, server_step,
+         schedule):
     """IFCA's loop, in place on ``theta`` (B, k, d) and ``replicas``.
 
     The round's work runs on the *working* replicas only: once a replica has diverged (it is
@@ -506,6 +532,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     blocked = option == "gradient" and not resample
     work = np.arange(B)
     state = server_step.start(theta)
+    constant = is_constant(schedule)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -523,6 +550,10 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 best = np.empty((Bw, m))
                 grad = np.empty((Bw, k, d), dtype=dtype)
                 local = np.empty((m, Bw, d), dtype=dtype) if (option == "model" or resample) else None
+            if not constant:  # the round's steps: gamma_t = gamma s(t), then as gamma above
+                gamma_t = gamma[work] * schedule.factor(t)
+                step = (gamma_t / m if aggregation == "clients" else gamma_t).astype(dtype)[:, None, None]
+                loc_step = gamma_t.astype(dtype)[None, :, None]
             if q < 1.0:
                 active[:] = False
                 active[rng.choice(m, size=n_active, replace=False)] = True
@@ -540,7 +571,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
             kernels.client_losses(ws.P, ws.Y, ws.group, ws.offsets, Bw, k, ws.losses)
             kernels.assign_clients(ws.losses, active, assign, best)
             if rec is not None:
-                rec.record_round(t, assign, best[:, active].mean(axis=1), replicas.diverged)
+                rec.record_round(t, assign, best[:, active].mean(axis=1), replicas.diverged, best)
 
             if option == "gradient":  # theta_j -= (gamma / m) sum_{i: j_hat_i = j} grad F_i(theta_j)
                 if resample:  # the round's predictions are on the identity subset: recompute

@@ -69,9 +69,12 @@ from .. import kernels
 from ..validation import check_int
 from ..kernels import argmin_skip_nan
 from ._driver import (
+    BLOWUP,
     DriverResult,
     HistoryRecorder,
     Replicas,
+    check_blowup,
+    check_history,
     check_run,
     common_fields,
     data_scales,
@@ -79,7 +82,7 @@ from ._driver import (
 from ._fixed_labels import majority_labels
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step, is_constant
 
 __all__ = ["IFCAPointsResult", "ifca_points", "point_labels"]
 
@@ -105,7 +108,7 @@ class IFCAPointsResult(DriverResult):
         Fraction of points whose label disagrees with ``problem.row_labels`` under the best
         relabelling (:func:`mixreg.metrics.misclustering_rate`); ``nan`` for a diverged replica.
     point_misclustering_history : ndarray of shape (T, B) or None
-        With ``history=True``: the same for the labels of round ``t`` (computed at
+        With a history: the same for the labels of round ``t`` (computed at
         :math:`\\theta_t`, before the update); ``nan`` from a replica's divergence on.
     upload_floats, download_floats : ndarray of shape (B,)
         Floats all clients sent the server, and each client received, over the rounds the
@@ -226,8 +229,8 @@ def point_labels(problem, theta):
 # --------------------------------------------------------------------------------------------
 
 
-def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local_steps=1,
-                inner_rounds=1, server_step=None):
+def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP,
+                local_steps=1, inner_rounds=1, server_step=None, schedule=None):
     r"""Run ``B`` replicas of point-level IFCA (UIFCA, the IFCA thesis, Algorithms 3-5).
 
     Round ``t``: label every point, :math:`\hat z_r = \arg\min_l (y_r - \langle x_r,
@@ -267,10 +270,18 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
     tol : float >= 0, optional
         Stop once every live replica's models moved by at most ``tol`` (largest coordinate
         change) in a round; by default all ``T`` rounds run.
-    history : bool
-        Record :class:`mixreg.algorithms.History` (matched max distance, iterates, misclustering
-        of the clients' majority labels, and the objective of ``train_loss`` at :math:`\theta_t`)
-        and ``point_misclustering_history``.
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History`: ``True``, the matched max distance, iterates,
+        misclustering of the clients' majority labels, and the objective of ``train_loss`` at
+        :math:`\theta_t`; ``"all"`` or names among :data:`mixreg.algorithms.HISTORY_FIELDS`:
+        those (the identities are the clients' majority point labels of round ``t``, ties to the
+        lowest; the client losses are each client's :math:`\sum_{r \in i} \min_l (y_r - \langle
+        x_r, \theta_{l,t}\rangle)^2`, the sum of its points' losses whose argmins are the point
+        labels, summing over the clients to :math:`2N` times the objective).  Any history also
+        fills ``point_misclustering_history``.
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` (default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     local_steps : int >= 1
         ``s``, the gradient steps of ModelUpdate (Algorithm 5's ``M``) on the full local batch
         :math:`S_{i,l}` (ours: the thesis draws minibatches of size ``N``).  Default 1.
@@ -284,6 +295,9 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
         (:meth:`~mixreg.algorithms.ServerStep.gradient`), with ``s > 1`` the weighted average
         (:meth:`~mixreg.algorithms.ServerStep.average`); its update index is ``t * tau + u``.
         Default the plain step.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule: server update ``t * tau + u`` uses :math:`\eta\, s(t \tau + u)` for
+        its gradient step (``s = 1``) or its local steps.  Default constant.
 
     Returns
     -------
@@ -314,13 +328,16 @@ def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, histo
     s = check_int("local_steps", local_steps, low=1)
     tau = check_int("inner_rounds", inner_rounds, low=1)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
 
-    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem))
-    rec = HistoryRecorder(problem, T, B, k, HISTORY) if history else None
-    point_history = np.full((T, B), np.nan) if history else None
+    replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem), blowup=blowup)
+    rec = HistoryRecorder(problem, T, B, k, fields) if fields else None
+    point_history = np.full((T, B), np.nan) if fields else None
     uploads, downloads = np.zeros(B), np.zeros(B)
     _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, s=s, tau=tau,
-         server_step=server_step)
+         server_step=server_step, schedule=schedule)
 
     with np.errstate(over="ignore", invalid="ignore"):
         labels, train_loss = point_labels(problem, theta)
@@ -356,7 +373,7 @@ def _point_misclustering(problem, labels, k):
     return np.asarray(misclustering_rate(labels, problem.row_labels, max(k, problem.k)), dtype=np.float64)
 
 
-def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau, server_step):
+def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, *, s, tau, server_step, schedule):
     """Point-level IFCA's loop, in place on ``theta`` (B, k, d), ``replicas``, the records and
     the floats sent to the server (``uploads``) and to each client (``downloads``), (B,)."""
     B, k, d = theta.shape
@@ -375,6 +392,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
         C = np.empty((m, B * k, d), dtype=dtype)
         local_step = np.repeat(eta, k).astype(dtype)[None, :, None]
     state = server_step.start(theta)
+    constant = is_constant(schedule)
     if rec is not None:
         rec.record_point(0, theta, replicas.diverged)
 
@@ -387,7 +405,8 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
             _label_points(P, y, k, True, labels, best, R)
             objective = best.sum(axis=1)  # sum_r min_l (y_r - <x_r, theta_l>)^2 at theta_t
             if rec is not None:
-                rec.record_round(t, _majority(labels, offsets, k), objective / (2 * N), replicas.diverged)
+                per_client = np.add.reduceat(best, offsets[:-1], axis=1) if rec.wants_client_losses else None
+                rec.record_round(t, _majority(labels, offsets, k), objective / (2 * N), replicas.diverged, per_client)
                 live = replicas.live
                 if live.any():
                     point_history[t, live] = _point_misclustering(problem, labels[live], k)
@@ -403,16 +422,19 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
             # (3) tau FedAvg rounds within each cluster of points, warm-started
             new = theta.copy()
             for u in range(tau):
+                eta_u = eta if constant else eta * schedule.factor(t * tau + u)  # this server update's step
                 if u > 0:  # the labels stay; the residuals are those of the updated models
                     kernels.predict(new, X, out=P)
                     _label_points(P, y, k, False, labels, best, R)
                 if s == 1:  # theta_l -= (eta / N_l) X_{S_l}^T (X_{S_l} theta_l - y_{S_l})
                     grad = np.matmul(R, X).reshape(B, k, d)  # exactly 0 for a model with no point
-                    scale = (eta[:, None] / np.maximum(N_l, 1)).astype(dtype)
+                    scale = (eta_u[:, None] / np.maximum(N_l, 1)).astype(dtype)
                     new = server_step.gradient(new, grad, scale[:, :, None], t=t * tau + u, state=state,
                                                rows=slice(None))
                 else:  # s local steps of every sub-client, then the |S_il| / |S_*l| average
                     local[:] = new.reshape(1, B * k, d)
+                    if not constant:
+                        local_step = np.repeat(eta_u, k).astype(dtype)[None, :, None]
                     local_gradient_steps(local, X, layout, local_step, s,  # on (X w - y) / |S_il| over S_il
                                          lambda R: _masked_local_residuals(R, y, offsets, labels, counts, k, R), Q, C)
                     weights = (counts / np.maximum(N_l, 1)[:, None, :]).transpose(1, 0, 2).reshape(m, B * k)

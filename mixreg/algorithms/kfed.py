@@ -67,13 +67,16 @@ from ..local_solvers import grouped_rows, local_least_squares
 from ..metrics import misclustering_rate
 from ..problems import check_rng
 from ._driver import (
+    BLOWUP,
     DriverResult,
+    check_blowup,
+    check_history,
     check_run,
     common_fields,
 )
-from ._fixed_labels import clusters_held, train_on_labels
+from ._fixed_labels import HISTORY, clusters_held, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = ["KFEDResult", "kfed", "LOCAL_STEPS", "STARTS"]
 
@@ -124,9 +127,9 @@ class KFEDResult(DriverResult):
     server_centres: np.ndarray
 
 
-def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local="regressions",
+def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP, local="regressions",
          local_clusters=None, n_init=10, local_restarts=10, local_max_iter=100, start=None, local_steps=1,
-         server_step=None):
+         server_step=None, schedule=None):
     r"""Run ``B`` replicas of k-FED (the IFCA thesis, Algorithm 2) followed by FedAvg on one problem.
 
     With ``local="regressions"``, client ``i`` fits ``k'`` local models (Algorithm 2, steps 1-2,
@@ -173,9 +176,16 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
         ``init[b:b+1]`` under a Generator in the same state.
     tol : float >= 0, optional
         Stop FedAvg once every live replica moved by at most ``tol`` in a round.
-    history : bool
-        Record :class:`mixreg.algorithms.History` of the FedAvg phase (matched max distance,
-        iterates, misclustering of the majority client labels, the objective of ``train_loss``).
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History` of the FedAvg phase: ``True``, the matched max
+        distance, iterates, misclustering of the majority client labels and the objective of ``train_loss``;
+        ``"all"`` or names among :data:`mixreg.algorithms.HISTORY_FIELDS`: those (the identities
+        of every round are the majority client labels, fixed before the rounds; the client losses are each
+        client's squared residuals under its rows' labels, summing over the clients to :math:`2N`
+        times the objective).
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` (default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     local : {"regressions", "points"}
         What a client clusters (the module docstring says why; ours: the paper clusters points).
         ``"regressions"`` (default): ``k'`` local linear models by Lloyd's alternation with
@@ -216,6 +226,9 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
+        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.
 
     Returns
     -------
@@ -272,6 +285,9 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
                          "(pass a numpy.random.Generator)")
     check_rng(rng)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
 
     # steps 1-2 (every client, once): local groups and their centroids
     if local == "regressions":
@@ -288,8 +304,8 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
         theta = np.array(np.broadcast_to(clustering.centres, (B, k, d)), dtype=problem.dtype)
 
     # FedAvg(s) within the estimated clusters, on the point labels
-    trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol, history=history,
-                              server_step=server_step)
+    trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol, history=fields,
+                              blowup=blowup, server_step=server_step, schedule=schedule)
     point_assignments = np.array(np.broadcast_to(row_labels, (B, problem.N)), dtype=np.int64)
     return KFEDResult(
         theta=trained.theta,

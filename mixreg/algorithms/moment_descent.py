@@ -56,7 +56,16 @@ import numpy as np
 from ..validation import check_array, check_choice, check_int, check_real
 from ..problems import check_rng
 from ..clustering import agglomerative, kmeans, single_linkage_cut
-from ._driver import Replicas, check_problem, data_scales, elapsed
+from ._driver import (
+    BLOWUP,
+    HISTORY_FIELDS,
+    Replicas,
+    check_blowup,
+    check_history,
+    check_problem,
+    data_scales,
+    elapsed,
+)
 
 __all__ = [
     "MomentDescentResult",
@@ -162,6 +171,9 @@ class MomentDescentResult:
     nonfinite : ndarray of shape (M_A,), bool
         The anchor's estimate diverged (became non-finite, or grew beyond the blow-up bound of
         :class:`mixreg.algorithms.Replicas`) and was frozen before the offending update.
+    diverged_rule : ndarray of shape (M_A,), str
+        The rule that fired (:attr:`mixreg.algorithms.DriverResult.diverged_rule`): ``""``,
+        ``"non-finite"`` or ``"parameters"`` (Phase 1 has no objective).
     stop_reason : str
     wall_time : float
         Seconds spent in the driver.
@@ -177,6 +189,7 @@ class MomentDescentResult:
     n_rounds: int
     rows_used: int
     nonfinite: np.ndarray
+    diverged_rule: np.ndarray
     stop_reason: str
     wall_time: float
     history: MomentDescentHistory | None = None
@@ -525,6 +538,7 @@ def moment_descent(
     threshold=None,
     on_mismatch="kmeans",
     history=False,
+    blowup=BLOWUP,
 ):
     """Run Phase 1 (federated moment descent) of Su, Xu and Yang and cluster the anchors.
 
@@ -590,8 +604,14 @@ def moment_descent(
         :math:`|S_t| < d`.
     threshold, on_mismatch
         Step 7, see :func:`cluster_anchors`.
-    history : bool
-        Record :class:`MomentDescentHistory`.
+    history : bool, "all" or ("theta",)
+        Record :class:`MomentDescentHistory` (the iterates and the anchors' errors, steps and
+        eigenvalues); ``"all"`` and ``("theta",)`` are ``True``.  The replicas are the anchors'
+        estimates, with no cluster identities or client losses in a round: the other names of
+        :data:`mixreg.algorithms.HISTORY_FIELDS` are refused.
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` on the anchors' estimates
+        (default :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
 
     Returns
     -------
@@ -616,13 +636,16 @@ def moment_descent(
     ((2, 5), 'completed 10 rounds')
     """
     start = time.perf_counter()
+    fields = check_history(history, ("theta",), unavailable=tuple(f for f in HISTORY_FIELDS if f != "theta"),
+                           why="Phase 1's replicas are the anchors' estimates; it records MomentDescentHistory")
+    blowup = check_blowup(blowup)
     plan = _plan(problem, anchors, k, rng=rng, n_rounds=n_rounds, clients_per_round=clients_per_round,
                  anchor_pairs=anchor_pairs, step_constant=step_constant, init=init, sampling=sampling,
                  anchor_sampling=anchor_sampling, sign=sign, subspace_solver=subspace_solver,
                  threshold=threshold, on_mismatch=on_mismatch)
     theta = plan.theta0[:, None, :]  # the anchors are the replicas: (M_A, 1, d)
-    replicas = Replicas(plan.anchors.size, plan.T, theta0=theta, floors=data_scales(problem))
-    hist = _Recorder(plan, k) if history else None
+    replicas = Replicas(plan.anchors.size, plan.T, theta0=theta, floors=data_scales(problem), blowup=blowup)
+    hist = _Recorder(plan, k) if fields else None
     _run(problem, plan, theta, replicas, hist, k, symmetrize=symmetrize, sign=sign,
          subspace_solver=subspace_solver, c=plan.c, rng=rng)
 
@@ -649,6 +672,7 @@ def moment_descent(
         n_rounds=rounds_run,
         rows_used=int(rows_used.size),
         nonfinite=nonfinite,
+        diverged_rule=replicas.diverged_rule,
         stop_reason=stop_reason,
         wall_time=elapsed(start),
         history=None if hist is None else hist.result(rounds_run, problem, plan),

@@ -51,15 +51,18 @@ from ..clustering import kmeans
 from ..local_solvers import LEAST_SQUARES_METHODS, grouped_rows, local_least_squares
 from ..problems import check_rng
 from ._driver import (
+    BLOWUP,
     DriverResult,
     HistoryRecorder,
     Replicas,
+    check_blowup,
+    check_history,
     check_run,
     common_fields,
 )
 from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = ["OneShotResult", "oneshot", "FINISHES", "STARTS"]
 
@@ -96,9 +99,9 @@ class OneShotResult(DriverResult):
     finish: str
 
 
-def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, local="min_norm",
+def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP, local="min_norm",
             ridge=None, n_init=10, finish="fedavg", local_steps=1, start="centres",
-            server_step=None):
+            server_step=None, schedule=None):
     r"""Run ``B`` replicas of one-shot clustering (Algorithm 1 of Ghosh et al.) on one problem.
 
     .. math::
@@ -136,9 +139,16 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
         ``init[b:b+1]`` under a Generator in the same state.
     tol : float >= 0, optional
         Stop FedAvg once every live replica moved by at most ``tol`` in a round.
-    history : bool
-        Record :class:`mixreg.algorithms.History` of the FedAvg phase (matched max distance,
-        iterates, misclustering of the fixed k-means labels, the objective of ``train_loss``).
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History` of the FedAvg phase: ``True``, the matched max
+        distance, iterates, misclustering of the k-means labels and the objective of ``train_loss``;
+        ``"all"`` or names among :data:`mixreg.algorithms.HISTORY_FIELDS`: those (the identities
+        of every round are the k-means labels, fixed before the rounds; the client losses are each
+        client's squared residuals under its rows' labels, summing over the clients to :math:`2N`
+        times the objective).
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` (default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     local : {"min_norm", "ridge"}
         The local solver (:func:`mixreg.local_solvers.local_least_squares`; the paper says
         "ERM"; ours).  ``"min_norm"`` (default): :math:`X_i^+ y_i`, ordinary least squares when
@@ -171,6 +181,10 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
+        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.  With
+        ``finish="fedavg"`` only.
         With ``finish="fedavg"`` only (``ValueError`` with ``"exact"``, which runs no rounds).
 
     Returns
@@ -215,9 +229,13 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     if rng is None:
         raise ValueError("rng is required: the k-means++ seeding draws from it (pass a numpy.random.Generator)")
     check_rng(rng)
-    if server_step is not None and finish != "fedavg":
-        raise ValueError(f"server_step is used by finish='fedavg' only, got finish={finish!r}")
+    for keyword, value in (("server_step", server_step), ("schedule", schedule)):
+        if value is not None and finish != "fedavg":
+            raise ValueError(f"{keyword} is used by finish='fedavg' only, got finish={finish!r}")
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
 
     # steps 1 and 2, once for all replicas: local least squares, k-means on the server
     local_models = local_least_squares(problem.X, problem.y, problem.offsets, method=local, ridge=ridge)
@@ -230,10 +248,11 @@ def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=F
     # step 3: train each estimated cluster
     if finish == "fedavg":
         trained = train_on_labels(problem, row_labels, theta, eta, local_steps=s, n_rounds=T, tol=tol,
-                                  history=history, client_labels=labels, server_step=server_step)
+                                  history=fields, blowup=blowup, client_labels=labels, server_step=server_step,
+                                  schedule=schedule)
         theta, train_loss, replicas, hist = trained.theta, trained.train_loss, trained.replicas, trained.history
     else:
-        theta, train_loss, hist = _exact_finish(problem, labels, row_labels, theta, history)
+        theta, train_loss, hist = _exact_finish(problem, labels, row_labels, theta, fields)
         replicas = Replicas(B, 1)  # one step, no divergence
         replicas.rounds_run, replicas.reason = 1, "solved exactly: pooled least squares of each estimated cluster"
 
@@ -263,12 +282,21 @@ def _exact_finish(problem, labels, row_labels, theta, history):
     loss = lambda th: _labelled_loss(problem, row_labels, th)  # noqa: E731
     rec = None
     if history:
-        rec = HistoryRecorder(problem, 1, B, k, HISTORY)
+        rec = HistoryRecorder(problem, 1, B, k, history)
         no = np.zeros(B, dtype=np.bool_)
         rec.record_point(0, theta, no)
-        rec.record_round(0, np.broadcast_to(labels, (B, problem.m)), loss(theta), no)
+        per_client = _labelled_client_losses(problem, row_labels, theta) if rec.wants_client_losses else None
+        rec.record_round(0, np.broadcast_to(labels, (B, problem.m)), loss(theta), no, per_client)
         rec.record_point(1, new, no)
     return new, loss(new), None if rec is None else rec.result(1)
+
+
+def _labelled_client_losses(problem, row_labels, theta):
+    """Each client's :math:`\\sum_{r \\in i} (y_r - \\langle x_r, \\theta_{label(r)}\\rangle)^2` per
+    replica (B, m), the terms of :func:`_labelled_loss` (times ``2N``)."""
+    P = np.matmul(theta.astype(np.float64), problem.X.astype(np.float64).T)  # (B, k, N)
+    pred = np.take_along_axis(P, np.broadcast_to(row_labels, (P.shape[0], 1, problem.N)), axis=1)[:, 0]
+    return np.add.reduceat(np.square(problem.y - pred), problem.offsets[:-1], axis=1)
 
 
 def _labelled_loss(problem, row_labels, theta):

@@ -118,15 +118,18 @@ from ..validation import check_array, check_choice, check_int, check_real
 from ..clustering import LINKAGES, agglomerative, number_groups
 from ..local_solvers import size_groups
 from ._driver import (
+    BLOWUP,
     DriverResult,
     ProblemRefused,
+    check_blowup,
+    check_history,
     check_problem,
     check_run,
     common_fields,
 )
-from ._fixed_labels import train_on_labels
+from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
-from ._server import check_server_step
+from ._server import check_schedule, check_server_step
 
 __all__ = [
     "PACFLResult",
@@ -661,9 +664,9 @@ def _cross_proximity(U, r_U, V, r_V, measure, *, upper=False):
 # --------------------------------------------------------------------------------------------
 
 
-def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, p=3, matrix="joint",
+def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP, p=3, matrix="joint",
           measure="smallest", linkage="average", n_clusters=None, threshold=None, local_steps=1,
-          small_clients="reduce", server_step=None):
+          small_clients="reduce", server_step=None, schedule=None):
     r"""Run ``B`` replicas of PACFL (Algorithm 1 of Vahidian et al.) on one problem.
 
     .. math::
@@ -699,9 +702,16 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
         PACFL draws nothing (the clustering is deterministic and done once for all replicas).
     tol : float >= 0, optional
         Stop FedAvg once every live replica moved by at most ``tol`` in a round.
-    history : bool
-        Record :class:`mixreg.algorithms.History` of the FedAvg phase (matched max distance,
-        iterates, misclustering of the fixed HC labels, the objective of ``train_loss``).
+    history : bool, "all" or sequence of str
+        Record :class:`mixreg.algorithms.History` of the FedAvg phase: ``True``, the matched max
+        distance, iterates, misclustering of the HC labels and the objective of ``train_loss``;
+        ``"all"`` or names among :data:`mixreg.algorithms.HISTORY_FIELDS`: those (the identities
+        of every round are the HC labels, fixed before the rounds; the client losses are each
+        client's squared residuals under its rows' labels, summing over the clients to :math:`2N`
+        times the objective).
+    blowup : float > 1 or None
+        Divergence factor of :class:`mixreg.algorithms.Replicas` (default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     p : int >= 1
         Singular vectors per client (:func:`client_signatures`).  Default 3, the paper's value
         (supplement: ``p = 3`` for its Tables 1, 2 and 6), also the best small ``p`` measured with
@@ -728,6 +738,9 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
+        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.
 
     Returns
     -------
@@ -773,6 +786,9 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
     check_choice("linkage", linkage, LINKAGES)
     check_choice("small_clients", small_clients, SMALL_CLIENTS)
     server_step = check_server_step(server_step)
+    schedule = check_schedule(schedule)
+    fields = check_history(history, HISTORY)
+    blowup = check_blowup(blowup)
     if n_clusters is not None and threshold is not None:
         raise ValueError("give at most one of n_clusters and threshold")
     if threshold is not None:
@@ -793,7 +809,8 @@ def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fal
 
     # lines 12-25: FedAvg within each cluster
     trained = train_on_labels(problem, np.repeat(labels, problem.sizes), theta, eta, local_steps=s, n_rounds=T,
-                              tol=tol, history=history, client_labels=labels, server_step=server_step)
+                              tol=tol, history=fields, blowup=blowup, client_labels=labels,
+                              server_step=server_step, schedule=schedule)
     return PACFLResult(
         theta=trained.theta,
         assignments=np.array(np.broadcast_to(labels, (B, problem.m)), dtype=np.int64),

@@ -42,7 +42,17 @@ import numpy as np
 from ..validation import check_choice, check_int
 from ..local_solvers import LOCAL_SOLVERS
 from ..problems import check_rng
-from ._driver import DriverResult, check_problem, check_run, check_step_sizes, check_tolerance, elapsed
+from ._driver import (
+    BLOWUP,
+    DriverResult,
+    check_blowup,
+    check_history,
+    check_problem,
+    check_run,
+    check_step_sizes,
+    check_tolerance,
+    elapsed,
+)
 from ._registry import Algorithm, Unmet, _bind
 from .fedx import FedXResult, fedx
 from .moment_descent import MomentDescentResult, moment_descent
@@ -112,8 +122,8 @@ def _replicas_of(step_size):
 
 def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sampling="fresh",
               anchor_sampling=None, step_constant=0.5, phase1_options=None, phase1_history=False,
-              local_solver="fedavg", local_steps=1, phase2_rounds=100, tol=None, history=False,
-              on_phase1_failure="skip", phase1=None, server_step=None):
+              local_solver="fedavg", local_steps=1, phase2_rounds=100, tol=None, history=False, blowup=BLOWUP,
+              on_phase1_failure="skip", phase1=None, server_step=None, schedule=None):
     """Run Su, Xu and Yang's two-phase method: federated moment descent, then FedX from its centres.
 
     Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`, slides "Federated Moment
@@ -151,7 +161,7 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
         :data:`PHASE1_OPTIONS` (``clients_per_round``, ``anchor_pairs``, the start ``init``, the
         symmetrisation, the sign rule, the subspace solver, and step 7's ``threshold`` and
         ``on_mismatch``), each a detail the slides leave open and documented there.
-    phase1_history : bool
+    phase1_history : bool, "all" or ("theta",)
         Record Phase 1's per-round history (:class:`~mixreg.algorithms.moment_descent.
         MomentDescentHistory`).
     local_solver : {"fedavg", "fedprox"}
@@ -164,11 +174,17 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
     tol : float >= 0, optional
         Stop Phase 2 once every live replica moved by at most ``tol`` in a round (ours; the
         slides state no stop rule); by default all ``phase2_rounds`` run.
-    history : bool
-        Record Phase 2's :class:`mixreg.algorithms.History`.
+    history : bool, "all" or sequence of str
+        Record Phase 2's :class:`mixreg.algorithms.History` (as :func:`mixreg.algorithms.fedx.fedx`:
+        ``"all"`` adds the decoded labels and the client losses).
+    blowup : float > 1 or None
+        Divergence factor of both phases (:class:`mixreg.algorithms.Replicas`; default
+        :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     server_step : mixreg.algorithms.ServerStep, optional
         Phase 2's server update (default the plain step); Phase 1 moves its anchors along spectral
         directions, not along an aggregate a server steps on, so it has none.
+    schedule : mixreg.algorithms.Schedule or callable, optional
+        Phase 2's step-size schedule (:func:`mixreg.algorithms.fedx.fedx`); default constant.
     on_phase1_failure : {"skip", "raise"}
         When Phase 1 gives no ``k`` finite centres (fewer than ``k`` anchors left finite: its
         clustering method is ``"failed"``), Phase 2 has no start; the slides do not consider
@@ -210,6 +226,8 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
     check_int("phase2_rounds", phase2_rounds, low=1)
     check_tolerance(tol)
     check_choice("on_phase1_failure", on_phase1_failure, ON_PHASE1_FAILURE)
+    check_history(history, ())
+    blowup = check_blowup(blowup)
     options = {} if phase1_options is None else dict(phase1_options)
     unknown = sorted(set(options) - set(PHASE1_OPTIONS))
     if unknown:
@@ -221,7 +239,7 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
         check_rng(rng)
         phase1 = moment_descent(problem, anchors, k, rng=rng, n_rounds=phase1_rounds, sampling=sampling,
                                 anchor_sampling=anchor_sampling, step_constant=step_constant,
-                                history=phase1_history, **options)
+                                history=phase1_history, blowup=blowup, **options)
     elif not isinstance(phase1, MomentDescentResult):
         raise TypeError(f"phase1 must be a MomentDescentResult, got {type(phase1).__name__}")
     elif phase1.centres.shape != (k, problem.d):
@@ -235,7 +253,8 @@ def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sam
         return TwoPhaseResult(phase1=phase1, phase2=None, wall_time=elapsed(start))
     init = centres if np.ndim(step_size) == 0 else np.repeat(centres[None], B, axis=0)
     phase2 = fedx(problem, init, step_size, local_solver=local_solver, local_steps=local_steps,
-                  n_rounds=phase2_rounds, tol=tol, history=history, server_step=server_step)
+                  n_rounds=phase2_rounds, tol=tol, history=history, blowup=blowup, server_step=server_step,
+                  schedule=schedule)
     return TwoPhaseResult(phase1=phase1, phase2=phase2, wall_time=elapsed(start))
 
 
@@ -253,8 +272,9 @@ def _draw_anchors(problem, n_anchors, k, rng):
     return np.sort(rng.choice(eligible, size=n_anchors, replace=False)).astype(np.int64)
 
 
-def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, n_anchors=None,
-                       phase1_rounds=10, sampling="reuse", local_solver="fedavg", local_steps=2, server_step=None):
+def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP,
+                       n_anchors=None, phase1_rounds=10, sampling="reuse", local_solver="fedavg", local_steps=2,
+                       server_step=None, schedule=None):
     """The two-phase method as a replica driver (the registry's signature).
 
     Draws ``n_anchors`` anchors at random among the clients with at least two points (the
@@ -277,9 +297,11 @@ def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None
         ``b`` of a batch equals a run of ``init[b:b+1]`` under a Generator in the same state).
     tol, history
         Phase 2's, as for :func:`mixreg.algorithms.fedx.fedx`.
+    blowup : float > 1 or None
+        Both phases' divergence factor, as for :func:`two_phase`.
     n_anchors : int >= k, optional
         :math:`M_A`; default ``2k`` (ours: the theorem asks :math:`M_A \\ge \\tilde\\Omega(k)`).
-    phase1_rounds, local_solver, local_steps, server_step
+    phase1_rounds, local_solver, local_steps, server_step, schedule
         As for :func:`two_phase`.
     sampling : {"fresh", "reuse"}
         Phase 1's data, of :math:`S_t` and the anchors alike (default ``"reuse"``: a problem
@@ -291,6 +313,8 @@ def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None
     """
     theta, eta, T, tol = check_run(problem, init, step_size, n_rounds, tol)
     B, k, _ = theta.shape
+    check_history(history, ())
+    blowup = check_blowup(blowup)
     if rng is None:
         raise ValueError("rng is required: the anchors and Phase 1 draw from it (pass a numpy.random.Generator)")
     check_rng(rng)
@@ -298,7 +322,7 @@ def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None
     anchors = _draw_anchors(problem, n_anchors, k, rng)
     res = two_phase(problem, anchors, k, eta, rng=rng, phase1_rounds=phase1_rounds, sampling=sampling,
                     local_solver=local_solver, local_steps=local_steps, phase2_rounds=T, tol=tol, history=history,
-                    on_phase1_failure="raise", server_step=server_step)
+                    blowup=blowup, on_phase1_failure="raise", server_step=server_step, schedule=schedule)
     common = {f.name: getattr(res.phase2, f.name) for f in fields(DriverResult)}
     common["wall_time"] = res.wall_time
     return TwoPhaseRun(**common, phase1=res.phase1, local_solver=res.phase2.local_solver,

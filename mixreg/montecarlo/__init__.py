@@ -28,6 +28,15 @@ Says when a file was changed after the run
     config section; :func:`read_results` refuses a table or config edited afterwards with
     :class:`EditedFileError` naming the file (``accept_edited`` reads an edit made on
     purpose), and names the chunk files missing from a complete run's directory.
+Never mixes two versions of the code
+    The manifest records a fingerprint of the code that computes the records (the source
+    digests of the trial function's module, the mixreg modules it imports from and the
+    algorithms the sweep runs, :func:`code_fingerprint`); resuming after any of them was
+    edited raises :class:`CodeChangedError`, naming what changed.
+Gives every worker the algorithms the parent registered
+    Worker processes import the module that registered each algorithm a sweep runs (or get
+    the entry itself when a script registered it) before their first trial;
+    :class:`AlgorithmUnavailableError` names one a worker cannot get.
 Never mixes two configurations
     ``manifest.json`` holds the sweep's identity (name, trial function, root seed, number of
     trials, cells, config).  Running a different sweep into the same directory raises
@@ -76,7 +85,10 @@ Examples
 
 from mixreg.montecarlo._backends import SCHEDULER_ADDRESS
 from mixreg.montecarlo._cells import ENGINE_COLUMNS, plain_scalar, seed_from_record, trial_seed
+from mixreg.montecarlo._code import code_fingerprint, module_digest
 from mixreg.montecarlo._errors import (
+    AlgorithmUnavailableError,
+    CodeChangedError,
     ConfigMismatchError,
     DirectoryBusyError,
     EditedFileError,
@@ -119,6 +131,10 @@ __all__ = [
     "Results",
     "replay_trial",
     "ConfigMismatchError",
+    "CodeChangedError",
+    "AlgorithmUnavailableError",
+    "code_fingerprint",
+    "module_digest",
     "EditedFileError",
     "SweepTooLargeError",
     "DirectoryBusyError",

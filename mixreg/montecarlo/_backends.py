@@ -14,6 +14,7 @@ import importlib
 import json
 import re
 import signal
+import sys
 import time
 import traceback
 import warnings
@@ -24,7 +25,8 @@ import numpy as np
 from mixreg import provenance
 from mixreg.montecarlo import _local_cluster
 from mixreg.montecarlo._cells import ENGINE_COLUMNS, _cell_entropy, plain_scalar
-from mixreg.montecarlo._errors import SweepWarning
+from mixreg.montecarlo._code import algorithm_payloads, install_algorithms
+from mixreg.montecarlo._errors import AlgorithmUnavailableError, SweepWarning
 
 __all__ = ["SCHEDULER_ADDRESS"]
 
@@ -83,8 +85,13 @@ def _check_trial_output(out, cell):
     return fields
 
 
-def _run_chunk(trial_fn, root_seed, cell_index, cell, start, stop, kernel_threads, restore):
-    """Run trials ``[start, stop)`` of one cell: the task shipped to workers."""
+def _run_chunk(trial_fn, root_seed, cell_index, cell, start, stop, kernel_threads, restore, algorithms=()):
+    """Run trials ``[start, stop)`` of one cell: the task shipped to workers.
+
+    ``algorithms`` (:func:`~mixreg.montecarlo._code.algorithm_payloads`) are the user-registered
+    algorithms the trials may run, installed in the worker first (a no-op once there)."""
+    if algorithms:
+        install_algorithms(algorithms)
     with _kernel_threads(kernel_threads, restore):
         results = [_run_trial(trial_fn, root_seed, cell_index, cell, t) for t in range(start, stop)]
     return cell_index, start, stop, results
@@ -137,8 +144,9 @@ class _Backend:
     kernel_threads = None
     info = {}
 
-    def prepare(self, sweep):
-        """Check, before any task is sent, that the workers can run ``sweep``'s trials."""
+    def prepare(self, sweep, code=None):
+        """Check, before any task is sent, that the workers can run ``sweep``'s trials (whose
+        code fingerprint is ``code``)."""
 
     def run(self, sweep, tasks):
         for ci, start, stop in tasks:
@@ -166,6 +174,37 @@ def _leave_stops_to_the_parent():
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
+#: What the workers of loky's reusable pool were started with, as far as this process has run
+#: sweeps on them: ``sys.path`` and the source digest of every module a sweep's code fingerprint named.
+_POOL_STARTED_WITH = {"path": None, "digests": {}}
+
+
+def _retire_stale_pool(code):
+    """Shut down loky's reusable worker pool if its workers may hold other code than ``code``.
+
+    joblib keeps the loky workers between runs, and a worker imports a module once: after the
+    trial's module (or an algorithm's) was edited and reloaded here, or ``sys.path`` changed, a
+    kept worker would run the old code, or not find the module at all.  The next run then
+    starts fresh workers (about a second).
+    """
+    digests = {code["trial_fn"]["module"]: code["trial_fn"]["sha256"], **code["modules"]}
+    for modules in code["algorithms"].values():
+        digests.update(modules)
+    known = _POOL_STARTED_WITH["digests"]
+    path = tuple(sys.path)
+    stale = (_POOL_STARTED_WITH["path"] not in (None, path)
+             or any(name in known and known[name] != digest for name, digest in digests.items()))
+    if stale:
+        from joblib.externals.loky import reusable_executor
+
+        executor = getattr(reusable_executor, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=True)
+        known.clear()
+    _POOL_STARTED_WITH["path"] = path
+    known.update(digests)
+
+
 #: joblib's warning when its generator of results is closed before the last (joblib >= 1.3).
 _JOBLIB_EXIT_EARLY = (r"(\d+ tasks have been successfully executed +but not used|"
                       r"\d+ tasks which were still being processed by the workers have been cancelled)")
@@ -176,8 +215,19 @@ class _JoblibBackend(_Backend):
         self.name, self.workers, self.kernel_threads = name, workers, kernel_threads
         self._config, self.info = config, info or {}
 
-    def prepare(self, sweep):
+    def prepare(self, sweep, code=None):
+        self._algorithms = algorithm_payloads(sweep)
         client = self._config.get("client")
+        if client is None and code is not None:
+            _retire_stale_pool(code)
+        if client is not None and self._algorithms:  # fail before the first task, naming the algorithm
+            try:
+                client.run(install_algorithms, self._algorithms)
+            except AlgorithmUnavailableError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one line, as for the trial's module below
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise RuntimeError(f"the Dask workers cannot install the sweep's algorithms ({reason})") from None
         module = getattr(sweep.trial_fn, "__module__", None)
         if client is None or not module or module == "__main__":  # loky workers share our path
             return
@@ -194,7 +244,7 @@ class _JoblibBackend(_Backend):
 
         calls = (
             delayed(_run_chunk)(sweep.function(), sweep.root_seed, ci, sweep.cells[ci], start,
-                                stop, self.kernel_threads, False)
+                                stop, self.kernel_threads, False, getattr(self, "_algorithms", ()))
             for ci, start, stop in tasks
         )
         with parallel_config(**self._config):

@@ -41,6 +41,57 @@ class ConfigMismatchError(ValueError):
         )
 
 
+class CodeChangedError(ConfigMismatchError):
+    """The results directory was computed by other code than the sweep would run now.
+
+    The manifest's ``code`` (:func:`mixreg.montecarlo.code_fingerprint`: the source digests of
+    the trial function's module, the modules it imports from and the algorithms the sweep runs)
+    differs from this process's: the records on disk may not be what the code computes today.
+
+    Attributes
+    ----------
+    directory : pathlib.Path
+    changes : list of str
+        What changed, e.g. ``"the trial function's module mystudy.trial"``,
+        ``"algorithm 'ifca_sched' (module mystudy.variants)"``.
+    """
+
+    def __init__(self, directory, changes):
+        self.directory = pathlib.Path(directory)
+        self.changes = self.keys = list(changes)
+        ValueError.__init__(
+            self,
+            f"results directory '{self.directory}' was computed by other code (changed since: "
+            f"{'; '.join(self.changes)}); refusing to mix results of two versions of the code. Pass "
+            "overwrite=True (--overwrite) to recompute, or new_dir=True (--new-dir) to write into a fresh "
+            "sibling directory."
+        )
+
+
+class AlgorithmUnavailableError(RuntimeError):
+    """A worker process cannot get a registered algorithm the sweep runs.
+
+    Raised before the worker's first trial (never recorded as a diverged or failed trial), by
+    :func:`mixreg.montecarlo.run_sweep` with worker processes.
+
+    Attributes
+    ----------
+    name : str
+        The algorithm.
+    module : str
+        The module that registered it in the parent process.
+    reason : str
+    """
+
+    def __init__(self, name, module, reason):
+        self.name, self.module, self.reason = name, module, reason
+        super().__init__(f"a worker process cannot get algorithm {name!r} (registered by module {module}): {reason}; "
+                         "register it at the top level of a module the workers can import")
+
+    def __reduce__(self):  # raised in a worker, re-raised in the parent: pickled with its arguments
+        return type(self), (self.name, self.module, self.reason)
+
+
 class SweepTooLargeError(ValueError):
     """The sweep cannot fit: too many trials, too much memory or too much time (estimated).
 

@@ -86,6 +86,22 @@ class Sweep:
         the dicts), and ``trial_fn``, ``cost_fn`` and ``memory_fn`` receive
         ``spec_type.from_cell(cell)`` instead of the dict.  Not part of the sweep's identity
         (the cells are).
+    algorithms : sequence of str, optional
+        The registered algorithms (:data:`mixreg.algorithms.ALGORITHMS` names) the trials run;
+        ``None`` (default): every algorithm registered when the run starts.  Two things follow:
+        worker processes (``jobs > 1``, Dask) get every one of them that a user registered,
+        before their first trial (they import the module that registered it, or receive the
+        entry itself when a script registered it), so a trial never misses one (a worker that
+        cannot get one stops the run with :class:`AlgorithmUnavailableError`); and their
+        modules enter the code fingerprint (:func:`code_fingerprint`) compared on resume.  An
+        unknown name is refused when the run starts.  Not part of the sweep's identity.
+    predictions : sequence, optional
+        Predictions fixed before the data (:class:`mixreg.predictions.Prediction`: objects with
+        ``to_json()`` and ``sha256``), registered in the manifest, with the commit and time of
+        the run that first wrote it, before the first trial.  A resumed run whose predictions
+        differ from the registered ones is refused (:class:`ConfigMismatchError` naming
+        ``predictions.<name>``): a prediction changed after the data is not one.  Not part of
+        the sweep's key.
 
     Raises
     ------
@@ -107,6 +123,8 @@ class Sweep:
     flop_rate: float | None = None
     size_names: tuple = ()
     spec_type: type | None = None
+    algorithms: tuple | None = None
+    predictions: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -136,6 +154,23 @@ class Sweep:
         object.__setattr__(self, "size_names", tuple(self.size_names))
         if not all(isinstance(text, str) and text for text in self.size_names):
             raise TypeError(f"size_names must be non-empty strings, got {self.size_names!r}")
+        if self.algorithms is not None:
+            if isinstance(self.algorithms, str):
+                raise TypeError(f"algorithms must be a sequence of algorithm names, got the string "
+                                f"{self.algorithms!r}")
+            object.__setattr__(self, "algorithms", tuple(self.algorithms))
+            if not all(isinstance(name, str) and name for name in self.algorithms):
+                raise TypeError(f"algorithms must be algorithm names (strings), got {self.algorithms!r}")
+        object.__setattr__(self, "predictions", tuple(self.predictions))
+        names = []
+        for prediction in self.predictions:
+            if not (callable(getattr(prediction, "to_json", None)) and isinstance(getattr(prediction, "sha256", None),
+                                                                                  str)):
+                raise TypeError(f"predictions must be mixreg.predictions.Prediction objects (with to_json() and "
+                                f"sha256), got {type(prediction).__name__}")
+            names.append(prediction.to_json().get("name"))
+        if len(set(names)) != len(names):
+            raise ValueError(f"predictions must have distinct names, got {names}")
         if self.flop_rate is not None:
             object.__setattr__(self, "flop_rate", check_real("flop_rate", self.flop_rate, low=0.0,
                                                              low_inclusive=False))
@@ -150,6 +185,10 @@ class Sweep:
         as in its seed hash: an experiment that moves a list from comma text to a tuple
         keeps its identity and resumes in the results directories it wrote before.  The
         manifest's ``tuple_keys`` says which keys hold tuples.
+
+        The code that computes the records is compared on resume too, but apart
+        (:meth:`code`, :class:`CodeChangedError`), and so are the predictions: neither enters
+        :attr:`key`, which stamps the chunk files.
         """
         return {
             "name": self.name,
@@ -168,6 +207,17 @@ class Sweep:
         if fn is None or self.spec_type is None:
             return fn
         return OnSpec(fn, self.spec_type)
+
+    def code(self):
+        """The fingerprint of the code that computes this sweep's records now
+        (:func:`mixreg.montecarlo.code_fingerprint`), recorded in the manifest and compared on resume."""
+        from mixreg.montecarlo._code import code_fingerprint
+
+        return code_fingerprint(self)
+
+    def registered_predictions(self):
+        """The manifest's entries of :attr:`predictions`: ``to_json()`` plus ``sha256``."""
+        return [{**prediction.to_json(), "sha256": prediction.sha256} for prediction in self.predictions]
 
     @functools.cached_property
     def key(self):

@@ -12,7 +12,9 @@ import warnings
 
 from mixreg import provenance
 from mixreg.montecarlo._cells import _canonical_cell, _json_default, _tuple_keys
+from mixreg.montecarlo._code import code_changes
 from mixreg.montecarlo._errors import (
+    CodeChangedError,
     ConfigMismatchError,
     DirectoryBusyError,
     ResultsDirectoryError,
@@ -362,8 +364,11 @@ def _diff_keys(old, new, prefix=""):
     return [] if same else [prefix.rstrip(".") or "(root)"]
 
 
-def _prepare_directory(outdir, sweep, overwrite):
-    """Check or reset ``outdir``; return the previous manifest (None when starting fresh)."""
+def _prepare_directory(outdir, sweep, overwrite, code=None):
+    """Check or reset ``outdir``; return the previous manifest (None when starting fresh).
+
+    ``code`` is the sweep's code fingerprint now; a previous manifest that records another one
+    raises :class:`CodeChangedError` (one without one, written before fingerprints, warns)."""
     manifest_path = outdir / MANIFEST_NAME
     entries = [p for p in outdir.iterdir() if p.name != LOCK_NAME]
     if overwrite:
@@ -385,15 +390,28 @@ def _prepare_directory(outdir, sweep, overwrite):
     keys = _diff_keys(old_identity, sweep.identity)
     if previous.get("format") != FORMAT:
         keys.insert(0, "format")
+    old_predictions = {p.get("name"): p.get("sha256") for p in previous.get("predictions") or []}
+    new_predictions = {p["name"]: p["sha256"] for p in sweep.registered_predictions()}
+    keys += [f"predictions.{name}" for name in sorted(set(old_predictions) | set(new_predictions), key=str)
+             if old_predictions.get(name) != new_predictions.get(name)]
     if keys:
         raise ConfigMismatchError(outdir, keys)
+    if code is not None:
+        if previous.get("code") is None:
+            warnings.warn(f"results directory '{outdir}' records no code fingerprint (written by an earlier "
+                          "version of mixreg): whether its records come from today's code cannot be checked",
+                          SweepWarning, stacklevel=5)
+        else:
+            changes = code_changes(previous["code"], code)
+            if changes:
+                raise CodeChangedError(outdir, changes)
     return previous
 
 
 # --------------------------------------------------------------------------- manifest
 
 
-def _new_manifest(sweep, previous, run_info):
+def _new_manifest(sweep, previous, run_info, code=None):
     """The manifest of a run.
 
     ``sweep.cells`` hold tuple values as their comma text (see :attr:`Sweep.identity`);
@@ -406,6 +424,12 @@ def _new_manifest(sweep, previous, run_info):
     # run rewrites them all, so none of the previous run's is kept
     checksums = {CONFIG_CHECKSUM: _json_checksum(sweep.identity["config"])}
     environment = run_info["environment"]
+    predictions = sweep.registered_predictions()
+    if previous and previous.get("predictions"):  # registered by the run that first wrote the directory
+        predictions = previous["predictions"]
+    else:
+        registered = {"commit": (environment.get("git") or {}).get("commit"), "time": run_info["started"]}
+        predictions = [{**p, "registered": registered} for p in predictions]
     return {
         "format": FORMAT,
         "sweep": sweep.identity,
@@ -424,6 +448,8 @@ def _new_manifest(sweep, previous, run_info):
         "n_failures": None,
         "failures": [],
         "checksums": checksums,
+        "code": code,
+        "predictions": predictions,
     }
 
 

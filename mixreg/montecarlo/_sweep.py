@@ -314,7 +314,8 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
 def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwrite, progress,
                 kernel_threads, connect_timeout):
     chunk_dir = outdir / CHUNK_DIR_NAME
-    previous = _prepare_directory(outdir, sweep, overwrite)
+    code = sweep.code()
+    previous = _prepare_directory(outdir, sweep, overwrite, code)
     loaded, failures, thread_settings, n_loaded = _load_chunks(chunk_dir, sweep)
     done.update(loaded)
     environment = provenance.environment_record(exclude=(outdir,))  # the results are data, not code
@@ -323,7 +324,7 @@ def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwri
     with _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout) as backend:
         if scheduler is not None:  # the workers are known now
             _estimate(sweep, backend.workers, costs, other=False).enforce(stacklevel=4)
-        backend.prepare(sweep)
+        backend.prepare(sweep, code)
         chunk_dir.mkdir(exist_ok=True)
         chunk_size = sweep.chunk_size or _auto_chunk_size(
             len(sweep.cells), sweep.n_trials, backend.workers, _heaviest_trial_seconds(sweep, costs))
@@ -345,7 +346,7 @@ def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwri
             **backend.info,
             "environment": environment,
         }
-        manifest = _new_manifest(sweep, previous, run_info)
+        manifest = _new_manifest(sweep, previous, run_info, code)
         _write_manifest(outdir, manifest)
         if done:
             logger.info("resuming sweep %r in %s: %d of %d trials loaded from %d chunk files",

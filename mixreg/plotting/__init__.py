@@ -11,15 +11,31 @@ cannot give, said in one line) the registry-styled series (:func:`method_style`,
 re-exported from :mod:`mixreg.methods` (data only, so trials and tables read it without
 matplotlib): the one registry of method and success-rule names, labels, colours, markers and
 line styles (:data:`METHODS`, :data:`RULES`, :data:`COMPARE`, :func:`method_label`,
-:func:`rule_title`), which every figure draws from.
+:func:`rule_title`), which every figure draws from, with a user's styles
+(:func:`register_style`) and the automatic style of any other method (:func:`styles_for`,
+:func:`auto_style`: no two unregistered methods of a figure look alike).
+
+Two figures work for any sweep, from any tidy table (:mod:`._generic`): :func:`success_plot`
+(success probability with Wilson bands against any swept field) and :func:`error_plot` (an
+error against any swept field, with the exponent fit and the prediction).  Both draw into the
+axes given (``ax=``) and return what they drew; no figure leaves a method or a row out
+without saying so.
 """
 
 from __future__ import annotations
 
 from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
-from ..methods import COMPARE, METHODS, RULES, MethodStyle, method_label, rule_title
+from ._generic import PREDICTION_LABEL, error_plot, success_plot
+from ..methods import (COMPARE, METHODS, RULES, MethodStyle, auto_style, method_label, register_style, rule_title,
+                       styles_for)
 
 __all__ = [
+    "success_plot",
+    "error_plot",
+    "PREDICTION_LABEL",
+    "register_style",
+    "styles_for",
+    "auto_style",
     "COMPARE",
     "save_figure",
     "FigureNotDrawn",

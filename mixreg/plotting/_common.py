@@ -8,23 +8,44 @@ matplotlib.use("Agg", force=False)  # a no-op when a backend was already chosen
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..methods import METHODS, MethodStyle, method_label  # noqa: E402
+from ..methods import METHODS, MethodStyle, method_label, styles_for  # noqa: E402
 
 __all__ = ["save_figure", "FigureNotDrawn", "not_drawn", "plain_tick", "method_style", "series_label",
            "median_errorbars"]
 
-# Drawn for a key the registry does not know: matplotlib's colour cycle, no marker.
-_UNREGISTERED = MethodStyle("", "", None, None, "-")
+# Drawn for a line that is no method (key None): matplotlib's colour cycle, no marker.
+_NEUTRAL = MethodStyle("", "", None, None, "-")
 
 
-def method_style(key):
-    """The registry's style of method ``key``, or a neutral one for an unregistered key."""
-    return METHODS.get(key, _UNREGISTERED)
+def method_style(key, *, among=None):
+    """The style of method ``key`` in the two-phase figures.
+
+    Parameters
+    ----------
+    key : str or None
+        A key of :data:`mixreg.methods.METHODS` (its style), a key given a style by
+        :func:`mixreg.methods.register_style` (that style), any other key (an automatic style:
+        :func:`mixreg.methods.styles_for`), or ``None`` for a line that is no method (a neutral
+        style: matplotlib's colour cycle, no marker).
+    among : sequence of str, optional
+        Every key the figure draws, so that its unregistered keys get distinct automatic styles;
+        ``None``: ``key`` alone.
+
+    Returns
+    -------
+    MethodStyle
+    """
+    if key is None:
+        return _NEUTRAL
+    return styles_for([key, *(other for other in among or () if other is not None)], view=METHODS)[key]
 
 
 def series_label(key, label):
-    """``label`` when the caller gave one, else the registry's label of method ``key``."""
-    return method_label(key) if label is None else label
+    """``label`` when the caller gave one, else the registry's label of method ``key`` (the
+    label of its registered or automatic style when :data:`~mixreg.methods.METHODS` lacks it)."""
+    if label is not None:
+        return label
+    return method_label(key) if key is None or key in METHODS else method_style(key).label
 
 
 def plain_tick(value, _pos=None):
@@ -78,13 +99,15 @@ def save_figure(fig, path_without_suffix, *more_paths):
 def median_errorbars(ax, x, series, *, spread=0.0):
     """Median markers with quartile bars for each ``(key, label, median, low, high)``.
 
-    Colour, marker and line style are the registry's for ``key``; ``label=None`` takes the
+    Colour, marker and line style are the registry's for ``key`` (an automatic style, distinct
+    for each unregistered key of ``series``: :func:`method_style`); ``label=None`` takes the
     registry's label too.  With ``spread > 0`` the series are shifted side by side on a linear
     x axis and drawn without connecting lines.
     """
     n = len(series)
+    keys = [key for key, *_ in series]
     for j, (key, label, med, lo, hi) in enumerate(series):
-        style = method_style(key)
+        style = method_style(key, among=keys)
         shift = spread * (j - (n - 1) / 2)
         xs = np.asarray(x, dtype=float) + shift
         med, lo, hi = (np.asarray(v, dtype=float) for v in (med, lo, hi))

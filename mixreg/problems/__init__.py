@@ -30,6 +30,11 @@ fraction ``p`` of each client's rows comes from its main cluster ``z_i`` and the
 mixture of all clusters; each row's true cluster is kept in ``Problem.point_labels`` (and
 ``Problem.row_labels`` gives the rows' clusters of any problem).
 
+Full feature covariances :math:`\\Sigma_l` (AR(1), Toeplitz, or your own matrices, validated
+symmetric positive definite): ``ProblemSpec(covariance="ar1:0.5")`` (text, which a sweep cell
+holds and a sweep varies over a grid) or ``ProblemSpec(covariance=matrix)`` (in-process), see
+:func:`ar1_covariance`, :func:`toeplitz_covariance`, :func:`check_covariance`.
+
 Every problem reports its realised minimum separation ``separation`` (Delta), the realised cluster
 proportions, ``p_min`` and ``snr = Delta^2 / sigma^2`` (IFCA's rho).
 
@@ -42,6 +47,7 @@ experiment can count such trials.
 
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import DegenerateProblemWarning, check_rng
+from ._covariance import COVARIANCE_KINDS, ar1_covariance, check_covariance, covariance_from_text, toeplitz_covariance
 from ._generate import (
     exact_counts,
     exact_labels,
@@ -73,6 +79,11 @@ __all__ = [
     "size_law",
     "client_sizes",
     "diagonal_covariances",
+    "ar1_covariance",
+    "toeplitz_covariance",
+    "check_covariance",
+    "covariance_from_text",
+    "COVARIANCE_KINDS",
     "ANCHOR_MODES",
     "add_anchors",
     "ProblemSpec",

@@ -1,7 +1,8 @@
 """What to generate, as one frozen object: :class:`ProblemSpec`.
 
 A specification says everything that defines a random clustered regression problem (sizes,
-``k``, cluster proportions, client-size law, covariances, the theta* protocol and scale, the
+``k``, cluster proportions, client-size law, covariances (random diagonal ones, or full ones
+given as text such as ``"ar1:0.5"``), the theta* protocol and scale, the
 noise, the storage type, anchor clients), validates it once, generates a :class:`Problem` from a
 ``numpy.random.Generator`` in one call, and round-trips exactly to a Monte Carlo cell: a trial
 function receives the cell and rebuilds the same specification, so no parameter is spelled
@@ -28,6 +29,7 @@ import numpy as np
 from ..validation import check_choice, check_dtype, check_int, check_real
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import check_rng
+from ._covariance import cluster_covariances
 from ._generate import make_labels, make_problem_from_parameters, make_theta_star, mixed_point_labels
 from ._problem import THETA_PROTOCOLS
 from ._sizes import SIZE_LAWS, diagonal_covariances, size_law
@@ -81,6 +83,15 @@ class ProblemSpec:
     cov_low, cov_high : float, 0 < cov_low <= cov_high
         Per-cluster diagonal covariances with spectrum log-uniform on ``[cov_low, cov_high]``
         (:func:`diagonal_covariances`); both 1 (default) is the identity, drawn nothing.
+    covariance : str or array, optional
+        Full feature covariances :math:`\\Sigma_l` (with ``cov_low = cov_high = 1`` only), drawn
+        nothing: text a cell can hold, ``"ar1:RHO[,SCALE]"`` (:func:`ar1_covariance`) or
+        ``"toeplitz:C0,C1,..."`` (:func:`toeplitz_covariance`, the lags beyond those given 0),
+        one matrix for every cluster; or, in-process only (a cell cannot hold it:
+        :meth:`to_cell` refuses), one ``(d, d)`` matrix for every cluster or ``(k, d, d)``
+        matrices, each validated by :func:`check_covariance` and kept as a read-only copy.
+        Omitted: ``cov_low`` and ``cov_high`` decide.  :attr:`covariance_matrices` gives the
+        matrices.
     dtype : {"float64", "float32"}
         Storage type (data are drawn in float64 and cast).
     anchor_mode : {"random", "per_cluster"}, optional
@@ -105,6 +116,9 @@ class ProblemSpec:
     ((10000, 1000), 5.6)
     >>> ProblemSpec.from_cell(spec.to_cell()) == spec
     True
+    >>> ar1 = ProblemSpec(m=4, k=2, n=50, d=3, sigma=0.1, scale=1.0, covariance="ar1:0.5")
+    >>> ar1.to_cell()["covariance"], ar1.covariance_matrices[1, 0].tolist()
+    ('ar1:0.5', [1.0, 0.5, 0.25])
     """
 
     m: int
@@ -121,6 +135,7 @@ class ProblemSpec:
     p_min: float | None = None
     cov_low: float = 1.0
     cov_high: float = 1.0
+    covariance: str | np.ndarray | None = None
     dtype: str = "float64"
     anchor_mode: str | None = None
     n_anchors: int = 0
@@ -168,6 +183,34 @@ class ProblemSpec:
                 check_int("n_anchors", self.n_anchors, low=1, high=self.m)
         if self.main_fraction is not None:
             check_real("main_fraction", self.main_fraction, low=0.0, high=1.0)
+        if self.covariance is not None:
+            if self.cov_low != 1.0 or self.cov_high != 1.0:
+                raise ValueError(f"give either covariance or cov_low/cov_high, not both: covariance="
+                                 f"{_short(self.covariance)} with cov_low={self.cov_low!r}, cov_high={self.cov_high!r}")
+            if isinstance(self.covariance, str):
+                object.__setattr__(self, "covariance", str(self.covariance))  # np.str_ too: a cell holds plain values
+            else:
+                ndim = np.ndim(self.covariance)
+                kept = np.array(self.covariance_matrices[0] if ndim == 2 else self.covariance_matrices)
+                kept.setflags(write=False)
+                object.__setattr__(self, "covariance", kept)
+            self.covariance_matrices  # validates the matrices once
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self))
+
+    def __hash__(self):
+        return hash(tuple(_hashable(getattr(self, f.name)) for f in dataclasses.fields(self)))
+
+    @cached_property
+    def covariance_matrices(self):
+        """The ``(k, d, d)`` float64 matrices :attr:`covariance` gives (read-only), or ``None``
+        without it (the identity, or random diagonal matrices drawn by :meth:`generate`)."""
+        if self.covariance is None:
+            return None
+        return cluster_covariances(self.covariance, self.k, self.d)
 
     @cached_property
     def _size_law(self):
@@ -175,8 +218,9 @@ class ProblemSpec:
 
     @property
     def identity_covariance(self) -> bool:
-        """``True`` when every cluster's features are N(0, I)."""
-        return self.cov_low == self.cov_high == 1.0
+        """``True`` when every cluster's features are N(0, I) (:attr:`covariance` omitted, and
+        ``cov_low = cov_high = 1``)."""
+        return self.covariance is None and self.cov_low == self.cov_high == 1.0
 
     @property
     def max_rows(self) -> int:
@@ -204,7 +248,8 @@ class ProblemSpec:
         anchors, :meth:`with_anchors` copies ``X`` once more (``s N d``).  Per row: the
         responses of each level, the noise and the row labels (``8 (levels + 3) N``); per
         client: sizes, offsets, labels (``24 m``); the covariances ``k d`` when not the
-        identity.  ``N`` is :attr:`max_rows`.
+        identity, and ``3 k d^2`` with :attr:`covariance` (the matrices, their Cholesky factors
+        and the symmetry check's copy).  ``N`` is :attr:`max_rows`.
 
         Parameters
         ----------
@@ -227,11 +272,14 @@ class ProblemSpec:
         size = np.dtype(self.dtype).itemsize
         copies = 16 + size + (size if self.anchor_mode is not None else 0)
         covariances = 0 if self.identity_covariance else 8 * self.k * d
+        if self.covariance is not None:
+            covariances = 24 * self.k * d * d
         return float(copies * N * d + 8 * (levels + 3) * N + 24 * self.m + covariances + 16 * self.k * d)
 
     def generate(self, rng):
-        """Draw the problem, in the order theta*, labels, client sizes, covariances, the mixed
-        rows' clusters (only with ``main_fraction``), data.
+        """Draw the problem, in the order theta*, labels, client sizes, the random diagonal
+        covariances (only when ``cov_low``, ``cov_high`` are not both 1; :attr:`covariance` draws
+        nothing), the mixed rows' clusters (only with ``main_fraction``), data.
 
         Parameters
         ----------
@@ -260,8 +308,8 @@ class ProblemSpec:
         proportions = None if self.p_min is None else cluster_proportions(self.k, self.p_min)
         labels = make_labels(self.m, self.k, proportions=proportions, rng=rng)
         sizes = self.n if self.size_law is None else self._size_law.sample(self.m, rng=rng)
-        cov = None
-        if not self.identity_covariance:
+        cov = self.covariance_matrices
+        if cov is None and not self.identity_covariance:
             cov = diagonal_covariances(self.k, self.d, rng=rng, low=self.cov_low, high=self.cov_high)
         point_labels = None
         if self.main_fraction is not None:
@@ -332,6 +380,13 @@ class ProblemSpec:
             (the cell could not say it).
         """
         schema = _check_schema(schema)
+        if self.covariance is not None and not isinstance(self.covariance, str):
+            raise ValueError("covariance given as matrices cannot be stored in a cell (a cell holds numbers and text): "
+                             "give it as text such as 'ar1:0.5' or 'toeplitz:1,0.5', or generate in-process")
+        if (self.covariance is not None and schema.keys and "covariance" not in schema.keys
+                and "covariance" not in schema.fixed):
+            raise ValueError(f"covariance={self.covariance!r} cannot be stored in this experiment's cells, "
+                             f"whose schema has no key for it")
         values = dataclasses.asdict(self)
         for name, fixed in schema.fixed.items():
             if values[name] != fixed:
@@ -355,6 +410,22 @@ class ProblemSpec:
         if missing:
             raise ValueError(f"cell must hold the key(s) {missing} of a ProblemSpec, got keys {sorted(cell)}")
         return cls(**schema.fixed, **values)
+
+
+def _same(a, b):
+    """Field equality, arrays (a covariance) compared by shape and values."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+                and bool(np.array_equal(a, b)))
+    return a == b
+
+
+def _hashable(value):
+    return (value.shape, value.tobytes()) if isinstance(value, np.ndarray) else value
+
+
+def _short(value):
+    return repr(value) if isinstance(value, str) else f"<array of shape {np.shape(value)}>"
 
 
 def _check_schema(schema):

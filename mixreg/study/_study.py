@@ -93,6 +93,15 @@ class Study:
     figures_dir : path-like, optional
     chunk_size : int, optional
         Trials per task (the checkpoint grain), default automatic; ``--chunk-size`` replaces it.
+    algorithms : sequence of str or callable, optional
+        The registered algorithms the trials run by name (:attr:`mixreg.montecarlo.Sweep.algorithms`;
+        a callable of the config gives them): worker processes get each, and their modules enter
+        the code fingerprint.  ``None`` (default): every registered algorithm.  A study that calls
+        its drivers directly gives ``()``: the modules its trial imports are fingerprinted anyway.
+    predictions : sequence or callable, optional
+        Predictions fixed before the data (:class:`mixreg.predictions.Prediction`), or a callable
+        of the config giving them: registered in the results directory's manifest before the
+        first trial (:attr:`mixreg.montecarlo.Sweep.predictions`).
     """
 
     name: str
@@ -117,6 +126,8 @@ class Study:
     paper_presets: tuple = ()
     figures_dir: pathlib.Path | None = None
     chunk_size: int | None = None
+    algorithms: tuple | Callable | None = None
+    predictions: tuple | Callable = ()
 
     def __post_init__(self):
         if (self.trial is None) == (self.trial_of is None):
@@ -169,6 +180,8 @@ class Study:
             flop_rate=rate,
             spec_type=self.spec_type,
             chunk_size=self.chunk_size,
+            algorithms=self.algorithms(config) if callable(self.algorithms) else self.algorithms,
+            predictions=self.predictions(config) if callable(self.predictions) else self.predictions,
         )
 
     # ------------------------------------------------------------------ the command line

@@ -25,7 +25,9 @@ One private module per paper, every public name re-exported here (``from mixreg.
   (``stratified_homogeneity_test``);
 * :mod:`mixreg.theory._ls_oracle`: known-label least squares as predictions fixed by the
   problem's sizes: the exact moments of its error, its probability of meeting a success
-  threshold, the pooled points it needs.
+  threshold, the pooled points it needs (rows N(0, I), or N(0, Sigma) with ``covariance=``:
+  :math:`E\\lVert\\hat\\theta^{LS} - \\theta^*\\rVert^2 = \\sigma^2 \\operatorname{tr}(\\Sigma^{-1})
+  / (N - d - 1)`).
 
 The theorems hold for *some* universal constants that the papers do not give.  Every function
 here takes them as arguments; the defaults are 1 ("unit constants") except where a short

@@ -248,3 +248,97 @@ def test_contraction_figure_takes_labels_and_colours_from_the_registry():
         assert f"{method_label(key)}: C₁ p_min, C₁ = 0.5 (median derived)" in texts
     assert len(fig.axes) == 3
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# A user's methods: register_style, automatic styles, and the two-phase figures' method_style
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def user_styles(monkeypatch):
+    """register_style's registry, emptied for the test and restored after it."""
+    import mixreg.methods
+
+    monkeypatch.setattr(mixreg.methods, "_USER", {})
+
+
+def _look(style):
+    return matplotlib.colors.to_hex(style.color), style.marker, style.linestyle
+
+
+@pytest.mark.parametrize("n", [12, 40, 168])
+def test_unregistered_methods_of_a_figure_never_share_colour_marker_and_line_style(n):
+    from mixreg.methods import AUTO_COLORS, styles_for
+
+    keys = [f"user method {i}" for i in range(n)]
+    styles = styles_for(keys)
+    assert len({_look(style) for style in styles.values()}) == n
+    assert list(styles) == keys and all(styles[key].label == key for key in keys)
+    assert {style.color for style in styles.values()} <= set(AUTO_COLORS)
+    # the style depends on the key and the set drawn: any order of the keys, the same styles
+    assert styles_for(keys[::-1]) == styles
+
+
+def test_automatic_styles_skip_registered_keys_and_neighbours_differ_in_everything():
+    from mixreg.methods import COMPARE, auto_style, styles_for
+
+    styles = styles_for(["b", "ifca", "a", "known_label_ls"])
+    assert styles["ifca"] is COMPARE["ifca"] and styles["known_label_ls"] is COMPARE["known_label_ls"]
+    assert styles["a"] == auto_style("a", 0) and styles["b"] == auto_style("b", 1)  # sorted among the unregistered
+    for i in range(40):
+        first, second = auto_style("x", i), auto_style("x", i + 1)
+        assert all(u != v for u, v in zip(_look(first), _look(second)))
+    with pytest.raises(ValueError, match="index must be an integer >= 0, got -1"):
+        auto_style("x", -1)
+
+
+def test_register_style_gives_a_users_method_its_style_and_refuses_built_in_names(user_styles):
+    from mixreg.methods import registered_style, register_style, styles_for
+
+    mine = register_style("mine", label="IFCA II, γ_t = γ_0/(1 + t/10)", color="tab:red")
+    assert registered_style("mine") is mine and styles_for(["mine", "other"])["mine"] is mine
+    assert mine.short == mine.label and mine.kind == "algorithm" and mine.study is None
+    # without colour, marker or line style: automatic ones, distinct for each registration and
+    # from the automatic styles of a figure's first unregistered keys
+    a, b = register_style("a"), register_style("b")
+    assert _look(a) != _look(b) and a.label == "a"
+    unregistered = styles_for([f"u{i}" for i in range(40)]).values()
+    assert not {_look(a), _look(b)} & {_look(style) for style in unregistered}
+    for name in ("ifca", "known_label_ls", "honest"):
+        with pytest.raises(ValueError, match=f"style {name!r} is a built-in method"):
+            register_style(name)
+    with pytest.raises(ValueError, match="'mine' is registered already; pass replace=True"):
+        register_style("mine")
+    again = register_style(MethodStyle("mine", "mine, again", "k", "o", "-"), replace=True)
+    assert registered_style("mine") is again
+    with pytest.raises(TypeError, match="style must be a MethodStyle or a method's name"):
+        register_style(3)
+    assert "mine" not in METHODS and "mine" not in mixreg.methods.COMPARE  # the built-in views stay as they were
+
+
+def test_method_style_of_the_two_phase_figures_styles_every_key(user_styles):
+    from mixreg.plotting import method_style, series_label
+
+    assert method_style("fedavg") is METHODS["fedavg"]
+    assert method_style(None).color is None and method_style(None).marker is None  # a line that is no method
+    keys = ["fedavg", "mine", "yours", None]
+    mine, yours = method_style("mine", among=keys), method_style("yours", among=keys)
+    assert _look(mine) != _look(yours)
+    assert series_label("mine", None) == "mine" and series_label("fedavg", None) == method_label("fedavg")
+    with pytest.raises(ValueError, match="method must be one of"):
+        series_label(None, None)
+
+
+def test_the_scaling_figure_draws_unregistered_methods_apart():
+    series = [(key, None, [1.0, 0.5], [0.8, 0.4], [1.2, 0.6]) for key in ("ifca", "mine", "yours")]
+    by_M = dict(M=np.array([10.0, 20.0]), series=series, theory=None)
+    by_law = dict(laws=["equal", "zipf"], chi2=[0.0, 1.5], series=series, theory=None)
+    rates = [dict(key="mine", p=[0.1, 0.2], measured=[0.05, 0.1], linear=[0.05, 0.1], C1=0.5)]
+    fig = plot_two_phase_scaling(by_M, by_law, rates, title="t")
+    drawn = [c for c in fig.axes[0].containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    assert len(drawn) == 3
+    assert len({matplotlib.colors.to_hex(c.lines[0].get_color()) for c in drawn}) == 3
+    assert len({c.lines[0].get_marker() for c in drawn}) == 3  # not one marker for every unregistered method
+    assert {"mine", "yours"} <= set(_legend_texts(fig))
+    plt.close(fig)

@@ -1,0 +1,267 @@
+"""What code a sweep runs: user-registered algorithms reach every worker, the manifest's code
+fingerprint refuses a resume after an edit, predictions are registered before the first trial."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+from mixreg.algorithms import ALGORITHMS, get_algorithm, register
+from mixreg.montecarlo import (
+    AlgorithmUnavailableError,
+    CodeChangedError,
+    ConfigMismatchError,
+    Sweep,
+    SweepWarning,
+    module_digest,
+    run_sweep,
+)
+from mixreg.montecarlo._code import code_changes
+
+TRIAL = '''
+import numpy as np
+from mixreg.algorithms import ALGORITHMS, get_algorithm
+from mixreg.problems import make_problem
+
+
+def trial(cell, seed):
+    """Every registered algorithm on one small problem: its best training loss."""
+    rng = np.random.default_rng(seed)
+    pb = make_problem(m=8, k=2, n=12, d=3, sigma=0.1, scale=2.0, protocol="gaussian", rng=rng)
+    init = rng.normal(size=(2, 2, 3))
+    out = {{}}
+    for name in {names}:
+        res = get_algorithm(name).run(pb, init, 0.1, n_rounds=4, rng=np.random.default_rng(1))
+        out[name] = float(np.nanmin(res.train_loss)) * {factor}
+    return out
+'''
+
+PLUGIN = '''
+import dataclasses
+from mixreg.algorithms import get_algorithm, register
+
+# a user's variant: FedAvg at half the step
+_base = get_algorithm("fedavg")
+
+
+def run(problem, init, step_size, **kwargs):
+    return _base.run(problem, init, {factor} * step_size, **kwargs)
+
+
+register(dataclasses.replace(_base, name="{name}", run=run, source="a test's variant"))
+'''
+
+
+def _write(path, text):
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A directory on sys.path (loky workers inherit it) for a study's modules; the modules and
+    registry entries it adds are removed afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))  # the engine starts fresh loky workers for a new sys.path
+    before_modules, before_algorithms = set(sys.modules), dict(ALGORITHMS)
+    yield tmp_path
+    for name in set(sys.modules) - before_modules:
+        if name.startswith(("usr_", "ghost_")):
+            del sys.modules[name]
+    for name in set(ALGORITHMS) - set(before_algorithms):
+        del ALGORITHMS[name]
+
+
+def _sweep(trial_fn, algorithms=None, predictions=()):
+    return Sweep("code", trial_fn, [{"a": 1}, {"a": 2}], n_trials=2, root_seed=3, config={},
+                 algorithms=algorithms, predictions=predictions)
+
+
+def test_a_plugin_algorithm_runs_on_two_loky_workers_as_in_process(package, tmp_path):
+    # the issue's trap: registered in the user's module, never imported by the workers, the
+    # method had no column and read as "diverged"
+    _write(package / "usr_plugin_a.py", PLUGIN.format(name="usr_half", factor=0.5))
+    _write(package / "usr_trial_a.py", TRIAL.format(names='["fedavg", "usr_half"]', factor=1))
+    importlib.import_module("usr_plugin_a")
+    trial = importlib.import_module("usr_trial_a").trial
+    sweep = _sweep(trial, algorithms=["fedavg", "usr_half"])
+    two = run_sweep(sweep, tmp_path / "two", jobs=2)
+    one = run_sweep(sweep, tmp_path / "one", jobs=1)
+    assert [r["error"] for r in two.records] == [""] * 4
+    assert [r["usr_half"] for r in two.records] == [r["usr_half"] for r in one.records]
+    assert all(r["usr_half"] != r["fedavg"] for r in two.records)  # it ran, at its own step
+    assert set(two.manifest["code"]["algorithms"]) == {"fedavg", "usr_half"}
+    assert "usr_plugin_a" in two.manifest["code"]["algorithms"]["usr_half"]
+
+
+def test_an_algorithm_registered_in_a_script_reaches_the_workers(tmp_path):
+    script = tmp_path / "study.py"
+    _write(script, '''
+        import dataclasses, sys
+        import numpy as np
+        from mixreg.algorithms import get_algorithm, register
+        from mixreg.montecarlo import Sweep, run_sweep
+        from mixreg.problems import make_problem
+
+        base = get_algorithm("fedavg")
+
+        def run(problem, init, step_size, **kwargs):  # defined in __main__: shipped by value
+            return base.run(problem, init, 0.5 * step_size, **kwargs)
+
+        register(dataclasses.replace(base, name="script_half", run=run))
+
+        def trial(cell, seed):
+            rng = np.random.default_rng(seed)
+            pb = make_problem(m=8, k=2, n=12, d=3, sigma=0.1, scale=2.0, protocol="gaussian", rng=rng)
+            res = get_algorithm("script_half").run(pb, rng.normal(size=(2, 2, 3)), 0.1, n_rounds=3)
+            return {"loss": float(np.nanmin(res.train_loss))}
+
+        if __name__ == "__main__":
+            sweep = Sweep("script", trial, [{"a": 1}, {"a": 2}], n_trials=2, root_seed=0, config={})
+            result = run_sweep(sweep, sys.argv[1], jobs=2)
+            print([r["error"] for r in result.records])
+    ''')
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['', '', '', '']"
+
+
+def test_an_algorithm_a_worker_cannot_get_stops_the_run_naming_it(package, tmp_path):
+    # its driver lives in a module that exists in this process only: the workers cannot import it
+    ghost = types.ModuleType("ghost_drivers")
+    base = get_algorithm("fedavg")
+
+    def run(problem, init, step_size, **kwargs):
+        return base.run(problem, init, step_size, **kwargs)
+
+    run.__module__, run.__qualname__ = ghost.__name__, "run"  # found there by name: pickled by reference
+    ghost.run = run
+    sys.modules[ghost.__name__] = ghost
+    register(dataclasses.replace(base, name="ghost_alg", run=run), module="ghost_drivers")
+    _write(package / "usr_trial_g.py", TRIAL.format(names='["ghost_alg"]', factor=1))
+    trial = importlib.import_module("usr_trial_g").trial
+    with pytest.raises(AlgorithmUnavailableError, match=r"algorithm 'ghost_alg' \(registered by module "
+                                                        r"ghost_drivers\).*No module named 'ghost_drivers'"):
+        run_sweep(_sweep(trial, algorithms=["ghost_alg"]), tmp_path / "out", jobs=2)
+    assert len(str(AlgorithmUnavailableError("a", "b", "c")).splitlines()) == 1
+
+
+def test_an_unknown_algorithm_is_refused_when_the_run_starts(package, tmp_path):
+    _write(package / "usr_trial_u.py", TRIAL.format(names='["fedavg"]', factor=1))
+    trial = importlib.import_module("usr_trial_u").trial
+    with pytest.raises(ValueError, match=r"^algorithms: unknown algorithm 'nope'"):
+        run_sweep(_sweep(trial, algorithms=["fedavg", "nope"]), tmp_path / "out")
+    with pytest.raises(TypeError, match="algorithms must be a sequence"):
+        _sweep(trial, algorithms="fedavg")
+
+
+def test_a_rerun_after_editing_the_trial_refuses_naming_it(package, tmp_path):
+    _write(package / "usr_trial_e.py", TRIAL.format(names='["fedavg"]', factor=1))
+    module = importlib.import_module("usr_trial_e")
+    first = run_sweep(_sweep(module.trial, algorithms=["fedavg"]), tmp_path / "out", jobs=2)
+    # a comment is not code: the same fingerprint, the rerun loads every record
+    _write(package / "usr_trial_e.py", "# a comment\n" + TRIAL.format(names='["fedavg"]', factor=1))
+    module = importlib.reload(module)
+    again = run_sweep(_sweep(module.trial, algorithms=["fedavg"]), tmp_path / "out", jobs=2)
+    assert again.manifest["runs"][-1]["chunks_computed"] == 0
+    # the issue's trap: an edited trial returned the old records without a word
+    _write(package / "usr_trial_e.py", TRIAL.format(names='["fedavg"]', factor=2))
+    module = importlib.reload(module)
+    with pytest.raises(CodeChangedError, match=r"other code \(changed since: the trial function's module "
+                                               r"usr_trial_e\).*--overwrite"):
+        run_sweep(_sweep(module.trial, algorithms=["fedavg"]), tmp_path / "out", jobs=2)
+    redone = run_sweep(_sweep(module.trial, algorithms=["fedavg"]), tmp_path / "out", jobs=2, overwrite=True)
+    assert [r["fedavg"] for r in redone.records] == [2 * r["fedavg"] for r in first.records]
+
+
+def test_a_rerun_after_editing_an_algorithm_refuses_naming_it(package, tmp_path):
+    _write(package / "usr_plugin_e.py", PLUGIN.format(name="usr_edited", factor=0.5))
+    _write(package / "usr_trial_p.py", TRIAL.format(names='["usr_edited"]', factor=1))
+    importlib.import_module("usr_plugin_e")
+    trial = importlib.import_module("usr_trial_p").trial
+    run_sweep(_sweep(trial, algorithms=["usr_edited"]), tmp_path / "out", jobs=2)
+    _write(package / "usr_plugin_e.py", PLUGIN.format(name="usr_edited", factor=0.25))
+    with pytest.raises(CodeChangedError, match=r"algorithm 'usr_edited' \(module usr_plugin_e\)"):
+        run_sweep(_sweep(trial, algorithms=["usr_edited"]), tmp_path / "out", jobs=2)
+
+
+def test_a_manifest_without_a_fingerprint_warns(package, tmp_path):
+    _write(package / "usr_trial_o.py", TRIAL.format(names='["fedavg"]', factor=1))
+    trial = importlib.import_module("usr_trial_o").trial
+    run_sweep(_sweep(trial, algorithms=["fedavg"]), tmp_path / "out")
+    path = tmp_path / "out" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["code"]
+    path.write_text(json.dumps(manifest))
+    with pytest.warns(SweepWarning, match="records no code fingerprint"):
+        run_sweep(_sweep(trial, algorithms=["fedavg"]), tmp_path / "out")
+
+
+def test_module_digest_ignores_comments_only(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    digests = []
+    for i, text in enumerate(["x = 1\n", "x = 1  # one\n\n", "x = 2\n", "'''doc'''\nx = 1\n"]):
+        _write(tmp_path / f"usr_digest_{i}.py", text)
+        digests.append(module_digest(importlib.import_module(f"usr_digest_{i}").__name__))
+        del sys.modules[f"usr_digest_{i}"]
+    assert digests[0] == digests[1] and len({digests[0], digests[2], digests[3]}) == 3
+
+
+def test_code_changes_names_each_change():
+    old = {"trial_fn": {"module": "t", "sha256": "a"}, "modules": {"m": "1", "gone": "2"},
+           "algorithms": {"x": {"p": "1"}, "y": {"q": "1"}}}
+    new = {"trial_fn": {"module": "t", "sha256": "a"}, "modules": {"m": "9", "fresh": "3"},
+           "algorithms": {"x": {"p": "2"}, "z": {"r": "1"}}}
+    assert code_changes(old, new) == ["module fresh (newly imported)", "module gone (no longer imported)", "module m",
+                                      "algorithm 'x' (module p)", "algorithm 'y' (no longer run)",
+                                      "algorithm 'z' (newly run)"]
+    assert code_changes(new, new) == []
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prediction:
+    name: str
+    value: float
+
+    def to_json(self):
+        return {"name": self.name, "value": self.value}
+
+    @property
+    def sha256(self):
+        return f"{self.name}-{self.value}"
+
+
+def test_predictions_are_registered_before_the_data_and_cannot_change_after(package, tmp_path):
+    _write(package / "usr_trial_r.py", TRIAL.format(names='["fedavg"]', factor=1))
+    trial = importlib.import_module("usr_trial_r").trial
+    result = run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 1.0)]), tmp_path / "out")
+    (entry,) = result.manifest["predictions"]
+    assert entry["name"] == "floor" and entry["sha256"] == "floor-1.0"
+    assert entry["registered"]["time"] == result.manifest["runs"][0]["started"]
+    again = run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 1.0)]), tmp_path / "out")
+    assert again.manifest["predictions"] == result.manifest["predictions"]  # still the first run's registration
+    with pytest.raises(ConfigMismatchError, match=r"differing keys: predictions\.floor"):
+        run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 2.0)]), tmp_path / "out")
+    with pytest.raises(ValueError, match="distinct names"):
+        _sweep(trial, predictions=[_Prediction("a", 1.0), _Prediction("a", 2.0)])
+
+
+@pytest.mark.dask
+def test_a_plugin_algorithm_runs_on_dask_workers(package, tmp_path, monkeypatch):
+    # Dask's workers are separate programs: the study's directory reaches them through PYTHONPATH
+    monkeypatch.setenv("PYTHONPATH", str(package))
+    _write(package / "usr_plugin_d.py", PLUGIN.format(name="usr_dask_half", factor=0.5))
+    _write(package / "usr_trial_d.py", TRIAL.format(names='["usr_dask_half"]', factor=1))
+    importlib.import_module("usr_plugin_d")
+    trial = importlib.import_module("usr_trial_d").trial
+    sweep = _sweep(trial, algorithms=["usr_dask_half"])
+    dask = run_sweep(sweep, tmp_path / "dask", dask_local=2, progress=False)
+    one = run_sweep(sweep, tmp_path / "one")
+    assert [r["error"] for r in dask.records] == [""] * 4
+    assert [r["usr_dask_half"] for r in dask.records] == [r["usr_dask_half"] for r in one.records]
