@@ -254,14 +254,13 @@ def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unsta
     algorithm, problem, rng, step_size, unstable_step_size, skip
         As for :func:`check_algorithm`.
 
-    Yields
-    ------
-    name : str
-        A key of :data:`CHECKS`, in order.
-    check : callable
-        ``check()`` returns ``None`` when the algorithm passes, raises :class:`ContractViolation`
+    Returns
+    -------
+    iterator of (name, check)
+        ``name`` a key of :data:`CHECKS`, in order; ``check()`` returns ``None`` when the algorithm passes, raises :class:`ContractViolation`
         when it fails and :class:`CheckSkipped` when the check does not apply.  The checks of one
-        call share their problems, built on first use.
+        call share their problems and reference runs, built on first use.  The arguments are
+        validated at the call, before any check runs.
 
     Examples
     --------
@@ -293,8 +292,7 @@ def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unsta
         raise TypeError(f"problem must be a mixreg Problem or None, got {type(problem).__name__}")
     seeds = _SEEDS if rng is None else tuple(int(s) for s in np.random.default_rng(rng).integers(2**32, size=3))
     context = _Context(algorithm, problem, seeds, step, unstable)
-    for name, keyword in CHECKS.items():
-        yield name, _check(name, keyword, skip.get(name), context)
+    return ((name, _check(name, keyword, skip.get(name), context)) for name, keyword in CHECKS.items())
 
 
 # --------------------------------------------------------------------------------------------

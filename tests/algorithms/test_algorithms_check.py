@@ -16,6 +16,7 @@ import pytest
 
 from mixreg.algorithms import (
     CHECKS,
+    DEFAULT_BLOWUP,
     Algorithm,
     CheckReport,
     CheckSkipped,
@@ -40,24 +41,25 @@ def toy(*defects):
     on the pooled least squares of the clients whose loss it minimises; ``defects`` break it."""
     defects = set(defects)
 
-    def run(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=1e6,
+    def run(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=DEFAULT_BLOWUP,
             server_step=None, schedule=None):
         start = time.perf_counter()
         T_in = max(n_rounds, 1) if "accepts_zero_rounds" in defects else n_rounds
         theta, eta, T, tol = check_run(problem, init, step_size, T_in, tol)
         if "one_round_less_for_one_replica" in defects and np.ndim(init) == 2:
             T = max(T - 1, 1)
-        if blowup not in (None, 1e6):
-            raise ValueError(f"blowup must be None or 1e6 (the toy's only factor), got {blowup!r}")
         B, k, d = theta.shape
         if "global_random" in defects:
             theta += 1e-3 * np.random.standard_normal(theta.shape).astype(theta.dtype)
         if "draws_from_rng" in defects:
             theta += 1e-3 * rng.standard_normal(theta.shape).astype(theta.dtype)
         server_step = ServerStep() if server_step is None or "ignores_server_step" in defects else server_step
-        only_non_finite = (blowup is None and "blowup_none_is_default" not in defects) or "only_non_finite" in defects
+        if "blowup_none_is_default" in defects and blowup is None:
+            blowup = DEFAULT_BLOWUP
+        if "only_non_finite" in defects:
+            blowup = None
         replicas = Replicas(B, T, None if "ignores_tol" in defects else tol, theta0=theta,
-                            floors=None if only_non_finite else data_scales(problem))
+                            floors=data_scales(problem), blowup=blowup)
         rec = HistoryRecorder(problem, T, B, k, ("matched_max",)) if history else None
         state = server_step.start(theta)
         if rec is not None:
@@ -243,3 +245,8 @@ def test_the_problem_and_the_seeds_are_the_callers():
 def test_bad_arguments_of_the_checker(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_algorithm_checks_refuses_bad_arguments_when_called_not_when_iterated():
+    with pytest.raises(ValueError, match=r"skip names unknown checks \['nope'\]"):
+        algorithm_checks(entry(), skip={"nope": "x"})
