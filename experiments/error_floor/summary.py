@@ -129,8 +129,7 @@ def _exponents(config, records, points):
             predicted = MINIMAX[axis] if setting == "known_label_ls" else COROLLARY[axis]
             fit = fit_exponent([r["x"] for r in used], samples, statistic="mean", n_boot=config.n_boot,
                                rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
-            others = exponent_verdict(f"{setting}: final error ~ {axis}^{predicted:+g} ({SETTINGS[setting]['source']})",
-                                      predicted, fit, tolerance=config.tolerance).status
+            status = exponent_verdict(f"{setting} along {axis}", predicted, fit, tolerance=config.tolerance).status
             if failing:
                 verdict = "fails: not contracting"
                 where = ", ".join(f"{r['x']:.3g}" for r in failing)
@@ -138,9 +137,9 @@ def _exponents(config, records, points):
                 note = (f"at {axis} = {where}: {sum(r['not_contracting'] for r in failing)} of "
                         f"{sum(r['trials'] for r in failing)} trials end above the initial distance alpha Delta "
                         f"({diverged} diverged); fitted on the other {len(used)} points only, where the slope "
-                        f"{'is consistent with' if others == 'consistent' else others} {predicted:+g}")
+                        f"{'is consistent with' if status == 'consistent' else status} {predicted:+g}")
             else:
-                verdict, note = others, ""
+                verdict, note = status, ""
             logs = [(math.log(r["x"]), math.log(r["mean"])) for r in used if r["mean"] and r["mean"] > 0]
             anchor_x = math.exp(np.mean([u for u, _ in logs])) if logs else math.nan
             anchor_y = math.exp(np.mean([v for _, v in logs])) if logs else math.nan
