@@ -182,18 +182,8 @@ def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.
     stat = np.mean if statistic == "mean" else np.median
     clean = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
     u = np.log(x) if log_x else x
-
-    def line(groups):
-        v = np.array([stat(g) if g.size else np.nan for g in groups])
-        ok = np.isfinite(v) & (v > 0)
-        if ok.sum() < 2:
-            return np.nan, np.nan, int(ok.sum())
-        slope, intercept = np.polyfit(u[ok], np.log(v[ok]), 1)
-        return float(slope), float(intercept), int(ok.sum())
-
-    slope, intercept, n_points = line(clean)
-    boots = np.array([line([g[rng.integers(0, g.size, g.size)] if g.size else g for g in clean])[0]
-                      for _ in range(n_boot)])
+    slope, intercept, n_points = _line(u, clean, stat)
+    boots = _bootstrap_lines(u, clean, stat, n_boot, rng)[:, 0]
     boots = boots[np.isfinite(boots)]
     if boots.size and np.isfinite(slope):
         low, high = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
@@ -201,6 +191,25 @@ def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.
         low = high = np.nan
     return SlopeFit(slope=slope, intercept=intercept, low=float(low), high=float(high), level=level,
                     n_points=n_points, n_boot=n_boot)
+
+
+def _line(u, groups, stat):
+    """Least-squares line of ``log stat(group)`` on ``u`` over the groups whose statistic is finite
+    and positive: ``(slope, intercept, groups used)``, ``nan`` twice with fewer than two."""
+    v = np.array([stat(g) if g.size else np.nan for g in groups])
+    ok = np.isfinite(v) & (v > 0)
+    if ok.sum() < 2:
+        return np.nan, np.nan, int(ok.sum())
+    slope, intercept = np.polyfit(u[ok], np.log(v[ok]), 1)
+    return float(slope), float(intercept), int(ok.sum())
+
+
+def _bootstrap_lines(u, groups, stat, n_boot, rng):
+    """``(n_boot, 2)`` slopes and intercepts of :func:`_line` refitted on the trials resampled within
+    each group (one ``rng.integers`` call per group and replicate, in that order)."""
+    lines = [_line(u, [g[rng.integers(0, g.size, g.size)] if g.size else g for g in groups], stat)[:2]
+             for _ in range(n_boot)]
+    return np.array(lines, dtype=float).reshape(n_boot, 2)
 
 
 def slope_verdict(predicted, fit, *, tolerance=0.0):

@@ -19,7 +19,7 @@ LAYERS = (
     ("mixreg", "mixreg.validation", "mixreg._fixed_order", "mixreg.methods"),
     ("mixreg.kernels", "mixreg.problems", "mixreg.metrics", "mixreg.stats", "mixreg.theory", "mixreg.clustering",
      "mixreg.provenance"),
-    ("mixreg.baselines", "mixreg.local_solvers", "mixreg.trajectories"),
+    ("mixreg.baselines", "mixreg.local_solvers", "mixreg.trajectories", "mixreg.predictions"),
     ("mixreg.algorithms",),
     ("mixreg.montecarlo", "mixreg.plotting"),
     ("mixreg.cli",),

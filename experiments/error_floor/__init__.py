@@ -26,8 +26,9 @@ The error of a trial is the permutation-matched distance per cluster, maximum ov
 (Theorem 1 holds for all ``j``); the statistic is its mean over the trials.  Each axis and
 setting gets a row of ``exponents.csv``: the predicted exponent and where it comes from, the
 fitted one (least squares of ``log mean`` on ``log x``) with its 95% stratified bootstrap
-interval (:func:`mixreg.stats.fit_slope`), the verdict (:func:`mixreg.stats.slope_verdict`,
-widened by ``tolerance``), and what our own derivation predicts (``derived``).
+interval (:func:`mixreg.predictions.fit_exponent`), the verdict
+(:func:`mixreg.predictions.exponent_verdict`, widened by ``tolerance``), and what our own
+derivation predicts (``derived``).
 
 Writes into the results directory (default ``results/error_floor/<preset>``):
 

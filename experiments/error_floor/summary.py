@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from mixreg.problems import exact_labels, make_labels
-from mixreg.stats import bootstrap_mean_interval, finite_mean, fit_slope, loglog_slope, slope_verdict
+from mixreg.predictions import exponent_verdict, fit_exponent
+from mixreg.stats import bootstrap_mean_interval, finite_mean, loglog_slope
 from mixreg.theory import ifca_safe_step_size, ifca_stationary_error, ifca_step_size
 
 __all__ = ["NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS", "axis_points", "summarise"]
@@ -126,20 +127,19 @@ def _exponents(config, records, points):
                 params = dict(dict(axis_points(config, axis))[r["value"]])
                 samples.append(_values(_select(records, params), column))
             predicted = MINIMAX[axis] if setting == "known_label_ls" else COROLLARY[axis]
-            fit = fit_slope([r["x"] for r in used], samples, statistic="mean", n_boot=config.n_boot,
-                            rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
+            fit = fit_exponent([r["x"] for r in used], samples, statistic="mean", n_boot=config.n_boot,
+                               rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
+            status = exponent_verdict(f"{setting} along {axis}", predicted, fit, tolerance=config.tolerance).status
             if failing:
                 verdict = "fails: not contracting"
-                others = slope_verdict(predicted, fit, tolerance=config.tolerance)
                 where = ", ".join(f"{r['x']:.3g}" for r in failing)
                 diverged = sum(r["diverged"] for r in failing)
                 note = (f"at {axis} = {where}: {sum(r['not_contracting'] for r in failing)} of "
                         f"{sum(r['trials'] for r in failing)} trials end above the initial distance alpha Delta "
                         f"({diverged} diverged); fitted on the other {len(used)} points only, where the slope "
-                        f"{'is consistent with' if others == 'consistent' else others} {predicted:+g}")
+                        f"{'is consistent with' if status == 'consistent' else status} {predicted:+g}")
             else:
-                verdict = slope_verdict(predicted, fit, tolerance=config.tolerance)
-                note = ""
+                verdict, note = status, ""
             logs = [(math.log(r["x"]), math.log(r["mean"])) for r in used if r["mean"] and r["mean"] > 0]
             anchor_x = math.exp(np.mean([u for u, _ in logs])) if logs else math.nan
             anchor_y = math.exp(np.mean([v for _, v in logs])) if logs else math.nan
@@ -172,8 +172,9 @@ def summarise(config, records):
         (mean chosen step).
         ``exponents``: one row per axis and setting: ``predicted`` (Corollary 1's exponent, or
         the minimax rate's for known-label least squares) and its ``source``, ``fitted`` with
-        its 95% bootstrap interval ``low``/``high``, ``verdict`` (``consistent``,
-        ``contradicts``, ``undetermined``, or ``fails: not contracting`` when a theorem-setting
+        its 95% bootstrap interval ``low``/``high`` (:func:`mixreg.predictions.fit_exponent`),
+        ``verdict`` (:func:`mixreg.predictions.exponent_verdict`: ``consistent``,
+        ``contradicts``, ``not tested``, or ``fails: not contracting`` when a theorem-setting
         run did not contract at some axis value, which ``note`` names; the fit then uses the
         other values), ``covered`` (the setting is Theorem 1's), ``n_points``, ``intercept``,
         ``anchor_x``/``anchor_y`` (geometric centre of the fitted points: where the predicted

@@ -49,6 +49,7 @@ from .summary import (
     NAME,
     PAPER_R,
     PREDICTION_TEXT,
+    PREDICTIONS,
     RULES_DRAWN,
     TABLES,
     predictions,
@@ -56,8 +57,8 @@ from .summary import (
 )
 
 __all__ = ["STUDY", "Config", "PRESETS", "cells_of", "predictions", "summarise", "draw", "NAME", "TABLES",
-           "DEFAULT_SEED", "RULES_DRAWN", "PAPER_R", "EDGE_PROBABILITY", "PREDICTION_TEXT", "plot_success_vs_m",
-           "plot_success_heatmap"]
+           "DEFAULT_SEED", "RULES_DRAWN", "PAPER_R", "EDGE_PROBABILITY", "PREDICTION_TEXT", "PREDICTIONS",
+           "plot_success_vs_m", "plot_success_heatmap"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

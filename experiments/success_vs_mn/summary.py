@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from mixreg.metrics import oracle_ls_floor
+from mixreg.predictions import Constant, Prediction
 from mixreg.problems import make_labels
 from mixreg.stats import group_rates
 from mixreg.theory import crossing_draws, draws_interval, half_crossing, ls_oracle_success_probability, ls_points_needed
 
 from experiments.success_vs_R.trial import unpack_levels
 
-__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "RULES_DRAWN", "PREDICTION_TEXT", "predictions", "summarise"]
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "RULES_DRAWN", "PREDICTION_TEXT", "THRESHOLD_FACTOR", "PREDICTIONS",
+           "predictions", "summarise"]
 
 NAME = "success_vs_mn"
 TABLES = ("rates", "theory", "crossings")  # written as <name>.csv; the figures are drawn from them alone
@@ -36,8 +38,44 @@ PAPER_R = {"paper-c": 0.1, "paper-d": 0.5}
 EDGE_PROBABILITY = 0.05
 
 
-def _threshold(config):
-    return 0.6 * config.sigma + config.threshold_offset
+#: The success threshold is ``factor sigma + offset``.
+THRESHOLD_FACTOR = Constant(0.6, "the official IFCA code's success rule: distance < 0.6 sigma")
+_FIELDS = ("k", "m", "n", "d", "sigma", "threshold_offset")
+
+
+def _cluster_points(cell):
+    """Pooled points per cluster: ``n`` per client, the ``m`` clients dealt as :func:`make_labels`."""
+    return np.bincount(make_labels(cell["m"], cell["k"]), minlength=cell["k"]) * cell["n"]
+
+
+def _ls_rms_over_threshold(cell, factor):
+    threshold = factor * cell["sigma"] + cell["threshold_offset"]
+    rms = float(np.max(oracle_ls_floor(cell["sigma"], cell["d"], _cluster_points(cell))))
+    return rms / threshold if threshold > 0 else float("inf")
+
+
+def _oracle_success(cell, factor):
+    threshold = factor * cell["sigma"] + cell["threshold_offset"]
+    return ls_oracle_success_probability(cell["sigma"], cell["d"], _cluster_points(cell), threshold)
+
+
+def _m_needed(cell, factor):
+    return cell["k"] * ls_points_needed(cell["sigma"], cell["d"], factor * cell["sigma"] + cell["threshold_offset"]) \
+        / cell["n"]
+
+
+#: The known-label least-squares predictions of a cell (k, m, n, d, sigma, threshold_offset), exact given
+#: the sizes: no constant is fitted.
+PREDICTIONS = tuple(
+    Prediction(name, formula, text, constants={"factor": THRESHOLD_FACTOR}, fields=_FIELDS)
+    for name, formula, text in (
+        ("ls_rms_over_threshold", _ls_rms_over_threshold,
+         "sigma sqrt(d / (N - d - 1)) / (0.6 sigma + offset), N the smallest cluster's pooled points"),
+        ("oracle_success_probability", _oracle_success,
+         "P(known-label least squares' error < 0.6 sigma + offset) on every cluster"),
+        ("m_needed", _m_needed,
+         "k N / n, N the pooled points at which sigma sqrt(d / (N - d - 1)) = 0.6 sigma + offset"),
+    ))
 
 
 def predictions(config):
@@ -51,22 +89,16 @@ def predictions(config):
         offset``), ``ls_unlikely`` (that ratio exceeds 1: the shaded region),
         ``oracle_success_probability`` (:func:`mixreg.theory.ls_oracle_success_probability`),
         ``m_needed`` (for this n, the m at which the RMS error meets the threshold with
-        ``N = m n / k``, :func:`mixreg.theory.ls_points_needed`) and ``status``.
+        ``N = m n / k``, :func:`mixreg.theory.ls_points_needed`) and ``status``; each of the three
+        numbers is one of :data:`PREDICTIONS` at the cell.
     """
-    threshold = _threshold(config)
-    rows = []
-    for n in sorted(config.ns):
-        m_needed = config.k * ls_points_needed(config.sigma, config.d, threshold) / n
-        for m in sorted(config.ms):
-            sizes = np.bincount(make_labels(m, config.k), minlength=config.k) * n
-            rms = float(np.max(oracle_ls_floor(config.sigma, config.d, sizes)))
-            ratio = rms / threshold if threshold > 0 else float("inf")
-            rows.append(dict(n=int(n), m=int(m), points_per_cluster=int(sizes.min()),
-                             ls_rms_over_threshold=float(ratio), ls_unlikely=bool(ratio > 1.0),
-                             oracle_success_probability=float(
-                                 ls_oracle_success_probability(config.sigma, config.d, sizes, threshold)),
-                             m_needed=float(m_needed), status="prediction, fixed before the runs"))
-    return rows
+    cells = [dict(k=config.k, m=int(m), n=int(n), d=config.d, sigma=config.sigma,
+                  threshold_offset=config.threshold_offset) for n in sorted(config.ns) for m in sorted(config.ms)]
+    ratio, probability, needed = (p.predict(cells) for p in PREDICTIONS)
+    return [dict(n=cell["n"], m=cell["m"], points_per_cluster=int(_cluster_points(cell).min()),
+                 ls_rms_over_threshold=float(r), ls_unlikely=bool(r > 1.0), oracle_success_probability=float(q),
+                 m_needed=float(mn), status="prediction, fixed before the runs")
+            for cell, r, q, mn in zip(cells, ratio, probability, needed)]
 
 
 def summarise(config, records):

@@ -165,6 +165,24 @@ def test_reduced_run_shows_the_predicted_structure(tmp_path, monkeypatch):
     assert not figures.exists()
 
 
+def test_the_predictions_are_registered_objects_fixed_by_the_sizes():
+    """Each number of theory.csv is one of the study's registered predictions at its cell, with the
+    threshold's factor 0.6 sourced from the success rule; known-label least squares at m = 40,
+    n = 5, k = 2, d = 50: N = 100 pooled points, RMS 0.1 sqrt(50 / 49) over the threshold 0.06."""
+    config = exp.Config(preset="t", k=2, ms=(10, 40), ns=(5, 20), d=50, sigma=0.1, rs=(0.25,), trials=2, n_inits=1,
+                        step_sizes=(0.1,), n_rounds=5, dtype="float64")
+    row = next(r for r in exp.predictions(config) if (r["m"], r["n"]) == (40, 5))
+    cell = dict(k=2, m=40, n=5, d=50, sigma=0.1, threshold_offset=0.0)
+    ratio, probability, needed = (p.predict([cell])[0] for p in exp.PREDICTIONS)
+    assert (ratio, probability, needed) == (row["ls_rms_over_threshold"], row["oracle_success_probability"],
+                                            row["m_needed"])
+    assert ratio == pytest.approx(0.1 * np.sqrt(50 / 49) / 0.06, rel=1e-12) and row["points_per_cluster"] == 100
+    records = [p.to_json() for p in exp.PREDICTIONS]
+    assert all(r["fixed_before_data"] and r["constants"]["factor"]["value"] == 0.6 for r in records)
+    assert all("success rule" in r["constants"]["factor"]["source"] for r in records)
+    assert len({p.sha256 for p in exp.PREDICTIONS}) == 3
+
+
 def test_figure_says_the_region_is_a_prediction(tmp_path):
     """Legend and footnote of both figures name the shaded region a prediction made before the runs."""
     import matplotlib.pyplot as plt
