@@ -278,7 +278,7 @@ def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unsta
     ['entry', 'common_fields', 'inputs_untouched']
     """
     algorithm = _check_entry(algorithm)
-    settings = CHECK_SETTINGS.get(algorithm.name, {})
+    settings = CHECK_SETTINGS.get(algorithm.name, CHECK_SETTINGS.get(algorithm.base, {}))  # a variant: its base's
     step = _positive("step_size", step_size if step_size is not None else settings.get("step_size", 0.1))
     unstable = _positive("unstable_step_size", unstable_step_size if unstable_step_size is not None
                          else settings.get("unstable_step_size", 10 * step))

@@ -75,6 +75,10 @@ class Algorithm:
         ``n_min`` (the driver raises ``ValueError`` on such a problem).  A comparison checks it
         before running the method and records the refusal (:func:`unmet_precondition`); ``None``:
         no requirement beyond a valid problem.
+    base : str, optional
+        The registered entry this one is a :func:`variant` of (its server step or schedule
+        changed), e.g. ``"ifca_model"``; ``None`` for an entry of its own.  The contract checks
+        (:func:`mixreg.algorithms.check_algorithm`) use the base's settings for a variant.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Algorithm:
     options: dict = field(default_factory=dict)
     communication: Callable | None = None
     precondition: Callable | None = None
+    base: str | None = None
 
     @property
     def takes_server_step(self):
@@ -248,7 +253,7 @@ def variant(algorithm, *, server_step=None, schedule=None, name=None):
 
     names = {keyword: value.name for keyword, value in fixed.items()}
     return dataclasses.replace(algorithm, name=name or "_".join([algorithm.name, *names.values()]), run=varied,
-                               options={**algorithm.options, **names})
+                               options={**algorithm.options, **names}, base=algorithm.base or algorithm.name)
 
 
 def with_server_step(algorithm, server_step, *, name=None):

@@ -14,11 +14,36 @@ built-ins and the checks that cannot apply to them (with the reason) are
 
 import pytest
 
-from mixreg.algorithms import ALGORITHMS, CheckSkipped, algorithm_checks, get_algorithm
+from mixreg.algorithms import (
+    ALGORITHMS,
+    CheckSkipped,
+    HeavyBall,
+    InverseTime,
+    Nesterov,
+    PiecewiseConstant,
+    algorithm_checks,
+    get_algorithm,
+    variant,
+)
 
 NAMES = sorted(ALGORITHMS)
 CASES = [pytest.param(check, id=f"{name}-{check_name}")
          for name in NAMES for check_name, check in algorithm_checks(name)]
+
+_DECAYING = ("a step decaying as 1 / t converges sublinearly: tol = 1e-9 is not reached within the check's 500 "
+             "rounds")
+#: Server-step and schedule variants, each one entry (:func:`mixreg.algorithms.variant`), under the
+#: same contract, with the checks a decaying step cannot meet skipped and said why.
+VARIANTS = [
+    (variant(get_algorithm("ifca"), server_step=HeavyBall(0.5)), None),
+    (variant(get_algorithm("ifca_model"), schedule=InverseTime(20.0)), {"tolerance_stops": _DECAYING}),
+    (variant(get_algorithm("fedavg"), server_step=Nesterov(0.5)), None),
+    (variant(get_algorithm("fesem"), server_step=HeavyBall(0.5), schedule=PiecewiseConstant((50,), (1.0, 0.5))),
+     None),
+    (variant(get_algorithm("oneshot"), server_step=Nesterov(0.5)), None),
+]
+VARIANT_CASES = [pytest.param(check, id=f"{entry.name}-{check_name}")
+                 for entry, skip in VARIANTS for check_name, check in algorithm_checks(entry, skip=skip)]
 
 
 def test_every_builtin_is_registered():
@@ -32,6 +57,14 @@ def test_every_builtin_is_registered():
 
 @pytest.mark.parametrize("check", CASES)
 def test_contract(check):
+    try:
+        check()
+    except CheckSkipped as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("check", VARIANT_CASES)
+def test_variant_contract(check):
     try:
         check()
     except CheckSkipped as exc:
