@@ -16,7 +16,7 @@ from mixreg.algorithms import ALGORITHMS, InverseTime, get_algorithm, initial_pa
 from mixreg.algorithms import unmet_precondition
 from mixreg.baselines import known_label_least_squares
 from mixreg.metrics import best_permutation
-from mixreg.montecarlo import Sweep, run_sweep
+from mixreg.montecarlo import Sweep, run_sweep, write_table
 from mixreg.plotting import error_plot, save_figure, success_plot
 from mixreg.predictions import Prediction, exponent_verdict, fit_exponent, level_verdict, claims_table
 from mixreg.problems import ProblemSpec, ar1_covariance
@@ -69,8 +69,8 @@ def main(outdir):
     verdicts = [level_verdict("known-label LS meets its exact floor", floor.predict([{"m": m} for m in ms]), low, high),
                 exponent_verdict("the variant's squared error ~ m^-1", -1.0, fit_exponent(ms, ours, held_out=[80.0],
                                                                                           rng=rng))]
-    for row in claims_table(verdicts):
-        print(row["status"], "|", row["claim"], "|", row["numbers"])
+    for row in write_table(f"{outdir}/claims.csv", claims_table(verdicts), record=True) and claims_table(verdicts):
+        print(f"{row['status']}: {row['claim']} ({row['why']})")
     return result, verdicts
 
 

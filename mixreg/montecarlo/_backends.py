@@ -187,9 +187,11 @@ def _retire_stale_pool(code):
     kept worker would run the old code, or not find the module at all.  The next run then
     starts fresh workers (about a second).
     """
-    digests = {code["trial_fn"]["module"]: code["trial_fn"]["sha256"], **code["modules"]}
-    for modules in code["algorithms"].values():
-        digests.update(modules)
+    trial = code["trial_fn"]
+    digests = {f"{trial['module']}:{trial['name']}": trial["sha256"], **trial["modules"]}
+    for name, record in code["algorithms"].items():
+        digests[f"algorithm {name}"] = record["sha256"]
+        digests.update(record["modules"])
     known = _POOL_STARTED_WITH["digests"]
     path = tuple(sys.path)
     stale = (_POOL_STARTED_WITH["path"] not in (None, path)

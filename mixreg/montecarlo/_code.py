@@ -1,20 +1,22 @@
 """What code computes a sweep's records: the fingerprint compared on resume, and the registered
 algorithms every worker process must hold.
 
-The fingerprint (:func:`code_fingerprint`, the manifest's ``code``) is a digest of the source of
+The fingerprint (:func:`code_fingerprint`, the manifest's ``code``) has, for the trial function
+and for each algorithm the sweep runs (:attr:`Sweep.algorithms`; by default every registered
+one: its ``run`` and the functions it wraps, its options),
 
-* the trial function's module;
-* every module of ``mixreg`` or of the trial module's own top-level package that the trial
-  module imports names from (its globals: the drivers, problems and helpers it calls);
-* for each algorithm the sweep runs (:attr:`Sweep.algorithms`; by default every registered
-  one), the module of its driver function (through ``functools.wraps`` wrappers) and the module
-  that registered it.
+* the digest of its own code: its source, the source of every function and class of its own
+  module it reaches by name (transitively), and the plain values it reads (module constants,
+  closure cells, a schedule's parameters);
+* the whole-module digest of every module of ``mixreg`` (or of its own top-level package) it
+  takes anything else from (a driver, a kernel module, a problem class).
 
-A module's digest is the sha256 of its source's tokens without comments and blank lines, so an
-edit of a comment keeps it and any other edit (code, a string, a docstring) changes it; the
-digest does not depend on the Python version.  An edit elsewhere (a kernel the driver calls,
-NumPy) is not in the fingerprint: the manifest's git commit and package versions change, which a
-resumed run reports with a :class:`SweepWarning`.
+Sources enter without comments and layout (tokens), so a comment edit keeps the fingerprint, an
+edit of the figure code of a one-file study keeps it (the trial does not reach that code), and
+any other edit the trial or an algorithm reaches changes it; it does not depend on the Python
+version.  What is beyond one module away (a kernel that a driver's module calls through another
+module, NumPy) is not in the fingerprint: the manifest's git commit and package versions change,
+which a resumed run reports with a :class:`SweepWarning`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import inspect
 import io
 import os
 import sys
+import textwrap
 import tokenize
 import types
 
@@ -70,27 +73,130 @@ def module_digest(name):
         return None
 
 
-def _imported_modules(module, own):
-    """Modules of mixreg and of package ``own`` that ``module``'s globals come from."""
-    tops = {"mixreg"} | ({own} if own and own != "__main__" else set())
-    found = set()
-    for value in vars(module).values():
-        if isinstance(value, types.ModuleType):
-            name = value.__name__
-        elif isinstance(value, (type, types.FunctionType)):
-            name = getattr(value, "__module__", None)
-        else:
-            continue
-        if name and name.split(".")[0] in tops and name != module.__name__:
-            found.add(name)
-    return sorted(found)
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
-def _algorithm_modules(name):
+def _top(name):
+    return (name or "").split(".")[0]
+
+
+class _CodeDigest:
+    """The digest of a function's code as a sweep runs it: its normalised source, the source of the
+    functions and classes of its own module it reaches by name (transitively), the plain values
+    it reads (module constants, closure cells, an entry's options), and the whole-module digests
+    of the modules of ``tops`` (mixreg, the study's own package) it takes anything else from.
+
+    So an edit of the figure code of a one-file study, or of a comment, leaves the trial's digest
+    as it was, and an edit of any code the trial reaches changes it.
+    """
+
+    def __init__(self, tops):
+        self.tops = set(tops)
+        self.parts, self.modules, self.seen = [], set(), set()
+
+    def digest(self):
+        return hashlib.sha256("\n".join(self.parts).encode("utf-8")).hexdigest()[:16]
+
+    def function(self, fn):
+        if id(fn) in self.seen:
+            return
+        self.seen.add(id(fn))
+        module = getattr(fn, "__module__", None)
+        code = getattr(fn, "__code__", None)
+        if code is None:  # a callable object: its class
+            self.value("<callable>", fn, module)
+            return
+        # by its qualified name only: a script's trial keeps its digest imported as a module
+        self.parts.append(f"def {fn.__qualname__}\n{_object_source(fn)}")
+        names = set()
+        stack = [code]
+        while stack:
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        scope = getattr(fn, "__globals__", {})
+        for name in sorted(names):
+            if name in scope:
+                self.value(name, scope[name], module)
+        for i, cell in enumerate(getattr(fn, "__closure__", None) or ()):
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            self.value(f"<closure {i}>", contents, module)
+        if getattr(fn, "__wrapped__", None) is not None:
+            self.function(fn.__wrapped__)
+
+    def value(self, name, value, home):
+        if isinstance(value, _PLAIN):
+            self.parts.append(f"{name}={value!r}")
+        elif isinstance(value, types.ModuleType):
+            if _top(value.__name__) in self.tops:
+                self.modules.add(value.__name__)
+        elif isinstance(value, (types.FunctionType, type)):
+            module = getattr(value, "__module__", None)
+            if id(value) in self.seen:
+                return
+            if module == home and isinstance(value, types.FunctionType):
+                self.function(value)
+            elif module == home:  # a class of the same module: its source and its methods
+                self.seen.add(id(value))
+                self.parts.append(f"class {value.__qualname__}\n{_object_source(value)}")
+                for member in vars(value).values():
+                    member = getattr(member, "__func__", member)  # staticmethod, classmethod
+                    if isinstance(member, types.FunctionType):
+                        self.function(member)
+            elif _top(module) in self.tops:
+                self.modules.add(module)
+        elif isinstance(value, (tuple, list, set, frozenset)):
+            items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+            self.parts.append(f"{name}={type(value).__name__}[{len(items)}]")
+            for i, item in enumerate(items):
+                self.value(f"{name}[{i}]", item, home)
+        elif isinstance(value, dict):
+            self.parts.append(f"{name}=dict[{len(value)}]")
+            for key in sorted(value, key=repr):
+                self.value(f"{name}[{key!r}]", value[key], home)
+        elif hasattr(value, "dtype") and hasattr(value, "tobytes"):  # an array or a NumPy scalar
+            self.parts.append(f"{name}=array {value.dtype} {getattr(value, 'shape', ())} "
+                              f"{hashlib.sha256(value.tobytes()).hexdigest()[:16]}")
+        else:  # any other object: its type, and its plain attributes (a schedule's t0, a spec's fields)
+            self.value(f"{name}.__class__", type(value), home)
+            attributes = getattr(value, "__dict__", None)
+            if isinstance(attributes, dict) and len(attributes) <= 64:
+                for key in sorted(attributes):
+                    if isinstance(attributes[key], (*_PLAIN, types.FunctionType)):  # e.g. an entry's run
+                        self.value(f"{name}.{key}", attributes[key], home)
+
+
+def _object_source(obj):
+    """The source of a function or class without comments or layout (its bytecode when it has
+    no source file, e.g. typed at a prompt)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(obj))
+        return _source_digest(source.encode("utf-8"))
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError, IndentationError):
+        code = getattr(obj, "__code__", None)
+        return "bytecode " + (hashlib.sha256(code.co_code).hexdigest()[:16] if code is not None else "?")
+
+
+def _code_record(fns, tops, extra=()):
+    digest = _CodeDigest(tops)
+    for part in extra:
+        digest.parts.append(part)
+    for fn in fns:
+        digest.function(fn)
+    return {"sha256": digest.digest(), "modules": {name: module_digest(name) for name in sorted(digest.modules)}}
+
+
+def _algorithm_record(name):
     from mixreg.algorithms import get_algorithm, registered_by
 
-    run = inspect.unwrap(get_algorithm(name).run)
-    return sorted({registered_by(name), getattr(run, "__module__", None) or "?"})
+    entry = get_algorithm(name)
+    tops = {"mixreg", _top(registered_by(name)), _top(getattr(inspect.unwrap(entry.run), "__module__", None))}
+    tops.discard("__main__")
+    options = sorted((key, repr(value)) for key, value in entry.options.items())
+    return _code_record([entry.run], tops, extra=[f"algorithm {name} uses_rng={entry.uses_rng} options={options}"])
 
 
 def sweep_algorithms(sweep):
@@ -108,50 +214,72 @@ def sweep_algorithms(sweep):
     return list(sweep.algorithms)
 
 
+def _spec_modules(spec_type, tops):
+    import typing
+
+    try:
+        hints = list(typing.get_type_hints(spec_type).values())
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: the bases only
+        hints = []
+    classes = list(spec_type.__mro__[1:]) + [h for h in hints if isinstance(h, type)]
+    return {c.__module__ for c in classes if _top(c.__module__) in tops}
+
+
 def code_fingerprint(sweep):
-    """The manifest's ``code``: digests of the modules that compute ``sweep``'s records.
+    """The manifest's ``code``: digests of the code that computes ``sweep``'s records.
 
     Returns
     -------
     dict
-        ``{"trial_fn": {"module", "sha256"}, "modules": {name: sha256}, "algorithms": {name:
-        {module: sha256}}}`` (see the module docstring); ``None`` for a module without source.
+        ``{"trial_fn": {"name", "module", "sha256", "modules"}, "algorithms": {name: {"sha256",
+        "modules"}}}``: for the trial function and each algorithm the sweep runs, the digest of
+        its own code (:class:`_CodeDigest`) and the whole-module digests of the mixreg (or
+        same-package) modules it takes names from; ``None`` for a module without source.
     """
     fn = sweep.trial_fn
     module_name = getattr(fn, "__module__", None) or "__main__"
-    module = sys.modules.get(module_name)
-    own = module_name.split(".")[0]
-    imported = _imported_modules(module, own) if module is not None else []
+    tops = {"mixreg", _top(module_name)} - {"__main__"}
+    extra = []
+    if sweep.spec_type is not None:  # the cells reach the trial through its spec type
+        extra.append(f"spec {sweep.spec_type.__qualname__}")
+    trial = _code_record([fn] + ([sweep.spec_type] if sweep.spec_type is not None else []), tops, extra)
+    if sweep.spec_type is not None:  # what the spec is made of: its bases and its fields' types (a ProblemSpec)
+        trial["modules"].update({name: module_digest(name) for name in _spec_modules(sweep.spec_type, tops)})
+        trial["modules"] = dict(sorted(trial["modules"].items()))
     return {
-        "trial_fn": {"module": module_name, "sha256": module_digest(module_name) if module else None},
-        "modules": {name: module_digest(name) for name in imported},
-        "algorithms": {name: {m: module_digest(m) for m in _algorithm_modules(name)}
-                       for name in sweep_algorithms(sweep)},
+        "trial_fn": {"name": getattr(fn, "__qualname__", repr(fn)), "module": module_name, **trial},
+        "algorithms": {name: _algorithm_record(name) for name in sweep_algorithms(sweep)},
     }
 
 
-def code_changes(old, new):
-    """What differs between two fingerprints, one phrase per change (empty when the same)."""
-    changes = []
-    if (old.get("trial_fn") or {}).get("sha256") != new["trial_fn"]["sha256"]:
-        changes.append(f"the trial function's module {new['trial_fn']['module']}")
-    old_modules = old.get("modules") or {}
-    for name in sorted(set(old_modules) | set(new["modules"])):
-        if name not in new["modules"]:
-            changes.append(f"module {name} (no longer imported)")
+def _record_changes(what, old, new):
+    changes = [what] if old.get("sha256") != new["sha256"] else []
+    old_modules, new_modules = old.get("modules") or {}, new["modules"]
+    for name in sorted(set(old_modules) | set(new_modules)):
+        if name not in new_modules:
+            changes.append(f"{what}: module {name} (no longer used)")
         elif name not in old_modules:
-            changes.append(f"module {name} (newly imported)")
-        elif old_modules[name] != new["modules"][name]:
-            changes.append(f"module {name}")
+            changes.append(f"{what}: module {name} (newly used)")
+        elif old_modules[name] != new_modules[name]:
+            changes.append(f"{what}: module {name}")
+    return changes
+
+
+def code_changes(old, new):
+    """What differs between two fingerprints (:func:`code_fingerprint`), one phrase per change
+    (empty when the same), e.g. ``"the trial function mystudy:trial"``, ``"algorithm 'mine':
+    module mixreg.kernels"``."""
+    trial = new["trial_fn"]
+    changes = _record_changes(f"the trial function {trial['module']}:{trial['name']}", old.get("trial_fn") or {},
+                              trial)
     old_algorithms = old.get("algorithms") or {}
     for name in sorted(set(old_algorithms) | set(new["algorithms"])):
         if name not in new["algorithms"]:
             changes.append(f"algorithm {name!r} (no longer run)")
         elif name not in old_algorithms:
             changes.append(f"algorithm {name!r} (newly run)")
-        elif old_algorithms[name] != new["algorithms"][name]:
-            edited = [m for m in new["algorithms"][name] if old_algorithms[name].get(m) != new["algorithms"][name][m]]
-            changes.append(f"algorithm {name!r} (module {', '.join(edited) or 'list'})")
+        else:
+            changes += _record_changes(f"algorithm {name!r}", old_algorithms[name], new["algorithms"][name])
     return changes
 
 

@@ -96,7 +96,7 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     rows = _rows(table, [x, success, *([method] if method else []), *([trials] if trials else [])])
     groups, not_drawn = _groups(rows, method, methods, default=success)
-    fig, ax = _axes(ax)
+    fig, ax = _axes(ax, len(groups))
     styles = styles_for(groups, view=COMPARE)
     drawn = dict(figure=fig, ax=ax, lines={}, bands={}, arrays={}, styles=styles, excluded={})
     notes = []
@@ -128,7 +128,8 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
         line, = ax.plot(values, p, color=style.color, marker=style.marker, ls=style.linestyle, lw=1.6, ms=5,
                         label=text)
         drawn["lines"][key] = line
-        drawn["bands"][key] = ax.fill_between(values, low, high, color=line.get_color(), alpha=0.15, lw=0)
+        drawn["bands"][key] = ax.fill_between(values, low, high, color=line.get_color(), alpha=0.15 if len(groups) <= CROWDED else 0.06,
+                                             lw=0)
         drawn["arrays"][key] = dict(x=values, k=k, n=n, p=p, low=low, high=high)
         drawn["excluded"][key] = sum(reasons.values())
         notes.append(_row_note(key, reasons, len(group)))
@@ -137,7 +138,7 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(x)
     ax.set_ylabel(label if label is not None else f"success probability ({success})")
-    ax.legend(fontsize=8, title=f"band: {level:.0%} Wilson interval", title_fontsize=8)
+    _legend(ax, len(groups), f"band: {level:.0%} Wilson interval")
     drawn["note"] = _note(notes, not_drawn)
     return drawn
 
@@ -219,7 +220,8 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     rng = np.random.default_rng(0) if rng is None else rng
     rows = _rows(table, [x, y, *([method] if method else [])])
     groups, not_drawn = _groups(rows, method, methods, default=y)
-    fig, ax = _axes(ax)
+    entries = len(groups) * (2 if fit else 1) + (prediction is not None)  # legend entries
+    fig, ax = _axes(ax, entries)
     styles = styles_for(groups, view=COMPARE)
     drawn = dict(figure=fig, ax=ax, errorbars={}, fit_lines={}, fits={}, prediction=None, arrays={}, styles=styles,
                  excluded={})
@@ -281,7 +283,7 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     ax.set_xlabel(x)
     ax.set_ylabel(label if label is not None else f"{y} ({statistic})")
     interval = f"{level:.0%} interval of the mean" if statistic == "mean" else "quartiles"
-    ax.legend(fontsize=8, title=f"{statistic} over trials, bars: {interval}", title_fontsize=8)
+    _legend(ax, entries, f"{statistic} over trials, bars: {interval}")
     ax.grid(True, which="both", alpha=0.25)
     drawn["note"] = _note(notes, not_drawn)
     return drawn
@@ -356,8 +358,20 @@ def _is_pair(value):
     return isinstance(value, (tuple, list)) and len(value) == 2 and np.ndim(value[0]) == 1 == np.ndim(value[1])
 
 
-def _axes(ax):
+#: Above this many series, the legend goes beside the axes (and a figure made here is wider) and
+#: the bands are lighter, so that they do not hide the curves.
+CROWDED = 6
+
+
+def _axes(ax, n_series):
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        wide = n_series > CROWDED
+        fig, ax = plt.subplots(figsize=(6.4 + (3.6 if wide else 0.0), 4.8), layout="constrained")
         return fig, ax
     return ax.figure, ax
+
+
+def _legend(ax, n_series, title):
+    """The legend: inside the axes, or beside them (upper left, outside) for a crowded figure."""
+    outside = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0) if n_series > CROWDED else {}
+    return ax.legend(fontsize=8, title=title, title_fontsize=8, **outside)

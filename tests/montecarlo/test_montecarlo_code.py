@@ -96,7 +96,7 @@ def test_a_plugin_algorithm_runs_on_two_loky_workers_as_in_process(package, tmp_
     assert [r["usr_half"] for r in two.records] == [r["usr_half"] for r in one.records]
     assert all(r["usr_half"] != r["fedavg"] for r in two.records)  # it ran, at its own step
     assert set(two.manifest["code"]["algorithms"]) == {"fedavg", "usr_half"}
-    assert "usr_plugin_a" in two.manifest["code"]["algorithms"]["usr_half"]
+    assert "mixreg.kernels" in two.manifest["code"]["algorithms"]["fedavg"]["modules"]  # what its driver calls
 
 
 def test_an_algorithm_registered_in_a_script_reaches_the_workers(tmp_path):
@@ -173,8 +173,8 @@ def test_a_rerun_after_editing_the_trial_refuses_naming_it(package, tmp_path):
     # the issue's trap: an edited trial returned the old records without a word
     _write(package / "usr_trial_e.py", TRIAL.format(names='["fedavg"]', factor=2))
     module = importlib.reload(module)
-    with pytest.raises(CodeChangedError, match=r"other code \(changed since: the trial function's module "
-                                               r"usr_trial_e\).*--overwrite"):
+    with pytest.raises(CodeChangedError, match=r"other code \(changed since: the trial function "
+                                               r"usr_trial_e:trial\).*--overwrite"):
         run_sweep(_sweep(module.trial, algorithms=["fedavg"]), tmp_path / "out", jobs=2)
     redone = run_sweep(_sweep(module.trial, algorithms=["fedavg"]), tmp_path / "out", jobs=2, overwrite=True)
     assert [r["fedavg"] for r in redone.records] == [2 * r["fedavg"] for r in first.records]
@@ -187,7 +187,7 @@ def test_a_rerun_after_editing_an_algorithm_refuses_naming_it(package, tmp_path)
     trial = importlib.import_module("usr_trial_p").trial
     run_sweep(_sweep(trial, algorithms=["usr_edited"]), tmp_path / "out", jobs=2)
     _write(package / "usr_plugin_e.py", PLUGIN.format(name="usr_edited", factor=0.25))
-    with pytest.raises(CodeChangedError, match=r"algorithm 'usr_edited' \(module usr_plugin_e\)"):
+    with pytest.raises(CodeChangedError, match=r"changed since: algorithm 'usr_edited'\)"):
         run_sweep(_sweep(trial, algorithms=["usr_edited"]), tmp_path / "out", jobs=2)
 
 
@@ -213,14 +213,55 @@ def test_module_digest_ignores_comments_only(tmp_path, monkeypatch):
     assert digests[0] == digests[1] and len({digests[0], digests[2], digests[3]}) == 3
 
 
+STUDY_FILE = """
+import numpy as np
+from mixreg.metrics import matched_mean_distance
+
+SCALE = {scale}
+
+
+def helper(x):
+    return SCALE * x
+
+
+def trial(cell, seed):
+    return {{"v": helper(cell["a"])}}
+
+
+def draw(records):  # figure code: the trial never reaches it
+    return {draw}
+"""
+
+
+def _trial_digest(package, text, name):
+    _write(package / f"{name}.py", text)
+    module = importlib.import_module(name)
+    return _sweep(module.trial, algorithms=[]).code()["trial_fn"]
+
+
+def test_the_trial_digest_covers_what_the_trial_reaches_and_nothing_else(package):
+    base = _trial_digest(package, STUDY_FILE.format(scale=2, draw=1), "usr_fp_0")
+    figure_edit = _trial_digest(package, STUDY_FILE.format(scale=2, draw=2), "usr_fp_1")
+    constant_edit = _trial_digest(package, STUDY_FILE.format(scale=3, draw=1), "usr_fp_2")
+    helper_edit = _trial_digest(package, STUDY_FILE.format(scale=2, draw=1).replace("SCALE * x", "SCALE + x"),
+                                "usr_fp_3")
+    assert figure_edit["sha256"] == base["sha256"]  # a one-file study's figure code is not the trial's
+    assert constant_edit["sha256"] != base["sha256"] and helper_edit["sha256"] != base["sha256"]
+    assert base["modules"] == {}  # it imports matched_mean_distance from mixreg.metrics but never calls it
+    uses = STUDY_FILE.format(scale=2, draw=1).replace('helper(cell["a"])',
+                                                      'matched_mean_distance(np.ones((1, 2)), np.ones((1, 2)))')
+    assert list(_trial_digest(package, uses, "usr_fp_4")["modules"]) == ["mixreg.metrics"]
+
+
 def test_code_changes_names_each_change():
-    old = {"trial_fn": {"module": "t", "sha256": "a"}, "modules": {"m": "1", "gone": "2"},
-           "algorithms": {"x": {"p": "1"}, "y": {"q": "1"}}}
-    new = {"trial_fn": {"module": "t", "sha256": "a"}, "modules": {"m": "9", "fresh": "3"},
-           "algorithms": {"x": {"p": "2"}, "z": {"r": "1"}}}
-    assert code_changes(old, new) == ["module fresh (newly imported)", "module gone (no longer imported)", "module m",
-                                      "algorithm 'x' (module p)", "algorithm 'y' (no longer run)",
-                                      "algorithm 'z' (newly run)"]
+    old = {"trial_fn": {"module": "t", "name": "trial", "sha256": "a", "modules": {"m": "1", "gone": "2"}},
+           "algorithms": {"x": {"sha256": "1", "modules": {"p": "1"}}, "y": {"sha256": "1", "modules": {}}}}
+    new = {"trial_fn": {"module": "t", "name": "trial", "sha256": "b", "modules": {"m": "9", "fresh": "3"}},
+           "algorithms": {"x": {"sha256": "1", "modules": {"p": "2"}}, "z": {"sha256": "1", "modules": {}}}}
+    assert code_changes(old, new) == [
+        "the trial function t:trial", "the trial function t:trial: module fresh (newly used)",
+        "the trial function t:trial: module gone (no longer used)", "the trial function t:trial: module m",
+        "algorithm 'x': module p", "algorithm 'y' (no longer run)", "algorithm 'z' (newly run)"]
     assert code_changes(new, new) == []
 
 
