@@ -41,11 +41,13 @@ The built-in views are read-only.  A user's method gets its style in one of two 
 * every other key gets an **automatic style** from :func:`styles_for`: the ``i``-th of the
   distinct unregistered keys of a figure, **in sorted order** (so the style depends on the key
   and on the set of keys drawn, not on the order of the table's rows), gets colour
-  ``i mod 8`` of the Okabe-Ito palette (:data:`AUTO_COLORS`, safe for the common colour-vision
-  deficiencies), marker ``i mod 7`` (:data:`AUTO_MARKERS`) and line style ``i mod 3``
-  (:data:`AUTO_LINESTYLES`): as 8, 7 and 3 are pairwise coprime, the first 168 unregistered keys
-  of a figure have distinct (colour, marker, line style) triples, and neighbours differ in all
-  three (:func:`auto_style`).  Figures that draw the same keys draw them alike.
+  ``i mod 11`` of the Okabe-Ito palette and three of Paul Tol's (:data:`AUTO_COLORS`, safe for the
+  common colour-vision deficiencies), marker ``i mod 7`` (:data:`AUTO_MARKERS`) and line style
+  ``i mod 3`` (:data:`AUTO_LINESTYLES`): as 11, 7 and 3 are pairwise coprime, the first 231
+  unregistered keys of a figure have distinct (colour, marker, line style) triples, and
+  neighbours differ in all three (:func:`auto_style`); the colours close to those of the
+  registered styles the figure draws are skipped, so a user's method never looks like a
+  built-in.  Figures that draw the same keys draw them alike.
 
 Examples
 --------
@@ -280,13 +282,16 @@ def rule_title(rule):
 
 #: The Okabe-Ito palette (Okabe and Ito, *Color Universal Design*, 2002), distinguishable under
 #: the common colour-vision deficiencies: orange, sky blue, bluish green, yellow, blue,
-#: vermillion, reddish purple, black.
-AUTO_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000")
-#: The markers of automatic styles (7: coprime with the 8 colours and the 3 line styles).
+#: vermillion, reddish purple, black; then Paul Tol's indigo, olive and dark red (his "muted" and
+#: "dark" schemes), far from the registered styles' colours, so that a figure with the built-in
+#: methods still has automatic colours of its own.
+AUTO_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000",
+               "#332288", "#999933", "#661100")
+#: The markers of automatic styles (7: coprime with the 11 colours and the 3 line styles).
 AUTO_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 #: The line styles of automatic styles (3).
 AUTO_LINESTYLES = ("-", "--", "-.")
-# how many automatic styles differ (8, 7 and 3 are pairwise coprime)
+# how many automatic styles differ (11, 7 and 3 are pairwise coprime)
 _N_AUTO = len(AUTO_COLORS) * len(AUTO_MARKERS) * len(AUTO_LINESTYLES)
 
 # the styles registered by register_style, by key; read through registered_style and styles_for
@@ -369,9 +374,9 @@ def registered_style(key):
 def auto_style(key, index):
     """The automatic style of the ``index``-th unregistered key of a figure.
 
-    Colour ``index mod 8`` of :data:`AUTO_COLORS`, marker ``index mod 7`` of
+    Colour ``index mod 11`` of :data:`AUTO_COLORS`, marker ``index mod 7`` of
     :data:`AUTO_MARKERS`, line style ``index mod 3`` of :data:`AUTO_LINESTYLES`; by the Chinese
-    remainder theorem, indices ``0, ..., 167`` give distinct triples.  Label and short name are
+    remainder theorem, indices ``0, ..., 230`` give distinct triples.  Label and short name are
     ``str(key)``.
 
     Parameters
@@ -394,7 +399,7 @@ def auto_style(key, index):
     --------
     >>> s = auto_style("mine", 9)
     >>> s.label, s.color, s.marker, s.linestyle
-    ('mine', '#56B4E9', '^', '-')
+    ('mine', '#999933', '^', '-')
     """
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"index must be an integer >= 0, got {index!r}")
@@ -418,8 +423,9 @@ def styles_for(keys, *, view=COMPARE):
     dict
         Key to :class:`MethodStyle`, in order of first appearance.  The unregistered keys (in
         neither ``view`` nor :func:`register_style`'s registry) get :func:`auto_style` by their
-        position in the sorted list of the distinct unregistered keys: the style of a key
-        depends on the key and the set of keys drawn, never on the rows' order.
+        position in the sorted list of the distinct unregistered keys, skipping the automatic
+        colours close to a registered style's colour in the same figure (:func:`_clear_indices`):
+        the style of a key depends on the key and the set of keys drawn, never on the rows' order.
 
     Examples
     --------
@@ -431,6 +437,35 @@ def styles_for(keys, *, view=COMPARE):
     """
     keys = list(dict.fromkeys(keys))
     unregistered = sorted((key for key in keys if key not in view and key not in _USER), key=str)
-    index = {key: i for i, key in enumerate(unregistered)}
+    registered = [view[key] if key in view else _USER[key] for key in keys if key not in unregistered]
+    index = dict(zip(unregistered, _clear_indices(len(unregistered), [s.color for s in registered])))
     return {key: view[key] if key in view else _USER[key] if key in _USER else auto_style(key, index[key])
             for key in keys}
+
+
+def _rgb(color):
+    from matplotlib.colors import to_rgb
+
+    try:
+        return to_rgb(color)
+    except ValueError:
+        return None
+
+
+def _clear_indices(n, taken, distance=0.25):
+    """``n`` indices of :func:`auto_style`, in increasing order, skipping those whose colour is
+    within ``distance`` (RGB, in [0, 1]^3) of a colour in ``taken`` (the registered styles the
+    figure draws), so that a user's method is not drawn in a built-in's colour; every index is
+    used when every colour is that close."""
+    near = [_rgb(c) for c in taken if c is not None]
+    near = [c for c in near if c is not None]
+    clear = [i for i, colour in enumerate(AUTO_COLORS)
+             if all(sum((a - b) ** 2 for a, b in zip(_rgb(colour), c)) ** 0.5 > distance for c in near)]
+    if not clear:
+        return list(range(n))
+    indices, i = [], 0
+    while len(indices) < n:
+        if i % len(AUTO_COLORS) in clear:
+            indices.append(i)
+        i += 1
+    return indices

@@ -25,11 +25,12 @@ without saying so.
 from __future__ import annotations
 
 from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
-from ._generic import PREDICTION_LABEL, error_plot, success_plot
+from ._generic import CROWDED, PREDICTION_LABEL, error_plot, success_plot
 from ..methods import (COMPARE, METHODS, RULES, MethodStyle, auto_style, method_label, register_style, rule_title,
                        styles_for)
 
 __all__ = [
+    "CROWDED",
     "success_plot",
     "error_plot",
     "PREDICTION_LABEL",

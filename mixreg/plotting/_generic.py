@@ -11,7 +11,9 @@ names every registered algorithm), a style given by :func:`mixreg.methods.regist
 an automatic one, distinct for every unregistered method of the figure
 (:func:`mixreg.methods.styles_for`).  Rows that cannot be drawn (a missing or non-finite value,
 a value <= 0 on a log axis) are excluded and counted, in the method's legend entry and in the
-returned ``note``, never silently.
+returned ``note``, never silently.  A crowded figure (more than :data:`CROWDED` legend entries)
+keeps it readable: the legend beside the axes (a figure made here is wider), the methods' short
+names, one entry per method with its fit, and lighter bands.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from scipy.stats import norm
 from ..methods import COMPARE, styles_for
 from ..stats import fit_slope, wilson_interval
 
-__all__ = ["success_plot", "error_plot", "PREDICTION_LABEL"]
+__all__ = ["success_plot", "error_plot", "PREDICTION_LABEL", "CROWDED"]
 
 #: Legend text of the prediction line of :func:`error_plot`.
 PREDICTION_LABEL = "prediction (fixed before the data)"
@@ -124,7 +126,7 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
             p = k / n
         low, high = wilson_interval(k, n, level)
         style = styles[key]
-        text = style.label + _excluded(reasons, len(group))
+        text = (style.short or style.label if len(groups) > CROWDED else style.label) + _excluded(reasons, len(group))
         line, = ax.plot(values, p, color=style.color, marker=style.marker, ls=style.linestyle, lw=1.6, ms=5,
                         label=text)
         drawn["lines"][key] = line
@@ -221,6 +223,7 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     rows = _rows(table, [x, y, *([method] if method else [])])
     groups, not_drawn = _groups(rows, method, methods, default=y)
     entries = len(groups) * (2 if fit else 1) + (prediction is not None)  # legend entries
+    crowded = entries > CROWDED
     fig, ax = _axes(ax, entries)
     styles = styles_for(groups, view=COMPARE)
     drawn = dict(figure=fig, ax=ax, errorbars={}, fit_lines={}, fits={}, prediction=None, arrays={}, styles=styles,
@@ -250,25 +253,29 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
             low = np.array([np.quantile(s, 0.25) for s in samples])
             high = np.array([np.quantile(s, 0.75) for s in samples])
         style = styles[key]
+        result = None
+        if fit and values.size >= 2:
+            result = fit_slope(values, samples, log_x=logx, statistic=statistic, n_boot=n_boot, level=level, rng=rng)
+            drawn["fits"][key] = result
+        fitted = result is not None and np.isfinite(result.slope)
+        slope = f"fit: slope {result.slope:.3g} [{result.low:.3g}, {result.high:.3g}]" if fitted else ""
+        # a crowded legend has one entry per method: its short name, with its fit
+        text = (f"{style.short or style.label}{', ' + slope if slope else ''}" if crowded else style.label)
         bars = ax.errorbar(values, centre, yerr=np.abs([centre - low, high - centre]), color=style.color,
                            marker=style.marker, ls=style.linestyle, lw=1.6, ms=5, capsize=2,
-                           label=style.label + _excluded(reasons, len(group)))
+                           label=text + _excluded(reasons, len(group)))
         colour = bars.lines[0].get_color()
         drawn["errorbars"][key] = bars
         drawn["arrays"][key] = dict(x=values, n=n, y=centre, low=low, high=high)
         drawn["excluded"][key] = sum(reasons.values())
         notes.append(_row_note(key, reasons, len(group)))
         spans.extend(values.tolist())
-        if fit and values.size >= 2:
-            result = fit_slope(values, samples, log_x=logx, statistic=statistic, n_boot=n_boot, level=level, rng=rng)
-            drawn["fits"][key] = result
-            if np.isfinite(result.slope):
-                grid = _grid(values, logx)
-                u = np.log(grid) if logx else grid
-                line, = ax.plot(grid, np.exp(result.intercept + result.slope * u), color=colour, ls=":", lw=1.2,
-                                label=f"{style.short or style.label}, fit: slope {result.slope:.3g} "
-                                      f"[{result.low:.3g}, {result.high:.3g}]")
-                drawn["fit_lines"][key] = line
+        if fitted:
+            grid = _grid(values, logx)
+            u = np.log(grid) if logx else grid
+            line, = ax.plot(grid, np.exp(result.intercept + result.slope * u), color=colour, ls=":", lw=1.2,
+                            label="_fit" if crowded else f"{style.short or style.label}, {slope}")
+            drawn["fit_lines"][key] = line
     if prediction is not None:
         if callable(prediction):
             grid = _grid(np.array(spans, dtype=float), logx) if spans else np.array([])
@@ -283,7 +290,7 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     ax.set_xlabel(x)
     ax.set_ylabel(label if label is not None else f"{y} ({statistic})")
     interval = f"{level:.0%} interval of the mean" if statistic == "mean" else "quartiles"
-    _legend(ax, entries, f"{statistic} over trials, bars: {interval}")
+    _legend(ax, entries, f"{statistic} over trials, bars: {interval}" + (", dotted: fit" if crowded and fit else ""))
     ax.grid(True, which="both", alpha=0.25)
     drawn["note"] = _note(notes, not_drawn)
     return drawn

@@ -207,3 +207,25 @@ def test_a_dataframe_like_table_and_a_table_without_methods_are_drawn():
 
     drawn = success_plot(Frame(), "m", method=None)
     assert list(drawn["arrays"]) == ["success"] and drawn["arrays"]["success"]["p"].tolist() == [0.5, 1.0]
+
+
+def test_a_crowded_figure_keeps_one_legend_entry_per_method_beside_the_axes():
+    # the tutorial's figure: every registered method and the user's (15 series); before, the legend
+    # of 31 entries covered the axes and ran off the figure
+    import matplotlib.pyplot as plt
+
+    from mixreg.methods import COMPARE
+    from mixreg.plotting import CROWDED, error_plot
+
+    names = [key for key, style in COMPARE.items() if style.kind != "reference"] + ["mine"]
+    rows = [{"m": m, "method": name, "err": (1 + i) / m * (1 + 0.1 * t)}
+            for i, name in enumerate(names) for m in (10, 20, 40) for t in range(3)]
+    drawn = error_plot(rows, "m", "err", prediction=lambda m: 1 / m)
+    legend = drawn["ax"].get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert len(names) + 1 > CROWDED and len(texts) == len(names) + 1  # the methods and the prediction
+    assert texts[1].startswith(COMPARE["ifca"].short + ", fit: slope -1 ")
+    drawn["figure"].canvas.draw()
+    box, axes = legend.get_window_extent(), drawn["ax"].get_window_extent()
+    assert box.x0 >= axes.x1 and box.x1 <= drawn["figure"].bbox.x1 + 1  # beside the axes, inside the figure
+    plt.close(drawn["figure"])

@@ -267,7 +267,7 @@ def _look(style):
     return matplotlib.colors.to_hex(style.color), style.marker, style.linestyle
 
 
-@pytest.mark.parametrize("n", [12, 40, 168])
+@pytest.mark.parametrize("n", [12, 40, 231])
 def test_unregistered_methods_of_a_figure_never_share_colour_marker_and_line_style(n):
     from mixreg.methods import AUTO_COLORS, styles_for
 
@@ -342,3 +342,21 @@ def test_the_scaling_figure_draws_unregistered_methods_apart():
     assert len({c.lines[0].get_marker() for c in drawn}) == 3  # not one marker for every unregistered method
     assert {"mine", "yours"} <= set(_legend_texts(fig))
     plt.close(fig)
+
+
+def test_a_users_methods_beside_the_builtins_get_colours_of_their_own():
+    # the issue's figure: every registered method and a few of the user's; before, the user's
+    # took the Okabe-Ito colours nearest the built-ins' (k-FED's blue, one-shot's orange) and
+    # two of three shared one colour
+    from matplotlib.colors import to_rgb
+
+    from mixreg.methods import COMPARE, styles_for
+
+    builtins = [key for key, style in COMPARE.items() if style.kind != "reference"]
+    mine = ["ifca_ii_decay", "ls", "two_phase"]
+    styles = styles_for(builtins + mine)
+    colours = [to_rgb(styles[key].color) for key in mine]
+    assert len(set(colours)) == 3
+    for colour in colours:
+        nearest = min(sum((a - b) ** 2 for a, b in zip(colour, to_rgb(COMPARE[key].color))) ** 0.5 for key in builtins)
+        assert nearest > 0.25
