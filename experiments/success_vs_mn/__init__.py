@@ -148,4 +148,5 @@ STUDY = Study(
     paper_presets=("paper-c", "paper-d"),
     figures_dir=REPO / "figures",
     algorithms=(),  # its trial calls its drivers directly (fingerprinted as imports)
+    predictions=PREDICTIONS,  # registered in the manifest before the first trial
 )

@@ -157,6 +157,10 @@ def test_reduced_run_shows_the_predicted_structure(tmp_path, monkeypatch):
     registered = manifest["sweep"]["config"]["predictions"]
     assert "before any run" in registered["rule"]
     assert {(c["n"], c["m"]) for c in registered["cells"] if c["ls_unlikely"]} == {(5, 20), (5, 40)}
+    # the prediction objects themselves, registered with their hashes before the first trial
+    assert [(p["name"], p["sha256"]) for p in manifest["predictions"]] == [(p.name, p.sha256) for p in
+                                                                          exp.PREDICTIONS]
+    assert all(p["registered"]["trials_before"] == 0 for p in manifest["predictions"])
 
     before = (out / "success_vs_mn.png").read_bytes()
     (out / "success_vs_mn.png").unlink()

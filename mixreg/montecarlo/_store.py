@@ -390,10 +390,15 @@ def _prepare_directory(outdir, sweep, overwrite, code=None):
     keys = _diff_keys(old_identity, sweep.identity)
     if previous.get("format") != FORMAT:
         keys.insert(0, "format")
-    old_predictions = {p.get("name"): p.get("sha256") for p in previous.get("predictions") or []}
     new_predictions = {p["name"]: p["sha256"] for p in sweep.registered_predictions()}
-    keys += [f"predictions.{name}" for name in sorted(set(old_predictions) | set(new_predictions), key=str)
-             if old_predictions.get(name) != new_predictions.get(name)]
+    if "predictions" in previous or not new_predictions:
+        old_predictions = {p.get("name"): p.get("sha256") for p in previous.get("predictions") or []}
+        keys += [f"predictions.{name}" for name in sorted(set(old_predictions) | set(new_predictions), key=str)
+                 if old_predictions.get(name) != new_predictions.get(name)]
+    else:  # written by an earlier version, which registered none: said, and registered from this run on
+        warnings.warn(f"results directory '{outdir}' registers no predictions (written by an earlier version of "
+                      f"mixreg): {', '.join(sorted(new_predictions))} are registered now, after its first trials",
+                      SweepWarning, stacklevel=5)
     if keys:
         raise ConfigMismatchError(outdir, keys)
     if code is not None:
@@ -428,7 +433,8 @@ def _new_manifest(sweep, previous, run_info, code=None):
     if previous and previous.get("predictions"):  # registered by the run that first wrote the directory
         predictions = previous["predictions"]
     else:
-        registered = {"commit": (environment.get("git") or {}).get("commit"), "time": run_info["started"]}
+        registered = {"commit": (environment.get("git") or {}).get("commit"), "time": run_info["started"],
+                      "trials_before": run_info.get("trials_loaded", 0)}  # 0: before the data
         predictions = [{**p, "registered": registered} for p in predictions]
     return {
         "format": FORMAT,

@@ -285,6 +285,7 @@ def test_predictions_are_registered_before_the_data_and_cannot_change_after(pack
     (entry,) = result.manifest["predictions"]
     assert entry["name"] == "floor" and entry["sha256"] == "floor-1.0"
     assert entry["registered"]["time"] == result.manifest["runs"][0]["started"]
+    assert entry["registered"]["trials_before"] == 0  # before the data
     again = run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 1.0)]), tmp_path / "out")
     assert again.manifest["predictions"] == result.manifest["predictions"]  # still the first run's registration
     with pytest.raises(ConfigMismatchError, match=r"differing keys: predictions\.floor"):
@@ -306,3 +307,17 @@ def test_a_plugin_algorithm_runs_on_dask_workers(package, tmp_path, monkeypatch)
     one = run_sweep(sweep, tmp_path / "one")
     assert [r["error"] for r in dask.records] == [""] * 4
     assert [r["usr_dask_half"] for r in dask.records] == [r["usr_dask_half"] for r in one.records]
+
+
+def test_a_directory_of_an_earlier_version_gets_its_predictions_registered_late_and_says_so(package, tmp_path):
+    _write(package / "usr_trial_l.py", TRIAL.format(names='["fedavg"]', factor=1))
+    trial = importlib.import_module("usr_trial_l").trial
+    run_sweep(_sweep(trial, algorithms=["fedavg"]), tmp_path / "out")
+    path = tmp_path / "out" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["predictions"]  # as an earlier version wrote it
+    path.write_text(json.dumps(manifest))
+    with pytest.warns(SweepWarning, match="registers no predictions.*floor are registered now, after its first"):
+        result = run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 1.0)]),
+                           tmp_path / "out")
+    assert result.manifest["predictions"][0]["registered"]["trials_before"] == 4
