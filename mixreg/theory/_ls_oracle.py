@@ -108,16 +108,7 @@ def ls_error_moments(d, N, *, covariance=None):
     N = check_int("N", N, low=0)
     if covariance is not None:
         return _moments(d, N, _inverse_traces(check_covariance(covariance, d, name="covariance")))
-    q = N - d
-    if q <= 1:
-        return math.inf, math.inf
-    mean = d / (q - 1)
-    if q <= 3:
-        return mean, math.inf
-    denom = q * (q - 1) ** 2 * (q - 3)
-    e_tr_sq = (2 * d + (q - 1) * (d * d + d)) / denom + d / (q - 1) ** 2
-    var_tr = (2 * d * d + 2 * (q - 1) * d) / denom
-    return mean, 2.0 * e_tr_sq + var_tr
+    return _moments(d, N, (d, d))  # Sigma = I: tr Sigma^-1 = tr Sigma^-2 = d, in exact integer arithmetic
 
 
 def _inverse_traces(covariance):
