@@ -44,10 +44,10 @@ The built-in views are read-only.  A user's method gets its style in one of two 
   ``i mod 11`` of the Okabe-Ito palette and three of Paul Tol's (:data:`AUTO_COLORS`, safe for the
   common colour-vision deficiencies), marker ``i mod 7`` (:data:`AUTO_MARKERS`) and line style
   ``i mod 3`` (:data:`AUTO_LINESTYLES`): as 11, 7 and 3 are pairwise coprime, the first 231
-  unregistered keys of a figure have distinct (colour, marker, line style) triples, and
-  neighbours differ in all three (:func:`auto_style`); the colours close to those of the
-  registered styles the figure draws are skipped, so a user's method never looks like a
-  built-in.  Figures that draw the same keys draw them alike.
+  unregistered keys of a figure have distinct (colour, marker, line style) triples
+  (:func:`auto_style`).  The colours close to those of the registered styles the figure draws
+  are skipped, so a user's method never looks like a built-in (neighbours then still differ in
+  colour, not always in marker or line style).  Figures that draw the same keys draw them alike.
 
 Examples
 --------
@@ -311,7 +311,7 @@ def register_style(style, /, *, label=None, color=None, marker=None, linestyle=N
         (as are the other fields).
     color, marker, linestyle : str, optional
         A matplotlib colour, marker and line style.  Each one not given is that of the
-        :func:`auto_style` with index ``167 - n`` for the ``n``-th style registered (counting
+        :func:`auto_style` with index ``230 - n`` for the ``n``-th style registered (counting
         from 0): automatic styles counted from the end, so that they differ from those of a
         figure's first unregistered keys and from each other.
     short : str, optional

@@ -65,13 +65,15 @@ def long_reduction_trial(cell, seed):
     return {"sq_norm": float(x @ x), "atw0": float((A.T @ w)[0])}
 
 
-#: ``(cell parameter k, trial)`` at which :func:`interrupting_trial` raises KeyboardInterrupt.
-INTERRUPT_AT = None
+#: The environment variable holding ``"k,trial"`` (cell parameter k, trial) at which
+#: :func:`interrupting_trial` raises KeyboardInterrupt: an environment setting, not a module
+#: constant, since a constant the trial reads is part of its code (the sweep's code fingerprint).
+INTERRUPT_ENV = "MIXREG_TEST_INTERRUPT_AT"
 
 
 def interrupting_trial(cell, seed):
-    """A draw, or a KeyboardInterrupt (as Ctrl-C would raise) at ``INTERRUPT_AT``."""
-    if INTERRUPT_AT == (cell["k"], seed.spawn_key[-1]):
+    """A draw, or a KeyboardInterrupt (as Ctrl-C would raise) at ``$MIXREG_TEST_INTERRUPT_AT``."""
+    if os.environ.get(INTERRUPT_ENV) == f"{cell['k']},{seed.spawn_key[-1]}":
         raise KeyboardInterrupt
     rng = np.random.default_rng(seed)
     return {"draw": float(rng.standard_normal())}

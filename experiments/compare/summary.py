@@ -27,6 +27,11 @@ def summarise(config, records):
     ignored), ``<metric>_low`` / ``_high`` for the errors and misclustering.
     """
     ok = [rec for rec in records if not rec.get("error")]
+    for rec in ok[:1]:  # a method with no column did not run: never read its absence as divergence
+        absent = [method for method in METHODS if f"{method}_err_mean" not in rec]
+        if absent:
+            raise RuntimeError(f"the trials hold no record of {', '.join(map(repr, absent))}: those methods did not "
+                               "run, which is not divergence; rerun with --overwrite")
     rows = []
     for regime in config.regimes:
         recs = [rec for rec in ok if rec["regime"] == regime]

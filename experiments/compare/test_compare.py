@@ -158,3 +158,14 @@ def test_kfed_refused_on_clients_of_one_point_while_the_others_run(tmp_path, cap
 def test_no_refusal_warned_at_the_quick_presets_sizes():
     config = compare.Config(preset="quick", **compare.PRESETS["quick"])
     assert compare.method_refusals(config) == []
+
+
+def test_a_method_that_did_not_run_is_an_error_not_divergence(run):
+    # the trap: a method whose column is missing (its worker never had it) was summarised as
+    # "all_diverged" with NaN metrics, exit 0
+    from experiments.compare.summary import summarise
+
+    config = compare.STUDY.preset("quick")
+    records = [{key: value for key, value in rec.items() if not key.startswith("kfed_")} for rec in run["records"]]
+    with pytest.raises(RuntimeError, match=r"no record of 'kfed': those methods did not run, which is not divergence"):
+        summarise(config, records)

@@ -257,8 +257,9 @@ def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unsta
     Returns
     -------
     iterator of (name, check)
-        ``name`` a key of :data:`CHECKS`, in order; ``check()`` returns ``None`` when the algorithm passes, raises :class:`ContractViolation`
-        when it fails and :class:`CheckSkipped` when the check does not apply.  The checks of one
+        ``name`` a key of :data:`CHECKS`, in order; ``check()`` returns ``None`` when the algorithm
+        passes, raises :class:`ContractViolation` when it fails and :class:`CheckSkipped` when the
+        check does not apply.  The checks of one
         call share their problems and reference runs, built on first use.  The arguments are
         validated at the call, before any check runs.
 
@@ -491,6 +492,28 @@ def _history(ctx):
     if client_losses is not None:
         _require(np.shape(client_losses) == (T, B, pb.m),
                  f"history.client_losses has shape {np.shape(client_losses)}, expected (T, B, m) = {(T, B, pb.m)}")
+    try:  # everything it can record: this package's drivers take "all" (a user's may take booleans only)
+        full = ctx.run(ctx.inits(B), ctx.step, history="all")
+    except (TypeError, ValueError) as exc:
+        _require("history" in str(exc), f"history='all' raised {type(exc).__name__}: {exc}")
+        full = None
+    if full is not None:
+        hf = full.history
+        theta = getattr(hf, "theta", None)
+        if theta is not None:
+            k, d = ctx.inits(B).shape[1:]
+            _require(np.shape(theta) == (T + 1, B, k, d),
+                     f"history.theta has shape {np.shape(theta)}, expected (T + 1, B, k, d) = {(T + 1, B, k, d)}")
+            np.testing.assert_allclose(theta[-1], full.theta, rtol=0, atol=0,
+                                       err_msg="history.theta[-1] is not the final theta")
+        assignments = getattr(hf, "assignments", None)
+        _require(assignments is None or np.shape(assignments) == (T, B, pb.m),
+                 f"history='all': assignments of shape {np.shape(assignments)}, expected (T, B, m) = {(T, B, pb.m)}")
+        for name in ("misclustered_clients", "misclustered_data"):
+            values = getattr(hf, name, None)
+            _require(values is None or (np.shape(values) == (T, B) and np.all((values >= 0) & (values <= 1))),
+                     f"history='all': {name} of shape {np.shape(values)} or outside [0, 1]; expected (T, B) = {(T, B)}")
+        np.testing.assert_array_equal(full.theta, res.theta, err_msg="recording the whole history changed theta")
     plain = ctx.reference
     _require(plain.history is None, f"history=False gives history = {type(plain.history).__name__}, not None")
     np.testing.assert_array_equal(res.theta, plain.theta, err_msg="recording the history changed theta")

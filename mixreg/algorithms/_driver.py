@@ -545,10 +545,12 @@ class DriverResult:
         (the rules of :class:`Replicas`, factor ``blowup``).
     diverged_round : ndarray of shape (B,), int64
         Round in which it diverged, ``-1`` if it did not.
-    diverged_rule : ndarray of shape (B,), str
+    diverged_rule : ndarray of shape (B,), str, or None
         The rule that fired in that round: ``"non-finite"``, ``"objective"`` or
         ``"parameters"`` (the first of these when several fired, :data:`DIVERGENCE_RULES`);
-        ``""`` if it did not diverge.
+        ``""`` if it did not diverge.  Every driver of this package fills it
+        (:func:`common_fields`); ``None`` (the default) only from a user's driver that builds
+        its result without :func:`common_fields`, which then does not say.
     step_sizes : ndarray of shape (B,)
     n_rounds : int
         Rounds run.
@@ -564,7 +566,7 @@ class DriverResult:
     train_loss: np.ndarray
     diverged: np.ndarray
     diverged_round: np.ndarray
-    diverged_rule: np.ndarray
+    diverged_rule: np.ndarray | None = None
     step_sizes: np.ndarray
     n_rounds: int
     stop_reason: str

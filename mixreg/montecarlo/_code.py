@@ -21,6 +21,7 @@ which a resumed run reports with a :class:`SweepWarning`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -28,6 +29,7 @@ import io
 import os
 import sys
 import textwrap
+import threading
 import tokenize
 import types
 
@@ -94,6 +96,16 @@ class _CodeDigest:
         self.tops = set(tops)
         self.parts, self.modules, self.seen = [], set(), set()
 
+    def _user(self, module):
+        """``module`` is a user's own code, digested function by function wherever it is reached:
+        a script (``__main__``) or a module outside every installed package (a helper beside a
+        script), neither of which a whole-module digest of ``tops`` would cover."""
+        if module == "__main__":
+            return True
+        loaded = sys.modules.get(module or "")
+        path = getattr(loaded, "__file__", None)
+        return bool(path) and _top(module) not in self.tops and not _installed(path)
+
     def digest(self):
         return hashlib.sha256("\n".join(self.parts).encode("utf-8")).hexdigest()[:16]
 
@@ -102,6 +114,14 @@ class _CodeDigest:
             return
         self.seen.add(id(fn))
         module = getattr(fn, "__module__", None)
+        if isinstance(fn, functools.partial):  # the function and its bound arguments
+            self.parts.append(f"partial args={len(fn.args)} keywords={sorted(fn.keywords)}")
+            self.function(fn.func)
+            for i, arg in enumerate(fn.args):
+                self.value(f"<partial {i}>", arg, module)
+            for key in sorted(fn.keywords):
+                self.value(f"<partial {key}>", fn.keywords[key], module)
+            return
         code = getattr(fn, "__code__", None)
         if code is None:  # a callable object: its class
             self.value("<callable>", fn, module)
@@ -118,6 +138,10 @@ class _CodeDigest:
         for name in sorted(names):
             if name in scope:
                 self.value(name, scope[name], module)
+        for i, default in enumerate(getattr(fn, "__defaults__", None) or ()):  # def trial(cell, seed, g=G)
+            self.value(f"<default {i}>", default, module)
+        for key, default in sorted((getattr(fn, "__kwdefaults__", None) or {}).items()):
+            self.value(f"<default {key}>", default, module)
         for i, cell in enumerate(getattr(fn, "__closure__", None) or ()):
             try:
                 contents = cell.cell_contents
@@ -131,15 +155,15 @@ class _CodeDigest:
         if isinstance(value, _PLAIN):
             self.parts.append(f"{name}={value!r}")
         elif isinstance(value, types.ModuleType):
-            if _top(value.__name__) in self.tops:
+            if _top(value.__name__) in self.tops or self._user(value.__name__):
                 self.modules.add(value.__name__)
         elif isinstance(value, (types.FunctionType, type)):
             module = getattr(value, "__module__", None)
             if id(value) in self.seen:
                 return
-            if module == home and isinstance(value, types.FunctionType):
+            if (module == home or self._user(module)) and isinstance(value, types.FunctionType):
                 self.function(value)
-            elif module == home:  # a class of the same module: its source and its methods
+            elif module == home or self._user(module):  # a class of the same module: its source and methods
                 self.seen.add(id(value))
                 self.parts.append(f"class {value.__qualname__}\n{_object_source(value)}")
                 for member in vars(value).values():
@@ -160,6 +184,8 @@ class _CodeDigest:
         elif hasattr(value, "dtype") and hasattr(value, "tobytes"):  # an array or a NumPy scalar
             self.parts.append(f"{name}=array {value.dtype} {getattr(value, 'shape', ())} "
                               f"{hashlib.sha256(value.tobytes()).hexdigest()[:16]}")
+        elif isinstance(value, functools.partial):
+            self.function(value)
         else:  # any other object: its type, and its plain attributes (a schedule's t0, a spec's fields)
             self.value(f"{name}.__class__", type(value), home)
             attributes = getattr(value, "__dict__", None)
@@ -167,6 +193,21 @@ class _CodeDigest:
                 for key in sorted(attributes):
                     if isinstance(attributes[key], (*_PLAIN, types.FunctionType)):  # e.g. an entry's run
                         self.value(f"{name}.{key}", attributes[key], home)
+
+
+@functools.lru_cache(maxsize=None)
+def _installed(path):
+    """``path`` lies in an installed package's directory (site-packages) or the standard library."""
+    path = os.path.realpath(path)
+    return any(path.startswith(root + os.sep) for root in _library_roots())
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots():
+    import sysconfig
+
+    return tuple({os.path.realpath(sysconfig.get_paths()[key]) for key in ("purelib", "platlib", "stdlib",
+                                                                           "platstdlib")})
 
 
 def _object_source(obj):
@@ -246,10 +287,17 @@ def code_fingerprint(sweep):
     if sweep.spec_type is not None:  # what the spec is made of: its bases and its fields' types (a ProblemSpec)
         trial["modules"].update({name: module_digest(name) for name in _spec_modules(sweep.spec_type, tops)})
         trial["modules"] = dict(sorted(trial["modules"].items()))
-    return {
+    record = {
         "trial_fn": {"name": getattr(fn, "__qualname__", repr(fn)), "module": module_name, **trial},
         "algorithms": {name: _algorithm_record(name) for name in sweep_algorithms(sweep)},
     }
+    if sweep.predictions:  # what a prediction's formula calls (its own source is in its sha256)
+        record["predictions"] = {
+            prediction.to_json()["name"]: _code_record(
+                [f for f in (getattr(prediction, "formula", None), getattr(prediction, "regime", None)) if callable(f)],
+                {"mixreg", _top(getattr(getattr(prediction, "formula", None), "__module__", None))} - {"__main__"})
+            for prediction in sweep.predictions}
+    return record
 
 
 def _record_changes(what, old, new):
@@ -272,6 +320,9 @@ def code_changes(old, new):
     trial = new["trial_fn"]
     changes = _record_changes(f"the trial function {trial['module']}:{trial['name']}", old.get("trial_fn") or {},
                               trial)
+    old_predictions, new_predictions = old.get("predictions") or {}, new.get("predictions") or {}
+    for name in sorted(set(old_predictions) & set(new_predictions)):  # one added or dropped is refused apart
+        changes += _record_changes(f"prediction {name!r}", old_predictions[name], new_predictions[name])
     old_algorithms = old.get("algorithms") or {}
     for name in sorted(set(old_algorithms) | set(new["algorithms"])):
         if name not in new["algorithms"]:
@@ -285,9 +336,10 @@ def code_changes(old, new):
 
 def algorithm_payloads(sweep):
     """What a worker needs to hold the user-registered algorithms ``sweep`` runs: a tuple of
-    ``(name, registering module, pickled entry)``, the entries not built into mixreg.
+    ``(name, registering module, pickled entry, code digest)``, the entries not built into mixreg.
 
-    ``RuntimeError`` (one line) for an entry that cannot be pickled.
+    Sent with every task (a few kilobytes), so a worker that joins a Dask cluster mid-run gets
+    them too.  ``RuntimeError`` (one line) for an entry that cannot be pickled.
     """
     import cloudpickle
 
@@ -301,39 +353,58 @@ def algorithm_payloads(sweep):
             blob = cloudpickle.dumps(get_algorithm(name))
         except Exception as exc:  # noqa: BLE001 - any pickling fault, said in one line
             raise RuntimeError(f"algorithm {name!r} cannot be sent to worker processes ({type(exc).__name__}: "
-                               f"{exc}); register it at the top level of an importable module") from None
-        payloads.append((name, registered_by(name), blob))
+                               f"{_first_line(exc)}); register it at the top level of an importable module") from None
+        payloads.append((name, registered_by(name), blob, _algorithm_record(name)["sha256"]))
     return tuple(payloads)
+
+
+_INSTALL_LOCK = threading.Lock()  # a Dask worker runs tasks on threads
+_INSTALLED = {}  # name -> the code digest of the entry this worker was given
+
+
+def _first_line(exc):
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def install_algorithms(payloads):
     """In a worker, before its trials: make every algorithm of ``payloads`` registered.
 
-    An entry the worker holds already is left as it is.  Otherwise its registering module is
-    imported (which registers it, as in the parent process); failing that, the pickled entry is
+    An entry the worker holds already (registered when it imported the entry's module, or given
+    by an earlier task with the same code digest) is left as it is; one given before with another
+    digest (the parent registered new code under the name, e.g. a script edited between two
+    runs on a long-lived Dask worker) is replaced.  Otherwise the registering module is imported
+    (which registers it, as in the parent process); failing that, the pickled entry is
     registered.  :class:`AlgorithmUnavailableError` names an entry that neither gives.
+
+    A worker keeps the modules it imported: after an edit of an algorithm's module, restart
+    long-lived Dask workers (loky's are replaced by the engine when the code changed).
     """
     import pickle
 
     from mixreg.algorithms import ALGORITHMS, register
 
-    for name, module, blob in payloads:
-        if name in ALGORITHMS:
-            continue
-        reasons = []
-        if module != "__main__":
-            try:
-                importlib.import_module(module)
-            except Exception as exc:  # noqa: BLE001 - said below, with the other way's reason
-                reasons.append(f"import {module}: {type(exc).__name__}: {exc}")
-            if name in ALGORITHMS:
+    with _INSTALL_LOCK:
+        for name, module, blob, digest in payloads:
+            stale = name in _INSTALLED and _INSTALLED[name] != digest
+            if name in ALGORITHMS and not stale:
                 continue
-        try:
-            entry = pickle.loads(blob)
-        except Exception as exc:  # noqa: BLE001
-            reasons.append(f"unpickling the entry: {type(exc).__name__}: {exc}")
-        else:
-            if name not in ALGORITHMS:  # unpickling may have imported the module that registers it
-                register(entry, module=module)
-            continue
-        raise AlgorithmUnavailableError(name, module, "; ".join(reasons))
+            reasons = []
+            if module != "__main__" and not stale:
+                try:
+                    importlib.import_module(module)
+                except Exception as exc:  # noqa: BLE001 - said below, with the other way's reason
+                    reasons.append(f"import {module}: {type(exc).__name__}: {_first_line(exc)}")
+                if name in ALGORITHMS:
+                    continue
+            try:
+                entry = pickle.loads(blob)
+            except Exception as exc:  # noqa: BLE001
+                reasons.append(f"unpickling the entry: {type(exc).__name__}: {_first_line(exc)}")
+            else:
+                if stale:
+                    ALGORITHMS.pop(name, None)
+                if name not in ALGORITHMS:  # unpickling may have imported the module that registers it
+                    register(entry, module=module)
+                _INSTALLED[name] = digest
+                continue
+            raise AlgorithmUnavailableError(name, module, "; ".join(reasons))

@@ -130,8 +130,8 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
         line, = ax.plot(values, p, color=style.color, marker=style.marker, ls=style.linestyle, lw=1.6, ms=5,
                         label=text)
         drawn["lines"][key] = line
-        drawn["bands"][key] = ax.fill_between(values, low, high, color=line.get_color(), alpha=0.15 if len(groups) <= CROWDED else 0.06,
-                                             lw=0)
+        alpha = 0.15 if len(groups) <= CROWDED else 0.06
+        drawn["bands"][key] = ax.fill_between(values, low, high, color=line.get_color(), alpha=alpha, lw=0)
         drawn["arrays"][key] = dict(x=values, k=k, n=n, p=p, low=low, high=high)
         drawn["excluded"][key] = sum(reasons.values())
         notes.append(_row_note(key, reasons, len(group)))

@@ -321,3 +321,60 @@ def test_a_directory_of_an_earlier_version_gets_its_predictions_registered_late_
         result = run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 1.0)]),
                            tmp_path / "out")
     assert result.manifest["predictions"][0]["registered"]["trials_before"] == 4
+
+
+DEFAULTS_FILE = """
+import functools
+
+G = {g}
+
+
+def helper(x, scale):
+    return scale * x + {body}
+
+
+def trial(cell, seed, g=G):
+    return {{"v": helper(cell["a"], g)}}
+
+
+partial_trial = functools.partial(trial, g={p})
+"""
+
+
+def test_a_default_a_partial_and_a_helper_beside_the_script_are_in_the_digest(package):
+    def digests(name, **values):
+        text = DEFAULTS_FILE.format(**{"g": 2, "body": 0, "p": 5, **values})
+        _write(package / f"{name}.py", text)
+        module = importlib.import_module(name)
+        return (_sweep(module.trial, algorithms=[]).code()["trial_fn"]["sha256"],
+                _sweep(module.partial_trial, algorithms=[]).code()["trial_fn"]["sha256"])
+
+    base = digests("usr_df_0")
+    assert digests("usr_df_1", g=3)[0] != base[0]  # def trial(cell, seed, g=G): G is read through the default
+    assert digests("usr_df_2", p=6)[1] != base[1]  # functools.partial(trial, g=5): its bound argument
+    assert digests("usr_df_3", body=1)[1] != base[1]  # and the function it wraps
+    # a helper module beside a script (no package, not installed) is the user's code: digested too
+    _write(package / "usr_helper_b.py", "def helper(x):\n    return 2 * x\n")
+    _write(package / "usr_fp_b.py", "from usr_helper_b import helper\n\n\ndef trial(cell, seed):\n"
+                                     "    return {'v': helper(cell['a'])}\n")
+    first = _sweep(importlib.import_module("usr_fp_b").trial, algorithms=[]).code()["trial_fn"]
+    _write(package / "usr_helper_b.py", "def helper(x):\n    return 3 * x\n")
+    for name in ("usr_helper_b", "usr_fp_b"):
+        del sys.modules[name]
+    second = _sweep(importlib.import_module("usr_fp_b").trial, algorithms=[]).code()["trial_fn"]
+    assert first["sha256"] != second["sha256"]
+
+
+def test_what_a_prediction_calls_is_in_the_fingerprint(package):
+    from mixreg.predictions import Prediction
+
+    _write(package / "usr_pred.py", "from mixreg.metrics import oracle_ls_floor\n\n\n"
+                                     "def floor(cell):\n    return oracle_ls_floor(1.0, 2, [cell['a'] * 10])\n")
+    floor = Prediction("floor", importlib.import_module("usr_pred").floor, "sigma sqrt(d / (N - d - 1))")
+    _write(package / "usr_trial_q.py", TRIAL.format(names='["fedavg"]', factor=1))
+    trial = importlib.import_module("usr_trial_q").trial
+    code = _sweep(trial, algorithms=[], predictions=[floor]).code()
+    assert list(code["predictions"]["floor"]["modules"]) == ["mixreg.metrics"]
+    edited = json.loads(json.dumps(code))
+    edited["predictions"]["floor"]["modules"]["mixreg.metrics"] = "0" * 16
+    assert code_changes(edited, code) == ["prediction 'floor': module mixreg.metrics"]

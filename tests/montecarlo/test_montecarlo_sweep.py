@@ -355,7 +355,7 @@ def test_an_interrupted_run_says_what_it_kept_and_resumes_exactly(tmp_path, monk
 
     cells = [{"k": 0}, {"k": 1}]
     sweep = toy_sweep(trial_fn=toys.interrupting_trial, cells=cells, n_trials=4, chunk_size=1)
-    monkeypatch.setattr(toys, "INTERRUPT_AT", (1, 2))
+    monkeypatch.setenv(toys.INTERRUPT_ENV, "1,2")
     with pytest.raises(SweepInterrupted) as info:
         run_sweep(sweep, tmp_path / "out", progress=False)
     assert isinstance(info.value, KeyboardInterrupt)
@@ -364,7 +364,7 @@ def test_an_interrupted_run_says_what_it_kept_and_resumes_exactly(tmp_path, monk
     assert manifest["status"] == "interrupted"
     assert not (tmp_path / "out" / ".lock").exists()
 
-    monkeypatch.setattr(toys, "INTERRUPT_AT", None)
+    monkeypatch.delenv(toys.INTERRUPT_ENV)
     resumed = run_sweep(sweep, tmp_path / "out", progress=False)
     assert resumed.manifest["runs"][-1]["trials_loaded"] == 6
     assert records_json(resumed) == records_json(run_sweep(sweep, tmp_path / "fresh", progress=False))
