@@ -32,7 +32,8 @@ derivation predicts (``derived``).
 
 Writes into the results directory (default ``results/error_floor/<preset>``):
 
-* ``trials.csv``, ``summary.csv`` and ``manifest.json`` (from the engine);
+* ``trials.csv``, ``summary.csv`` and ``manifest.json`` (from the engine; the manifest registers
+  the predicted exponents, :data:`.summary.PREDICTIONS`, before the first trial);
 * ``points.csv``: per axis value and series, the mean final error with its 95% bootstrap
   interval, divergences, misclustering, the realised ``p``, ``rho``, ``T``;
 * ``exponents.csv``: per axis and setting, predicted and fitted exponents and the verdict;
@@ -61,6 +62,7 @@ from .summary import (
     DEFAULT_SEED,
     MINIMAX,
     NAME,
+    PREDICTIONS,
     SETTINGS,
     TABLES,
     axis_points,
@@ -69,8 +71,9 @@ from .summary import (
 from .trial import ERROR_FLOOR_CELLS, ErrorFloorSpec, error_floor_memory, error_floor_trial, theory_rounds
 
 __all__ = ["STUDY", "Config", "PRESETS", "ErrorFloorSpec", "cells_of", "axis_points", "trial_flops", "summarise",
-           "draw", "NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS", "ERROR_FLOOR_CELLS",
-           "error_floor_trial", "error_floor_memory", "theory_rounds", "plot_error_floor", "ERROR_FLOOR_SERIES"]
+           "draw", "NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "PREDICTIONS", "SETTINGS",
+           "ERROR_FLOOR_CELLS", "error_floor_trial", "error_floor_memory", "theory_rounds", "plot_error_floor",
+           "ERROR_FLOOR_SERIES"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -208,4 +211,5 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
     algorithms=(),  # its trial calls its drivers directly (fingerprinted as imports)
+    predictions=PREDICTIONS,  # registered in the manifest before the first trial
 )

@@ -8,11 +8,12 @@ import math
 import numpy as np
 
 from mixreg.problems import exact_labels, make_labels
-from mixreg.predictions import exponent_verdict, fit_exponent
+from mixreg.predictions import Constant, Prediction, exponent_verdict, fit_exponent
 from mixreg.stats import bootstrap_mean_interval, finite_mean, loglog_slope
 from mixreg.theory import ifca_safe_step_size, ifca_stationary_error, ifca_step_size
 
-__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "SETTINGS", "axis_points", "summarise"]
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "PREDICTIONS", "SETTINGS", "axis_points",
+           "summarise"]
 
 NAME = "error_floor"
 TABLES = ("points", "exponents")  # written as <name>.csv; the figure is drawn from them alone
@@ -21,10 +22,35 @@ DEFAULT_SEED = 20200604  # IFCA's arXiv submission date; any fixed integer would
 #: The five axes, in panel order: the cell key each moves and its Config grid field.
 AXES = {"m": "ms", "n_prime": "n_primes", "d": "ds", "sigma": "sigmas", "p": "ps"}
 
-#: Corollary 1's exponent of its noise term (sigma / p) sqrt(d / (m n')), per axis.
-COROLLARY = {"m": -0.5, "n_prime": -0.5, "d": 0.5, "sigma": 1.0, "p": -1.0}
-#: The known-label (minimax) rate sigma sqrt(d / (p m n')), per axis.
-MINIMAX = {"m": -0.5, "n_prime": -0.5, "d": 0.5, "sigma": 1.0, "p": -0.5}
+
+def _exponent_along(cell, **exponents):
+    """The predicted exponent along the cell's axis: the constant named after it."""
+    return exponents[cell["axis"]]
+
+
+def _per_axis(name, text, source, **exponents):
+    """A prediction of one exponent per axis, all from ``source``."""
+    return Prediction(name, _exponent_along, text, fields=("axis",),
+                      constants={axis: Constant(value, source) for axis, value in exponents.items()})
+
+
+#: The exponent of the final error along each axis (at a cell ``{"axis": ...}``), fixed before the
+#: runs: Corollary 1's noise term (where its exponential term is negligible), and known-label least
+#: squares' RMS error, which differs in ``p`` only.  Registered in the manifest before the first trial.
+PREDICTIONS = (
+    _per_axis("corollary1_exponent", "final error ~ (sigma / p) sqrt(d / (m n')): exponent -1/2 in m and n', "
+              "+1/2 in d, +1 in sigma, -1 in p (where Corollary 1's exponential term is negligible)",
+              "IFCA, Corollary 1: noise term c5 (sigma / p) sqrt(d / (m n'))",
+              m=-0.5, n_prime=-0.5, d=0.5, sigma=1.0, p=-1.0),
+    _per_axis("known_label_exponent", "known-label least squares' error ~ sigma sqrt(d / (p m n')): exponent "
+              "-1/2 in m, n' and p, +1/2 in d, +1 in sigma",
+              "exact: known-label least squares' RMS error sigma sqrt(d / (p m n')), the minimax rate",
+              m=-0.5, n_prime=-0.5, d=0.5, sigma=1.0, p=-0.5),
+)
+#: Corollary 1's exponent of its noise term (sigma / p) sqrt(d / (m n')), per axis (``PREDICTIONS[0]``).
+COROLLARY = {axis: PREDICTIONS[0].constants[axis].value for axis in AXES}
+#: The known-label (minimax) rate sigma sqrt(d / (p m n')), per axis (``PREDICTIONS[1]``).
+MINIMAX = {axis: PREDICTIONS[1].constants[axis].value for axis in AXES}
 
 #: The series of the figure and the settings of the table: record column of the final error and
 #: what the row's prediction is.
@@ -126,7 +152,8 @@ def _exponents(config, records, points):
             for r in used:
                 params = dict(dict(axis_points(config, axis))[r["value"]])
                 samples.append(_values(_select(records, params), column))
-            predicted = MINIMAX[axis] if setting == "known_label_ls" else COROLLARY[axis]
+            prediction = PREDICTIONS[1] if setting == "known_label_ls" else PREDICTIONS[0]
+            predicted = float(prediction.predict([dict(axis=axis)])[0])
             fit = fit_exponent([r["x"] for r in used], samples, statistic="mean", n_boot=config.n_boot,
                                rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
             status = exponent_verdict(f"{setting} along {axis}", predicted, fit, tolerance=config.tolerance).status

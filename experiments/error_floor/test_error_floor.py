@@ -38,7 +38,17 @@ def test_files_and_one_exponent_row_per_axis_and_setting(run):
     for name in ("trials.csv", "summary.csv", "manifest.json", "points.csv", "exponents.csv", "error_floor.png",
                  "error_floor.pdf"):
         assert (out / name).is_file(), name
-    assert json.loads((out / "manifest.json").read_text())["sweep"]["config"]["preset"] == "quick"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sweep"]["config"]["preset"] == "quick"
+    # the predicted exponents, registered with their hashes before the first trial, are the table's
+    assert [(p["name"], p["sha256"]) for p in manifest["predictions"]] == [(p.name, p.sha256) for p in
+                                                                          error_floor.PREDICTIONS]
+    assert all(p["registered"]["trials_before"] == 0 for p in manifest["predictions"])
+    corollary, known_label = ({axis: c["value"] for axis, c in p["constants"].items()} for p in manifest["predictions"])
+    assert all("Corollary 1" in c["source"] for c in manifest["predictions"][0]["constants"].values())
+    for r in run["exponents"]:
+        assert r["predicted"] == (known_label if r["setting"] == "known_label_ls" else corollary)[r["axis"]], r
+    assert corollary["p"] == -1.0 and known_label["p"] == -0.5
     pairs = [(r["axis"], r["setting"]) for r in run["exponents"]]
     settings = ("theorem", "practical", "known_label_ls")
     expected = [(axis, s) for axis in ("m", "n_prime", "d", "sigma") for s in settings]

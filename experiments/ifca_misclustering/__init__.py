@@ -9,9 +9,11 @@ IFCA's own identity estimate (one resampled round from ``theta = theta*``,
 :func:`.trial.ifca_misclustering_trial`: the driver's kernels on the
 driver's identity subsets, counted from the assignments) and compares it with
 
-* the exact probability, a prediction with no fitted constant;
+* the exact probability, a prediction with no fitted constant (registered in the manifest with
+  the Chernoff exponent before the first trial, :data:`.summary.PREDICTIONS`);
 * the fitted decay exponent (:func:`mixreg.stats.fit_slope` with ``log_x=False``, a stratified
-  bootstrap over trials) against the exact Chernoff exponent and against the exact
+  bootstrap over trials; the log axis of :func:`mixreg.predictions.fit_exponent` does not fit
+  an exponential decay) against the exact Chernoff exponent and against the exact
   probability's own slope on the same grid of ``n'`` (the two differ by the ``n'^(-1/2)``
   prefactor of the probability);
 * Lemma 1's shape: one constant ``c4`` fitted on the exponents of ``fit_rhos``, validated on
@@ -44,11 +46,11 @@ from mixreg.study import Spec, Study, param
 
 from ..ifca_mechanism import SPLIT_COST, mechanism_memory
 from .figures import draw, plot_misclustering_exponent
-from .summary import DEFAULT_SEED, NAME, TABLES, n_prime_grid, summarise
+from .summary import DEFAULT_SEED, NAME, PREDICTIONS, TABLES, n_prime_grid, summarise
 from .trial import COLUMNS, MisclusteringSpec, ifca_misclustering_trial
 
 __all__ = ["STUDY", "Config", "PRESETS", "MisclusteringSpec", "cells_of", "n_prime_grid", "trial_flops", "summarise",
-           "draw", "NAME", "TABLES", "DEFAULT_SEED", "COLUMNS", "ifca_misclustering_trial",
+           "draw", "NAME", "TABLES", "DEFAULT_SEED", "PREDICTIONS", "COLUMNS", "ifca_misclustering_trial",
            "plot_misclustering_exponent"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -126,4 +128,5 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
     algorithms=(),  # its trial calls its drivers directly (fingerprinted as imports)
+    predictions=PREDICTIONS,  # registered in the manifest before the first trial
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixreg.stats import fit_slope, slope_verdict, wilson_interval
+from mixreg.predictions import Prediction, exponent_verdict
+from mixreg.stats import fit_slope, wilson_interval
 from mixreg.theory import (
     ResidualPair,
     fit_log_constant,
@@ -15,11 +16,32 @@ from mixreg.theory import (
 
 from ..ifca_mechanism import ok_records
 
-__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "n_prime_grid", "summarise"]
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "PREDICTIONS", "n_prime_grid", "summarise"]
 
 NAME = "ifca_misclustering"
 TABLES = ("rates", "exponents", "curves")
 DEFAULT_SEED = 20200611  # any fixed integer
+
+
+def _exact_probability(cell):
+    return float(misclustering_probability(cell["n_prime"], ResidualPair.at_truth(cell["rho"])))
+
+
+def _chernoff_exponent(cell):
+    return float(misclustering_exponent_at_truth(cell["rho"]))
+
+
+#: The exact law at ``theta = theta*`` (``k = 2``), no fitted constant: the probability that one
+#: identity estimate on ``n'`` points misclusters (a cell ``{"rho", "n_prime"}``) and its
+#: exponent ``I(rho)`` (a cell ``{"rho"}``).  Registered in the manifest before the first trial.
+PREDICTIONS = (
+    Prediction("misclustering_probability", _exact_probability,
+               "P(misclustered) = I_{lambda/s}(n'/2, n'/2) with both estimates at the truth (incomplete beta, "
+               "mixreg.theory.misclustering_probability)", fields=("rho", "n_prime")),
+    Prediction("chernoff_exponent", _chernoff_exponent,
+               "P(misclustered) ~ exp(-I(rho) n'), I(rho) = (1/2) log(1 + rho/4) "
+               "(mixreg.theory.misclustering_exponent_at_truth)", fields=("rho",)),
+)
 
 
 def n_prime_grid(rho, targets):
@@ -46,7 +68,7 @@ def _rates(config, records):
             wrong = sum(int(r["n_wrong"]) for r in recs)
             low, high = wilson_interval(wrong, workers, config.level) if workers else (np.nan, np.nan)
             low_sim, high_sim = wilson_interval(wrong, workers, sim_level) if workers else (np.nan, np.nan)
-            exact = float(misclustering_probability(n_prime, ResidualPair.at_truth(rho)))
+            exact = float(PREDICTIONS[0].predict([dict(rho=rho, n_prime=n_prime)])[0])
             rows.append(dict(rho=float(rho), n_prime=n_prime, trials=len(recs), workers=workers, wrong=wrong,
                              rate=wrong / workers if workers else float("nan"), low=float(low), high=float(high),
                              exact=exact, inside=bool(low <= exact <= high), simultaneous_level=sim_level,
@@ -67,13 +89,18 @@ def _exponents(config, records):
         used = np.array([s.size > 0 and np.mean(s) > 0 for s in samples])  # the points fit_slope keeps
         exact = misclustering_probability(grid.astype(int), ResidualPair.at_truth(rho))
         exact_slope = float(np.polyfit(grid[used], np.log(exact[used]), 1)[0]) if used.sum() >= 2 else float("nan")
-        chernoff = float(misclustering_exponent_at_truth(rho))
+        chernoff = float(PREDICTIONS[1].predict([dict(rho=rho)])[0])
+        claim = f"slope of log P(misclustered) in n' at rho = {rho:g}"
+        # no exact slope where fewer than two points are kept, and then no fit either
+        exact_verdict = (exponent_verdict(f"{claim}: the exact probability's", exact_slope, fit).status
+                         if np.isfinite(exact_slope) else "not tested")
         rows.append(dict(
             rho=float(rho), n_prime_min=int(grid[used].min()) if used.any() else None,
             n_prime_max=int(grid[used].max()) if used.any() else None, n_points=fit.n_points,
             fitted=-fit.slope, fitted_low=-fit.high, fitted_high=-fit.low,
             exact_slope=-exact_slope, chernoff=chernoff,
-            verdict_chernoff=slope_verdict(-chernoff, fit), verdict_exact_slope=slope_verdict(exact_slope, fit),
+            verdict_chernoff=exponent_verdict(f"{claim}: -I(rho)", -chernoff, fit).status,
+            verdict_exact_slope=exact_verdict,
             lemma1_shape=float(lemma1_exponent(rho)), role="fit" if rho in config.fit_rhos else "held out"))
     fitted = np.array([r["fitted"] for r in rows])
     shape = np.array([r["lemma1_shape"] for r in rows])

@@ -6,6 +6,7 @@ figures directory redirected there so that nothing is written to ``figures/``.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -34,6 +35,21 @@ def test_exact_probability_lies_in_the_measured_intervals(misclustering):
     assert sum(row["inside"] != "True" for row in rows) <= 4
     for row in rows:  # the measurement is IFCA's: every worker of every trial is counted
         assert int(row["workers"]) == int(row["trials"]) * study.PRESETS["quick"]["m"]
+
+
+def test_the_exact_law_is_registered_before_the_first_trial(misclustering):
+    """The manifest registers the exact probability and its exponent, with their hashes, before
+    the first trial, and the tables' ``exact`` and ``chernoff`` columns are their values."""
+    registered = json.loads((misclustering / "manifest.json").read_text())["predictions"]
+    assert [(p["name"], p["sha256"]) for p in registered] == [(p.name, p.sha256) for p in study.PREDICTIONS]
+    assert all(p["registered"]["trials_before"] == 0 and p["fixed_before_data"] for p in registered)
+    probability, exponent = study.PREDICTIONS
+    for row in _table(misclustering / "rates.csv"):
+        cell = dict(rho=float(row["rho"]), n_prime=int(row["n_prime"]))
+        assert float(row["exact"]) == probability.predict([cell])[0], row
+    for row in _table(misclustering / "exponents.csv"):
+        assert float(row["chernoff"]) == exponent.predict([dict(rho=float(row["rho"]))])[0], row
+        assert float(row["chernoff"]) == pytest.approx(0.5 * math.log1p(float(row["rho"]) / 4), rel=1e-12)
 
 
 def test_fitted_exponent_against_the_exact_exponents(misclustering):

@@ -20,10 +20,14 @@ TABLES = ("rates", "theory", "crossings")  # written as <name>.csv; the figures 
 RULES_DRAWN = ("official", "honest", "oracle")
 DEFAULT_SEED = 20200604  # IFCA's arXiv submission date, as success_vs_R
 
+#: The success threshold is ``factor sigma + offset``.
+THRESHOLD_FACTOR = Constant(0.6, "the official IFCA code's success rule: distance < 0.6 sigma")
+_THRESHOLD = f"{THRESHOLD_FACTOR.value:g} sigma + offset"
+
 PREDICTION_TEXT = (
     "known-label least squares on the N pooled points of the smallest cluster (N = m n / k when balanced) "
     "has RMS error sigma sqrt(d / (N - d - 1)) (mixreg.metrics.oracle_ls_floor); where it exceeds the "
-    "threshold 0.6 sigma + offset (ls_unlikely), success is improbable even with the true labels, except at "
+    f"threshold {_THRESHOLD} (ls_unlikely), success is improbable even with the true labels, except at "
     "the edge: its probability there is oracle_success_probability (mixreg.theory.ls_oracle_success_probability; "
     "IFCA converges to least squares on its clusters, so it should not do better); as d grows the error "
     "concentrates at its RMS and the edge closes; fixed by (k, m, n, d, sigma, offset) before any run"
@@ -37,9 +41,6 @@ PAPER_R = {"paper-c": 0.1, "paper-d": 0.5}
 #: is an edge cell, reported apart from the cells deep inside (where success should be ~0).
 EDGE_PROBABILITY = 0.05
 
-
-#: The success threshold is ``factor sigma + offset``.
-THRESHOLD_FACTOR = Constant(0.6, "the official IFCA code's success rule: distance < 0.6 sigma")
 _FIELDS = ("k", "m", "n", "d", "sigma", "threshold_offset")
 
 
@@ -70,11 +71,11 @@ PREDICTIONS = tuple(
     Prediction(name, formula, text, constants={"factor": THRESHOLD_FACTOR}, fields=_FIELDS)
     for name, formula, text in (
         ("ls_rms_over_threshold", _ls_rms_over_threshold,
-         "sigma sqrt(d / (N - d - 1)) / (0.6 sigma + offset), N the smallest cluster's pooled points"),
+         f"sigma sqrt(d / (N - d - 1)) / ({_THRESHOLD}), N the smallest cluster's pooled points"),
         ("oracle_success_probability", _oracle_success,
-         "P(known-label least squares' error < 0.6 sigma + offset) on every cluster"),
+         f"P(known-label least squares' error < {_THRESHOLD}) on every cluster"),
         ("m_needed", _m_needed,
-         "k N / n, N the pooled points at which sigma sqrt(d / (N - d - 1)) = 0.6 sigma + offset"),
+         f"k N / n, N the pooled points at which sigma sqrt(d / (N - d - 1)) = {_THRESHOLD}"),
     ))
 
 

@@ -34,11 +34,13 @@ are not drawn but designed (:class:`.trial.SizeDesign`), so that ``M``,
 Methods per trial (:func:`.trial.two_phase_nu_trial`): FMD -> FedAvg(s) and
 FMD -> FedProx (Phase 2 run until it stops moving), and known-label least squares (the oracle).
 
-For every sweep and method, the fitted exponent (or log-slope, along the tiny-client fraction) of
-the median final error with a stratified bootstrap interval (:func:`mixreg.stats.fit_slope`) is
-set against the exponent the bound predicts, computed in advance from the cells' sizes with
-unit constants (:func:`mixreg.theory.sxy_axis_exponent`; the log factor left out, and reported
-separately), and against the rate of known-label least squares.  The level constant ``C`` of
+For every sweep and method, the fitted exponent (:func:`mixreg.predictions.fit_exponent`; a
+log-slope along the tiny-client fraction, which starts at 0, :func:`mixreg.stats.fit_slope`) of
+the median final error with a stratified bootstrap interval is set against the exponent the
+bound predicts, computed in advance from the cells' sizes with unit constants
+(:func:`mixreg.theory.sxy_axis_exponent`; the log factor left out, and reported separately), and
+against the rate of known-label least squares (verdicts:
+:func:`mixreg.predictions.exponent_verdict`).  The level constant ``C`` of
 ``C nu / p_min`` is fitted with each sweep held out and its residual shown on the held-out sweep
 (:func:`mixreg.theory.leave_group_out_constant`).
 

@@ -200,7 +200,7 @@ def statement(axis, exponents):
         shape = (f"CONTRADICTS the bound's shape{': no visible effect' if flat else ''}, {fitted} where ν/p_min "
                  f"predicts {_fmt(avg['predicted'])}")
     else:
-        shape = "undetermined (no interval)"
+        shape = "not tested (no interval)"
     if ls["verdict_ls"] == "consistent" and avg["verdict_ls"] == "consistent":
         floor = f"; FedAvg follows known-label LS ({_fmt(ls['fitted'])})"
     elif avg["verdict_ls"] == "contradicts":

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixreg.stats import fit_slope, slope_verdict
+from mixreg.predictions import exponent_verdict, fit_exponent
+from mixreg.stats import fit_slope
 from mixreg.theory import fit_log_constant, leave_group_out_constant, sxy_axis_exponent, sxy_bound_shape
 
 from .trial import DESIGN_KEYS, SizeDesign, design_quantities
@@ -141,6 +142,12 @@ def _holdout(rows):
     return table
 
 
+def _verdict(claim, predicted, fit):
+    """:func:`mixreg.predictions.exponent_verdict`'s word; ``"not tested"`` without a predicted
+    slope (fewer than two distinct ``x``)."""
+    return exponent_verdict(claim, predicted, fit).status if np.isfinite(predicted) else "not tested"
+
+
 def _exponents(config, records, rows):
     """Per sweep and method: fitted exponent with its bootstrap interval, the bound's and LS's."""
     table = []
@@ -156,10 +163,15 @@ def _exponents(config, records, rows):
         for j, m in enumerate(METHOD_KEYS):
             samples = [_values(_records_of(records, design), _FINAL[m]) for design in designs[axis]]
             rng = np.random.default_rng([DEFAULT_SEED, a, j])
-            fit = fit_slope(x, samples, log_x=log_x, statistic="median", n_boot=config.n_boot, rng=rng)
+            if log_x:
+                fit = fit_exponent(x, samples, statistic="median", n_boot=config.n_boot, rng=rng)
+            else:  # the tiny-client share starts at 0: a log-slope on a linear axis, not an exponent
+                fit = fit_slope(x, samples, log_x=False, statistic="median", n_boot=config.n_boot, rng=rng)
+            claim = f"{m}'s final error along {axis}"
             table.append(dict(axis=axis, method=m, predicted=predicted, fitted=fit.slope, low=fit.low,
-                              high=fit.high, verdict=slope_verdict(predicted, fit), predicted_log=predicted_log,
-                              ls_rate=ls_rate, verdict_ls=slope_verdict(ls_rate, fit), log_x=log_x,
+                              high=fit.high, verdict=_verdict(f"{claim}: slope of nu/p_min", predicted, fit),
+                              predicted_log=predicted_log, ls_rate=ls_rate,
+                              verdict_ls=_verdict(f"{claim}: known-label LS's slope", ls_rate, fit), log_x=log_x,
                               points=fit.n_points, trials=int(sum(s.size for s in samples))))
     return table
 

@@ -28,7 +28,8 @@ Two parts, one trial function (:func:`.trial.phase1_trial`):
     (predicted +1) and ``p_min`` (predicted -2), jointly fitted with bootstrap intervals.
 
 Writes into the results directory (default ``results/two_phase_phase1/<preset>``):
-``trials.csv``, ``summary.csv``, ``manifest.json`` (the engine's); ``errors.csv`` (part a),
+``trials.csv``, ``summary.csv``, ``manifest.json`` (the engine's, registering the predicted exponents
+:data:`.summary.PREDICTIONS` before the first trial); ``errors.csv`` (part a),
 ``exponents.csv`` (axis, setting, predicted, fitted, low, high, verdict), ``needed.csv`` and
 ``rates.csv`` (part b); ``phase1_error.{png,pdf}`` and ``phase1_clients.{png,pdf}``, drawn from
 the tables alone (``--redraw DIR`` redraws them).  The paper preset also copies its figures to
@@ -45,11 +46,11 @@ from mixreg.problems import ANCHOR_MODES, ProblemSpec
 from mixreg.study import Spec, Study, param
 
 from .figures import draw, plot_clients_needed, plot_phase1_error
-from .summary import DEFAULT_SEED, NAME, TABLES, cell_keys, summarise
+from .summary import DEFAULT_SEED, NAME, PREDICTIONS, TABLES, cell_keys, summarise
 from .trial import PHASE1_CELLS, Phase1Spec, c_label, clients_for, phase1_memory, phase1_trial
 
 __all__ = ["STUDY", "Config", "PRESETS", "Phase1Spec", "cells_of", "cell_keys", "trial_flops", "summarise", "draw",
-           "NAME", "TABLES", "DEFAULT_SEED", "PHASE1_CELLS", "c_label", "clients_for", "phase1_trial",
+           "NAME", "TABLES", "DEFAULT_SEED", "PREDICTIONS", "PHASE1_CELLS", "c_label", "clients_for", "phase1_trial",
            "plot_phase1_error", "plot_clients_needed"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -203,4 +204,5 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
     algorithms=(),  # its trial calls its drivers directly (fingerprinted as imports)
+    predictions=PREDICTIONS,  # registered in the manifest before the first trial
 )

@@ -5,15 +5,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixreg.stats import fit_clients_needed, fit_slope, slope_verdict, wilson_interval
+from mixreg.predictions import Constant, Prediction, exponent_verdict, fit_exponent
+from mixreg.stats import fit_clients_needed, wilson_interval
 
 from .trial import c_label, clients_for
 
-__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "cell_keys", "summarise"]
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "PREDICTIONS", "cell_keys", "summarise"]
 
 NAME = "two_phase_phase1"
 TABLES = ("errors", "exponents", "needed", "rates")  # <name>.csv; the figures are drawn from them alone
 DEFAULT_SEED = 20220615  # any fixed integer would do
+
+
+def _exponent_along(cell, **exponents):
+    """The predicted exponent along the cell's axis: the constant named after it."""
+    return exponents[cell["axis"]]
+
+
+_THEOREM = "Su, Xu and Yang, Phase-1 theorem: d(theta_hat, theta*) <= eps in O(1) rounds once M >= p_min^-2 Omega~(d)"
+
+#: The exponents the Phase-1 theorem predicts (at a cell ``{"axis": ...}``), fixed before the runs and
+#: registered in the manifest before the first trial: Phase 1's error does not depend on ``d`` at
+#: ``M = c d / p_min^2`` (part a); the clients needed grow as ``d / p_min^2`` (part b).
+PREDICTIONS = (
+    Prediction("phase1_error_exponent", _exponent_along, "Phase 1's error ~ d^0 at M = c d / p_min^2",
+               constants=dict(d=Constant(0.0, _THEOREM)), fields=("axis",)),
+    Prediction("clients_needed_exponent", _exponent_along, "clients needed M ~ d^1 p_min^-2",
+               constants=dict(d=Constant(1.0, _THEOREM), p_min=Constant(-2.0, _THEOREM)), fields=("axis",)),
+)
+
+
+def _predicted(prediction, axis):
+    return float(prediction.predict([dict(axis=axis)])[0])
+
 
 def cell_keys(config):
     """``(d, p_min, n_A, cs, anchor_mode)`` of every cell: part (a), then part (b), no duplicates."""
@@ -120,10 +144,6 @@ def _rates(config, records):
     return rows
 
 
-def _verdict(predicted, fit):
-    return slope_verdict(predicted, fit) if np.isfinite(fit.slope) else "undetermined"
-
-
 def _exponents_and_needed(config, records):
     rng = np.random.default_rng(DEFAULT_SEED)  # the bootstrap's own stream: the tables are reproducible
     exponents, needed = [], []
@@ -132,14 +152,16 @@ def _exponents_and_needed(config, records):
         ds = np.array(config.d_grid, dtype=float)
         sels = [_select(records, d, config.p_ref, config.nA_ref, (config.c_ref,), mode) for d in config.d_grid]
         regime = f"{mode} anchors, n_A = {config.nA_ref}, M = {config.c_ref:g} d / p_min^2, p_min = {config.p_ref:.3g}"
-        for column, what, predicted in (("fmd_err", "Phase-1 error d(theta_hat, theta*)", 0.0),
+        phase1 = _predicted(PREDICTIONS[0], "d")
+        for column, what, predicted in (("fmd_err", "Phase-1 error d(theta_hat, theta*)", phase1),
                                         ("ls_err", "anchor least squares, same step 7 (no claim)", None)):
             col = f"{column}_{tag}" if column == "fmd_err" else column
-            fit = fit_slope(ds, [_values(s, col) for s in sels], statistic="median", n_boot=config.n_boot, rng=rng)
+            fit = fit_exponent(ds, [_values(s, col) for s in sels], statistic="median", n_boot=config.n_boot, rng=rng)
+            verdict = "reference" if predicted is None else exponent_verdict(what, predicted, fit).status
             exponents.append(dict(
                 axis="d", setting=f"{what}; {regime}", predicted=predicted, fitted=fit.slope, low=fit.low,
-                high=fit.high, verdict=_verdict(predicted, fit) if predicted is not None else "reference",
-                n_points=fit.n_points, note="log-log slope of the median over trials; bootstrap over trials"))
+                high=fit.high, verdict=verdict, n_points=fit.n_points,
+                note="log-log slope of the median over trials; bootstrap over trials"))
     for q in config.target_divisors:
         cells = _needed_cells(config, records, q)
         fits = fit_clients_needed(cells, n_boot=config.n_boot, rng=rng)
@@ -151,12 +173,13 @@ def _exponents_and_needed(config, records):
         found = sum(status == "found" for *_, status in fits["crossings"])
         note = (f"{found} of {len(cells)} cells cross 1/2 inside their grid; joint least squares of log M on "
                 "log d and log p_min over those, bootstrap over trials")
-        for axis, predicted in (("d", 1.0), ("p_min", -2.0)):
-            fit = fits[axis]
+        for axis in ("d", "p_min"):
+            fit, predicted = fits[axis], _predicted(PREDICTIONS[1], axis)
+            setting = (f"clients M needed for d(theta_hat, theta*) < Delta/{q} in half the trials; "
+                       f"{config.need_anchor_mode} anchors, n_A = {config.need_nA}")
             exponents.append(dict(
-                axis=axis, setting=(f"clients M needed for d(theta_hat, theta*) < Delta/{q} in half the trials; "
-                                    f"{config.need_anchor_mode} anchors, n_A = {config.need_nA}"),
-                predicted=predicted, fitted=fit.slope, low=fit.low, high=fit.high, verdict=_verdict(predicted, fit),
+                axis=axis, setting=setting, predicted=predicted, fitted=fit.slope, low=fit.low, high=fit.high,
+                verdict=exponent_verdict(f"{setting} along {axis}", predicted, fit).status,
                 n_points=fit.n_points, note=note))
     return exponents, needed
 
@@ -172,10 +195,11 @@ def summarise(config, records):
         cluster, the smallest start distance (units of Delta), success rates at each target.
         ``exponents``: slopes against ``d`` of the part-(a) errors (Phase 1: predicted 0) and the
         exponents of the clients needed (predicted +1 for d, -2 for p_min), each with its
-        bootstrap interval and verdict (``consistent``: the prediction lies in the 95% interval,
-        ``contradicts``: it does not, ``undetermined``: no fit).  ``needed``: per target and
-        cell, the smallest grid ``M`` with success in half the trials, the log-interpolated
-        crossing and whether it lies inside the grid.  ``rates``: per cell and grid ``M``,
+        bootstrap interval and verdict (:func:`mixreg.predictions.exponent_verdict`:
+        ``consistent``: the prediction lies in the 95% interval, ``contradicts``: it does not,
+        ``not tested``: no fit).  ``needed``: per target and cell, the smallest grid ``M`` with
+        success in half the trials, the log-interpolated crossing and whether it lies inside the
+        grid.  ``rates``: per cell and grid ``M``,
         the success rates (Wilson intervals) and the error quartiles.
     """
     exponents, needed = _exponents_and_needed(config, records)

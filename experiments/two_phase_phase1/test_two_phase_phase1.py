@@ -1,6 +1,7 @@
 """The Phase-1 study end to end on a reduced quick config: what its tables and figures show."""
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -33,9 +34,15 @@ def test_files_and_table_columns(run):
         assert (run / name).is_file(), name
     exponents = _table(run / "exponents.csv")
     assert {"axis", "setting", "predicted", "fitted", "low", "high", "verdict"} <= set(exponents[0])
-    assert {r["verdict"] for r in exponents} <= {"consistent", "contradicts", "undetermined", "reference"}
+    assert {r["verdict"] for r in exponents} <= {"consistent", "contradicts", "not tested", "reference"}
     claims = [(r["axis"], float(r["predicted"])) for r in exponents if r["verdict"] != "reference"]
     assert ("d", 0.0) in claims and ("d", 1.0) in claims and ("p_min", -2.0) in claims
+    # the predicted exponents, registered with their hashes before the first trial
+    registered = json.loads((run / "manifest.json").read_text())["predictions"]
+    assert [(p["name"], p["sha256"]) for p in registered] == [(p.name, p.sha256) for p in phase1.PREDICTIONS]
+    assert all(p["registered"]["trials_before"] == 0 for p in registered)
+    assert {p["name"]: {a: c["value"] for a, c in p["constants"].items()} for p in registered} == {
+        "phase1_error_exponent": {"d": 0.0}, "clients_needed_exponent": {"d": 1.0, "p_min": -2.0}}
     trials = _table(run / "trials.csv")
     assert all(r["error"] == "" for r in trials)
     assert all(float(r["init_distance"]) >= 5.0 for r in trials)  # the start is at least 5 Delta from every truth
