@@ -172,12 +172,16 @@ class _CodeDigest:
                         self.function(member)
             elif _top(module) in self.tops:
                 self.modules.add(module)
+        elif isinstance(value, (tuple, list, set, frozenset, dict)) and id(value) in self.seen:
+            self.parts.append(f"{name}=<seen>")  # a container that holds itself, or met before
         elif isinstance(value, (tuple, list, set, frozenset)):
+            self.seen.add(id(value))
             items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
             self.parts.append(f"{name}={type(value).__name__}[{len(items)}]")
             for i, item in enumerate(items):
                 self.value(f"{name}[{i}]", item, home)
         elif isinstance(value, dict):
+            self.seen.add(id(value))
             self.parts.append(f"{name}=dict[{len(value)}]")
             for key in sorted(value, key=repr):
                 self.value(f"{name}[{key!r}]", value[key], home)
