@@ -214,15 +214,40 @@ def _library_roots():
                                                                            "platstdlib")})
 
 
+_SOURCES = {}  # id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
+
+
+def _file_stamp(path):
+    try:
+        stat = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 def _object_source(obj):
     """The source of a function or class without comments or layout (its bytecode when it has
-    no source file, e.g. typed at a prompt)."""
+    no source file, e.g. typed at a prompt); computed once per object and version of its file."""
     try:
+        path = inspect.getsourcefile(obj)
+    except TypeError:
+        path = None
+    stamp = _file_stamp(path) if path else None
+    hit = _SOURCES.get(id(obj))
+    if hit is not None and hit[0] is obj and hit[1] == stamp and stamp is not None:
+        return hit[2]
+    try:
+        if path:
+            import linecache
+
+            linecache.checkcache(path)  # an edited file is read again
         source = textwrap.dedent(inspect.getsource(obj))
-        return _source_digest(source.encode("utf-8"))
+        digest = _source_digest(source.encode("utf-8"))
     except (OSError, TypeError, SyntaxError, tokenize.TokenError, IndentationError):
         code = getattr(obj, "__code__", None)
-        return "bytecode " + (hashlib.sha256(code.co_code).hexdigest()[:16] if code is not None else "?")
+        digest = "bytecode " + (hashlib.sha256(code.co_code).hexdigest()[:16] if code is not None else "?")
+    _SOURCES[id(obj)] = (obj, stamp, digest)  # holding obj: its id is not reused while cached
+    return digest
 
 
 def _code_record(fns, tops, extra=()):
