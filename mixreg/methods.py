@@ -63,6 +63,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 import string
 from types import MappingProxyType
 
@@ -457,15 +458,8 @@ def _clear_indices(n, taken, distance=0.25):
     within ``distance`` (RGB, in [0, 1]^3) of a colour in ``taken`` (the registered styles the
     figure draws), so that a user's method is not drawn in a built-in's colour; every index is
     used when every colour is that close."""
-    near = [_rgb(c) for c in taken if c is not None]
-    near = [c for c in near if c is not None]
-    clear = [i for i, colour in enumerate(AUTO_COLORS)
-             if all(sum((a - b) ** 2 for a, b in zip(_rgb(colour), c)) ** 0.5 > distance for c in near)]
-    if not clear:
-        return list(range(n))
-    indices, i = [], 0
-    while len(indices) < n:
-        if i % len(AUTO_COLORS) in clear:
-            indices.append(i)
-        i += 1
-    return indices
+    near = [rgb for rgb in map(_rgb, (c for c in taken if c is not None)) if rgb is not None]
+    clear = [i for i, colour in enumerate(map(_rgb, AUTO_COLORS))
+             if all(math.dist(colour, c) > distance for c in near)] or list(range(len(AUTO_COLORS)))
+    # the clear colours' indices, cycle after cycle
+    return [len(AUTO_COLORS) * (j // len(clear)) + clear[j % len(clear)] for j in range(n)]

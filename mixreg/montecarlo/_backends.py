@@ -144,7 +144,7 @@ class _Backend:
     kernel_threads = None
     info = {}
 
-    def prepare(self, sweep, code=None):
+    def prepare(self, sweep, code):
         """Check, before any task is sent, that the workers can run ``sweep``'s trials (whose
         code fingerprint is ``code``)."""
 
@@ -217,10 +217,10 @@ class _JoblibBackend(_Backend):
         self.name, self.workers, self.kernel_threads = name, workers, kernel_threads
         self._config, self.info = config, info or {}
 
-    def prepare(self, sweep, code=None):
-        self._algorithms = algorithm_payloads(sweep)
+    def prepare(self, sweep, code):
+        self._algorithms = algorithm_payloads(code)
         client = self._config.get("client")
-        if client is None and code is not None:
+        if client is None:
             _retire_stale_pool(code)
         if client is not None and self._algorithms:  # fail before the first task, naming the algorithm
             try:

@@ -37,7 +37,7 @@ from mixreg.montecarlo._errors import AlgorithmUnavailableError
 
 __all__ = ["module_digest", "code_fingerprint", "code_changes", "algorithm_payloads", "install_algorithms"]
 
-_DIGESTS = {}  # (path, mtime_ns, size) -> digest
+_DIGESTS = {}  # (path, (mtime_ns, size)) -> digest
 _SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
 
 
@@ -64,15 +64,16 @@ def module_digest(name):
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py"):
         return None
-    try:
-        stat = os.stat(path)
-        key = (path, stat.st_mtime_ns, stat.st_size)
-        if key not in _DIGESTS:
+    key = (path, _file_stamp(path))
+    if key[1] is None:
+        return None
+    if key not in _DIGESTS:
+        try:
             with open(path, "rb") as fh:
                 _DIGESTS[key] = _source_digest(fh.read())
-        return _DIGESTS[key]
-    except (OSError, SyntaxError, tokenize.TokenError):
-        return None
+        except (OSError, SyntaxError, tokenize.TokenError):
+            return None
+    return _DIGESTS[key]
 
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
@@ -161,9 +162,10 @@ class _CodeDigest:
             module = getattr(value, "__module__", None)
             if id(value) in self.seen:
                 return
-            if (module == home or self._user(module)) and isinstance(value, types.FunctionType):
+            own = module == home or self._user(module)  # digested here, not as a whole module
+            if own and isinstance(value, types.FunctionType):
                 self.function(value)
-            elif module == home or self._user(module):  # a class of the same module: its source and methods
+            elif own:  # a class of the same module: its source and methods
                 self.seen.add(id(value))
                 self.parts.append(f"class {value.__qualname__}\n{_object_source(value)}")
                 for member in vars(value).values():
@@ -363,9 +365,11 @@ def code_changes(old, new):
     return changes
 
 
-def algorithm_payloads(sweep):
-    """What a worker needs to hold the user-registered algorithms ``sweep`` runs: a tuple of
-    ``(name, registering module, pickled entry, code digest)``, the entries not built into mixreg.
+def algorithm_payloads(code):
+    """What a worker needs to hold the user-registered algorithms a sweep runs, from its code
+    fingerprint ``code`` (:func:`code_fingerprint`, which names them and holds their digests): a
+    tuple of ``(name, registering module, pickled entry, code digest)``, the entries not built
+    into mixreg.
 
     Sent with every task (a few kilobytes), so a worker that joins a Dask cluster mid-run gets
     them too.  ``RuntimeError`` (one line) for an entry that cannot be pickled.
@@ -375,7 +379,7 @@ def algorithm_payloads(sweep):
     from mixreg.algorithms import builtin_algorithms, get_algorithm, registered_by
 
     payloads = []
-    for name in sweep_algorithms(sweep):
+    for name, record in code["algorithms"].items():
         if name in builtin_algorithms():
             continue
         try:
@@ -383,7 +387,7 @@ def algorithm_payloads(sweep):
         except Exception as exc:  # noqa: BLE001 - any pickling fault, said in one line
             raise RuntimeError(f"algorithm {name!r} cannot be sent to worker processes ({type(exc).__name__}: "
                                f"{_first_line(exc)}); register it at the top level of an importable module") from None
-        payloads.append((name, registered_by(name), blob, _algorithm_record(name)["sha256"]))
+        payloads.append((name, registered_by(name), blob, record["sha256"]))
     return tuple(payloads)
 
 

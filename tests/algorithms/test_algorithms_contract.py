@@ -27,8 +27,6 @@ from mixreg.algorithms import (
 )
 
 NAMES = sorted(ALGORITHMS)
-CASES = [pytest.param(check, id=f"{name}-{check_name}")
-         for name in NAMES for check_name, check in algorithm_checks(name)]
 
 _DECAYING = ("a step decaying as 1 / t converges sublinearly: tol = 1e-9 is not reached within the check's 500 "
              "rounds")
@@ -42,8 +40,10 @@ VARIANTS = [
      None),
     (variant(get_algorithm("oneshot"), server_step=Nesterov(0.5)), None),
 ]
-VARIANT_CASES = [pytest.param(check, id=f"{entry.name}-{check_name}")
-                 for entry, skip in VARIANTS for check_name, check in algorithm_checks(entry, skip=skip)]
+#: One case per (algorithm, check): every registered algorithm, then every variant.
+CASES = [pytest.param(check, id=f"{entry.name}-{check_name}")
+         for entry, skip in [(ALGORITHMS[name], None) for name in NAMES] + VARIANTS
+         for check_name, check in algorithm_checks(entry, skip=skip)]
 
 
 def test_every_builtin_is_registered():
@@ -57,14 +57,6 @@ def test_every_builtin_is_registered():
 
 @pytest.mark.parametrize("check", CASES)
 def test_contract(check):
-    try:
-        check()
-    except CheckSkipped as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.mark.parametrize("check", VARIANT_CASES)
-def test_variant_contract(check):
     try:
         check()
     except CheckSkipped as exc:

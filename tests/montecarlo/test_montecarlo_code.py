@@ -77,6 +77,14 @@ def package(tmp_path, monkeypatch):
         del ALGORITHMS[name]
 
 
+def _as_an_earlier_version_wrote_it(outdir, key):
+    """Remove ``key`` from ``outdir``'s manifest: what a version before it existed wrote."""
+    path = outdir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest[key]
+    path.write_text(json.dumps(manifest))
+
+
 def _sweep(trial_fn, algorithms=None, predictions=()):
     return Sweep("code", trial_fn, [{"a": 1}, {"a": 2}], n_trials=2, root_seed=3, config={},
                  algorithms=algorithms, predictions=predictions)
@@ -195,10 +203,7 @@ def test_a_manifest_without_a_fingerprint_warns(package, tmp_path):
     _write(package / "usr_trial_o.py", TRIAL.format(names='["fedavg"]', factor=1))
     trial = importlib.import_module("usr_trial_o").trial
     run_sweep(_sweep(trial, algorithms=["fedavg"]), tmp_path / "out")
-    path = tmp_path / "out" / "manifest.json"
-    manifest = json.loads(path.read_text())
-    del manifest["code"]
-    path.write_text(json.dumps(manifest))
+    _as_an_earlier_version_wrote_it(tmp_path / "out", "code")
     with pytest.warns(SweepWarning, match="records no code fingerprint"):
         run_sweep(_sweep(trial, algorithms=["fedavg"]), tmp_path / "out")
 
@@ -313,10 +318,7 @@ def test_a_directory_of_an_earlier_version_gets_its_predictions_registered_late_
     _write(package / "usr_trial_l.py", TRIAL.format(names='["fedavg"]', factor=1))
     trial = importlib.import_module("usr_trial_l").trial
     run_sweep(_sweep(trial, algorithms=["fedavg"]), tmp_path / "out")
-    path = tmp_path / "out" / "manifest.json"
-    manifest = json.loads(path.read_text())
-    del manifest["predictions"]  # as an earlier version wrote it
-    path.write_text(json.dumps(manifest))
+    _as_an_earlier_version_wrote_it(tmp_path / "out", "predictions")
     with pytest.warns(SweepWarning, match="registers no predictions.*floor are registered now, after its first"):
         result = run_sweep(_sweep(trial, algorithms=["fedavg"], predictions=[_Prediction("floor", 1.0)]),
                            tmp_path / "out")
