@@ -364,11 +364,12 @@ def _diff_keys(old, new, prefix=""):
     return [] if same else [prefix.rstrip(".") or "(root)"]
 
 
-def _prepare_directory(outdir, sweep, overwrite, code=None):
+def _prepare_directory(outdir, sweep, overwrite, code):
     """Check or reset ``outdir``; return the previous manifest (None when starting fresh).
 
-    ``code`` is the sweep's code fingerprint now; a previous manifest that records another one
-    raises :class:`CodeChangedError` (one without one, written before fingerprints, warns)."""
+    ``code`` is the sweep's code fingerprint now (:func:`code_fingerprint`); a previous manifest
+    that records another one raises :class:`CodeChangedError` (one without one, written before
+    fingerprints, warns)."""
     manifest_path = outdir / MANIFEST_NAME
     entries = [p for p in outdir.iterdir() if p.name != LOCK_NAME]
     if overwrite:
@@ -401,22 +402,21 @@ def _prepare_directory(outdir, sweep, overwrite, code=None):
                       SweepWarning, stacklevel=5)
     if keys:
         raise ConfigMismatchError(outdir, keys)
-    if code is not None:
-        if previous.get("code") is None:
-            warnings.warn(f"results directory '{outdir}' records no code fingerprint (written by an earlier "
-                          "version of mixreg): whether its records come from today's code cannot be checked",
-                          SweepWarning, stacklevel=5)
-        else:
-            changes = code_changes(previous["code"], code)
-            if changes:
-                raise CodeChangedError(outdir, changes)
+    if previous.get("code") is None:
+        warnings.warn(f"results directory '{outdir}' records no code fingerprint (written by an earlier "
+                      "version of mixreg): whether its records come from today's code cannot be checked",
+                      SweepWarning, stacklevel=5)
+    else:
+        changes = code_changes(previous["code"], code)
+        if changes:
+            raise CodeChangedError(outdir, changes)
     return previous
 
 
 # --------------------------------------------------------------------------- manifest
 
 
-def _new_manifest(sweep, previous, run_info, code=None):
+def _new_manifest(sweep, previous, run_info, code):
     """The manifest of a run.
 
     ``sweep.cells`` hold tuple values as their comma text (see :attr:`Sweep.identity`);
@@ -429,13 +429,12 @@ def _new_manifest(sweep, previous, run_info, code=None):
     # run rewrites them all, so none of the previous run's is kept
     checksums = {CONFIG_CHECKSUM: _json_checksum(sweep.identity["config"])}
     environment = run_info["environment"]
-    predictions = sweep.registered_predictions()
     if previous and previous.get("predictions"):  # registered by the run that first wrote the directory
         predictions = previous["predictions"]
     else:
         registered = {"commit": (environment.get("git") or {}).get("commit"), "time": run_info["started"],
                       "trials_before": run_info.get("trials_loaded", 0)}  # 0: before the data
-        predictions = [{**p, "registered": registered} for p in predictions]
+        predictions = [{**p, "registered": registered} for p in sweep.registered_predictions()]
     return {
         "format": FORMAT,
         "sweep": sweep.identity,
