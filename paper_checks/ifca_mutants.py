@@ -1,9 +1,10 @@
-"""Mutation check of the IFCA and FedX drivers: the theorem-level tests must fail on a broken driver.
+"""Mutation check of the IFCA and FedX drivers and of the known-label LS theory under a covariance:
+the theorem-level tests must fail on a broken driver or formula.
 
     python -m paper_checks.ifca_mutants                      # check every mutant (a few minutes)
     python -m paper_checks.ifca_mutants --mutant true-labels # one mutant
     python -m paper_checks.ifca_mutants --survey             # which candidate tests fail, per mutant
-    python -m paper_checks.ifca_mutants --family fedx        # the FedX (Phase 2) mutants only
+    python -m paper_checks.ifca_mutants --family fedx        # the FedX (Phase 2) mutants only (ls: the LS theory)
 
 For every mutant, the package (``mixreg/``, ``tests/``, ``pyproject.toml``) is copied into a
 scratch directory, one exact text replacement is applied to the copy's
@@ -114,6 +115,22 @@ no bound with slack sees them.  PROP catches renormalisation by its lower bound
 quarter of epsilon, and first-sample decoding by the misclustering it causes.  DECR misses
 renormalisation and first-sample decoding (both still contract near the truth).
 
+Known-label least-squares theory under a feature covariance (``--family ls``; the formulas
+``E||theta_LS - theta*||^2 = sigma^2 tr(Sigma^-1) / (N - d - 1)`` and its variance, from the
+inverse-Wishart moments), each caught by a Monte Carlo or closed-form test:
+
+====================  =========================================================================
+mutant                change
+====================  =========================================================================
+ls-sigma-not-inverse  ``mixreg/theory/_ls_oracle.py``: the traces of Sigma in place of Sigma^-1
+                      (for AR(1) tr Sigma = d: the identity's value); MOMENTS
+                      ``tests/theory/test_theory_ls_oracle.py::test_mean_and_variance_match_``
+                      ``simulation_under_ar1_and_not_the_identity_formula`` fails
+ls-floor-identity     ``mixreg/metrics.py``: the floor's ``tr(Sigma^-1)`` replaced by ``d`` (the
+                      covariance ignored); FLOOR ``tests/test_metrics.py::test_oracle_floor_with_``
+                      ``a_covariance_uses_the_trace_of_its_inverse`` fails
+====================  =========================================================================
+
 The copy takes the working tree as it is (uncommitted changes included).  Numba's on-disk cache
 is copied with the package (file times preserved), so the copy does not recompile the kernels
 (except those of a mutated ``mixreg/kernels.py``: fedx-first-sample recompiles, about 20 s).
@@ -140,6 +157,7 @@ __all__ = [
     "MUTANTS",
     "IFCA_MUTANTS",
     "FEDX_MUTANTS",
+    "LS_MUTANTS",
     "CANDIDATES",
     "FEDX_CANDIDATES",
     "THEOREM_LEVEL",
@@ -177,8 +195,13 @@ FX_PROPERTY = "tests/theory/test_theory_sxy.py::test_phase2_contracts_to_a_floor
 FX_REFERENCE = "tests/algorithms/test_algorithms_fedx.py::test_matches_reference_with_single_point_clients"
 FEDX_THEOREM_LEVEL = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY)
 
+LS_MOMENTS = ("tests/theory/test_theory_ls_oracle.py::"
+              "test_mean_and_variance_match_simulation_under_ar1_and_not_the_identity_formula")
+LS_FLOOR = "tests/test_metrics.py::test_oracle_floor_with_a_covariance_uses_the_trace_of_its_inverse"
+LS_THEOREM_LEVEL = (LS_MOMENTS, LS_FLOOR)
+
 #: A mutant must name at least one of these (its family's theorem-level tests).
-THEOREM_LEVEL = IFCA_THEOREM_LEVEL + FEDX_THEOREM_LEVEL
+THEOREM_LEVEL = IFCA_THEOREM_LEVEL + FEDX_THEOREM_LEVEL + LS_THEOREM_LEVEL
 
 #: Every test the survey runs against every mutant.
 CANDIDATES = (RATE, MEAN, FACTOR, ARGMIN, THEOREM1, REFERENCE, REFERENCE_RESAMPLED)
@@ -194,7 +217,7 @@ class Mutant:
 
     ``old`` must occur exactly once in ``path``; ``append`` is added at the end of the file
     (helpers of the mutant).  ``caught_by`` lists pytest node ids relative to the root.
-    ``family`` (``"ifca"`` or ``"fedx"``) selects the candidate tests of a survey.
+    ``family`` (``"ifca"``, ``"fedx"`` or ``"ls"``) selects the candidate tests of a survey.
     """
 
     name: str
@@ -332,8 +355,29 @@ FEDX_MUTANTS = (
     ),
 )
 
-MUTANTS = IFCA_MUTANTS + FEDX_MUTANTS
-FAMILIES = {"ifca": IFCA_MUTANTS, "fedx": FEDX_MUTANTS}
+LS_MUTANTS = (
+    Mutant(
+        "ls-sigma-not-inverse",
+        "the traces of Sigma in place of those of Sigma^-1 in the LS error moments",
+        "    inverse = 1.0 / np.linalg.eigvalsh(covariance)\n",
+        f"    inverse = np.linalg.eigvalsh(covariance)  {MARK}\n",
+        (LS_MOMENTS,),
+        path="mixreg/theory/_ls_oracle.py",
+        family="ls",
+    ),
+    Mutant(
+        "ls-floor-identity",
+        "the LS floor's tr(Sigma^-1) replaced by d: the covariance ignored",
+        "        return np.full(k, np.sum(1.0 / np.linalg.eigvalsh(check_covariance(arr, d, name=\"covariance\"))))\n",
+        f"        return np.full(k, float(d))  {MARK}\n",
+        (LS_FLOOR,),
+        path="mixreg/metrics.py",
+        family="ls",
+    ),
+)
+
+MUTANTS = IFCA_MUTANTS + FEDX_MUTANTS + LS_MUTANTS
+FAMILIES = {"ifca": IFCA_MUTANTS, "fedx": FEDX_MUTANTS, "ls": LS_MUTANTS}
 
 
 @dataclass(frozen=True)
@@ -443,7 +487,7 @@ def _prepared_copy(scratch, mutant, root):
 
 
 def _candidates(mutant):
-    return FEDX_CANDIDATES if mutant.family == "fedx" else CANDIDATES
+    return {"fedx": FEDX_CANDIDATES, "ls": LS_THEOREM_LEVEL}.get(mutant.family, CANDIDATES)
 
 
 def _select(names):

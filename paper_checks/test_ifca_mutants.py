@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_every_mutant_is_caught_and_the_original_passes():
-    mutants = ifca_mutants.IFCA_MUTANTS  # the FedX mutants: test_fedx_mutants.py
+    mutants = ifca_mutants.IFCA_MUTANTS  # the FedX and LS mutants: test_family_mutants.py
     outcomes = ifca_mutants.check([m.name for m in mutants])  # raises, listing every survivor
     original, *mutated = outcomes
     assert original.mutant == "original" and original.passed

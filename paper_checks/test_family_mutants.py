@@ -1,8 +1,10 @@
-"""Mutation check of the FedX (Phase 2) driver (slow; about a minute): every FedX mutant of
+"""Mutation check of the FedX (Phase 2) driver and of the known-label least-squares theory under
+a covariance (slow; about a minute each): every mutant of a family of
 ``paper_checks/ifca_mutants.py`` is caught by the tests its table names, at least one of them
-theorem-level, and those tests pass on the unmutated package.
+theorem-level, and those tests pass on the unmutated package.  (The IFCA family:
+``test_ifca_mutants.py``.)
 
-    python -m pytest -m slow paper_checks/test_fedx_mutants.py
+    python -m pytest -m slow paper_checks/test_family_mutants.py
 """
 
 import pytest
@@ -12,20 +14,25 @@ import ifca_mutants
 
 pytestmark = pytest.mark.slow
 
+#: Each family checked here, with its theorem-level tests.
+FAMILIES = {"fedx": ifca_mutants.FEDX_THEOREM_LEVEL, "ls": ifca_mutants.LS_THEOREM_LEVEL}
+MUTANTS = [mutant for family in FAMILIES for mutant in ifca_mutants.FAMILIES[family]]
 
-def test_every_fedx_mutant_is_caught_and_the_original_passes():
-    mutants = ifca_mutants.FEDX_MUTANTS
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_mutant_of_the_family_is_caught_and_the_original_passes(family):
+    mutants = ifca_mutants.FAMILIES[family]
     outcomes = ifca_mutants.check([m.name for m in mutants])  # raises, listing every survivor
     original, *mutated = outcomes
     assert original.mutant == "original" and original.passed
     assert [o.mutant for o in mutated] == [m.name for m in mutants]
     for mutant, out in zip(mutants, mutated):
         assert all(out.fails(t) for t in mutant.caught_by), (mutant.name, sorted(out.failing))
-        assert any(out.fails(t) for t in ifca_mutants.FEDX_THEOREM_LEVEL), f"{mutant.name}: no theorem-level test fails"
+        assert any(out.fails(t) for t in FAMILIES[family]), f"{mutant.name}: no theorem-level test fails"
 
 
-@pytest.mark.parametrize("mutant", ifca_mutants.FEDX_MUTANTS, ids=lambda m: m.name)
-def test_each_fedx_mutant_finds_its_target_in_the_package(mutant, tmp_path):
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_each_mutant_finds_its_target_in_the_package(mutant, tmp_path):
     """The target text is in the current package exactly once, and once replaced it is gone, so
     applying the mutant again (as to a refactored driver) raises instead of testing nothing."""
     target = tmp_path / mutant.path
