@@ -25,11 +25,19 @@ without saying so.
 from __future__ import annotations
 
 from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
+from ._style import DEFAULT_STYLE, MIN_PANEL_WIDTH, STYLES, add_footnote, figure_width, new_figure, use_style
 from ._generic import CROWDED, PREDICTION_LABEL, error_plot, success_plot
 from ..methods import (COMPARE, METHODS, RULES, MethodStyle, auto_style, method_label, register_style, rule_title,
                        styles_for)
 
 __all__ = [
+    "use_style",
+    "STYLES",
+    "DEFAULT_STYLE",
+    "new_figure",
+    "add_footnote",
+    "figure_width",
+    "MIN_PANEL_WIDTH",
     "CROWDED",
     "success_plot",
     "error_plot",

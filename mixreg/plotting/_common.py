@@ -77,21 +77,46 @@ def not_drawn(name, reason):
     warnings.warn(f"{name} not drawn: {reason}", FigureNotDrawn, stacklevel=2)
 
 
-def save_figure(fig, path_without_suffix, *more_paths):
-    """Write ``<path>.png`` (150 dpi) and ``<path>.pdf`` for each path given, then close ``fig``.
+def save_figure(fig, path_without_suffix, *more_paths, caption=None):
+    """Write ``<path>.png`` and ``<path>.pdf`` for each path given, then close ``fig``.
 
-    Returns the written paths, PNG then PDF for each path in order.
+    The PNG's resolution is the style's (``rcParams["savefig.dpi"]``, see
+    :func:`mixreg.plotting.use_style`); the PDF embeds TrueType fonts whatever the rcParams say
+    (``pdf.fonttype = 42``: journals refuse matplotlib's default Type 3) and carries no timestamp,
+    so that a redraw is byte-identical.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path_without_suffix, *more_paths : path-like
+        Where to write; the suffixes are added.
+    caption : str, optional
+        The figure's caption (what it shows, its notes and exclusions): written to
+        ``<path>.caption.txt`` beside each figure, so that a paper's caption can quote it and the
+        figure itself keeps at most a short footnote.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The written paths: PNG, PDF (and the caption) for each path in order.
     """
     from pathlib import Path
+
+    import matplotlib as mpl
 
     written = []
     for base in (path_without_suffix, *more_paths):
         base = Path(base)
         base.parent.mkdir(parents=True, exist_ok=True)
         png, pdf = base.with_suffix(".png"), base.with_suffix(".pdf")
-        fig.savefig(png, dpi=150)
-        fig.savefig(pdf, metadata={"CreationDate": None})  # no timestamp: a redraw is byte-identical
+        with mpl.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42}):
+            fig.savefig(png)
+            fig.savefig(pdf, metadata={"CreationDate": None})  # no timestamp: a redraw is byte-identical
         written += [png, pdf]
+        if caption:
+            text = base.with_name(base.name + ".caption.txt")
+            text.write_text(caption.rstrip() + "\n")
+            written.append(text)
     plt.close(fig)
     return written
 

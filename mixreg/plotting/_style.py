@@ -1,0 +1,235 @@
+"""Named figure styles for papers, and the figure layout every plot function shares.
+
+A style is a set of matplotlib rcParams (:data:`STYLES`): the figure's width, the font sizes, the
+line and marker sizes, a colour-blind-safe colour cycle, and TrueType fonts in PDF and PostScript
+output (``pdf.fonttype = 42``: matplotlib's default, Type 3, is refused by IEEE PDF eXpress and
+several publishers).  :func:`use_style` applies one, globally or for a ``with`` block; every plot
+function of mixreg reads the current rcParams, so the same call draws a figure for a slide, a
+two-column paper's full width (``"two-column"``, 6.9 in) or one column (``"one-column"``, 3.3 in).
+
+:func:`new_figure` makes a figure of ``n`` panels as wide as the style says, with as many panel
+columns as fit (at least :data:`MIN_PANEL_WIDTH` inches each), so that a six-panel figure is
+three wide at 6.9 in and two wide at 3.3 in; its layout is matplotlib's constrained layout, which
+keeps a legend placed with ``fig.legend(loc="outside upper center")`` and a footnote added with
+:func:`add_footnote` clear of the panels.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Mapping
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from cycler import cycler
+
+__all__ = ["STYLES", "DEFAULT_STYLE", "MIN_PANEL_WIDTH", "use_style", "new_figure", "add_footnote",
+           "figure_width"]
+
+#: The Okabe-Ito palette (Okabe and Ito, "Color Universal Design", 2008), black last: the colour
+#: cycle of every style.  :func:`mixreg.methods.styles_for` extends it to any number of methods.
+_OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+_COMMON = {
+    "pdf.fonttype": 42,                 # TrueType, not Type 3
+    "ps.fonttype": 42,
+    "svg.fonttype": "none",             # text as text
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],  # shipped with matplotlib: the same glyphs on every machine
+    "mathtext.fontset": "dejavusans",
+    "axes.prop_cycle": cycler(color=_OKABE_ITO),
+    "axes.grid": False,
+    "legend.frameon": False,
+    "savefig.bbox": None,               # the style's width is the figure's width
+    "figure.dpi": 100,
+}
+
+#: The named styles: rcParams applied on top of matplotlib's defaults by :func:`use_style`.
+STYLES: dict[str, dict] = {
+    # a figure across both columns of a two-column paper (IEEE, ACM, NeurIPS full text width 6.9 in)
+    "two-column": {
+        **_COMMON,
+        "figure.figsize": (6.9, 4.3),
+        "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "figure.titlesize": 10,
+        "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8, "legend.title_fontsize": 8,
+        "lines.linewidth": 1.3, "lines.markersize": 4.5, "axes.linewidth": 0.7, "patch.linewidth": 0.7,
+        "xtick.major.width": 0.7, "ytick.major.width": 0.7, "grid.linewidth": 0.5,
+        "savefig.dpi": 150,
+    },
+    # one column of a two-column paper (3.3 in)
+    "one-column": {
+        **_COMMON,
+        "figure.figsize": (3.3, 2.5),
+        "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "figure.titlesize": 8,
+        "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7, "legend.title_fontsize": 7,
+        "lines.linewidth": 1.0, "lines.markersize": 3.5, "axes.linewidth": 0.6, "patch.linewidth": 0.6,
+        "xtick.major.width": 0.6, "ytick.major.width": 0.6, "xtick.major.size": 2.5, "ytick.major.size": 2.5,
+        "grid.linewidth": 0.4, "legend.handlelength": 1.6,
+        "savefig.dpi": 300,
+    },
+    # a slide or a screen: wider, larger type
+    "slides": {
+        **_COMMON,
+        "figure.figsize": (10.0, 5.6),
+        "font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "figure.titlesize": 14,
+        "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11, "legend.title_fontsize": 11,
+        "lines.linewidth": 1.8, "lines.markersize": 6,
+        "savefig.dpi": 120,
+    },
+}
+
+#: The style the command line draws in (``--style``) and the committed figures are drawn in.
+DEFAULT_STYLE = "two-column"
+
+#: The narrowest panel :func:`new_figure` lays out, in inches.
+MIN_PANEL_WIDTH = 1.6
+
+
+class _Applied:
+    """What :func:`use_style` returns: the style stays applied, or, in a ``with`` block, until its end."""
+
+    def __init__(self, saved):
+        self._saved = saved
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        dict.update(mpl.rcParams, self._saved)   # as matplotlib's rc_context restores: no re-validation
+        return False
+
+
+def _style_params(style):
+    if isinstance(style, Mapping):
+        return dict(style)
+    if isinstance(style, (str, os.PathLike)):
+        if str(style) in STYLES:
+            return dict(STYLES[str(style)])
+        if os.path.isfile(style):
+            return dict(mpl.rc_params_from_file(os.fspath(style), use_default_template=False))
+        raise ValueError(f"style must be one of {', '.join(sorted(STYLES))}, a .mplstyle file or a dict of "
+                         f"rcParams; got {style!r}")
+    raise TypeError(f"style must be a name, a path or a dict of rcParams; got {type(style).__name__}")
+
+
+def use_style(style=DEFAULT_STYLE, **overrides):
+    """Apply a figure style: matplotlib's defaults, then the style, then ``overrides``.
+
+    Parameters
+    ----------
+    style : str, path-like or dict, default :data:`DEFAULT_STYLE`
+        A name of :data:`STYLES` (``"two-column"``: 6.9 in wide, 9 pt; ``"one-column"``: 3.3 in,
+        8 pt; ``"slides"``), a ``.mplstyle`` file, or a dict of rcParams.
+    **overrides
+        rcParams applied last, with dots written as underscores (``font_size=10``) or given in a
+        dict as ``style``.
+
+    Returns
+    -------
+    context manager
+        The style is applied on return; used in a ``with`` block, the previous rcParams come back
+        at its end (as :func:`matplotlib.pyplot.style.context` does).
+
+    Notes
+    -----
+    Starting from matplotlib's defaults (the backend kept) makes a figure depend on the style
+    alone, not on a machine's ``matplotlibrc``: the command line's ``--style`` and ``--redraw``
+    draw byte-identical figures wherever they run.  Every style writes TrueType fonts into PDF
+    and PostScript files (``pdf.fonttype = 42``).
+
+    Examples
+    --------
+    >>> from mixreg.plotting import use_style
+    >>> with use_style("one-column"):
+    ...     import matplotlib as mpl
+    ...     mpl.rcParams["figure.figsize"][0]
+    3.3
+    """
+    params = _style_params(style)
+    params.update({key.replace("_", "."): value for key, value in overrides.items()})
+    saved = mpl.rcParams.copy()
+    backend = mpl.rcParams["backend"] if "backend" in dict.keys(mpl.rcParams) else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # deprecated keys among the defaults
+        defaults = {key: value for key, value in mpl.rcParamsDefault.items() if key != "backend"}
+        dict.update(mpl.rcParams, defaults)
+    if backend is not None:
+        dict.__setitem__(mpl.rcParams, "backend", backend)
+    mpl.rcParams.update(params)     # validated: a wrong key or value fails here, naming it
+    return _Applied(saved)
+
+
+def figure_width():
+    """The current style's figure width in inches (``rcParams["figure.figsize"][0]``)."""
+    return float(mpl.rcParams["figure.figsize"][0])
+
+
+def new_figure(n_panels=1, *, aspect=0.75, max_cols=None, width=None, legend_rows=0, **subplot_kw):
+    """A figure of ``n_panels`` panels, as wide as the style, with as many columns as fit.
+
+    Parameters
+    ----------
+    n_panels : int, default 1
+        The panels drawn.
+    aspect : float, default 0.75
+        Each panel's height over its width.
+    max_cols : int, optional
+        At most this many panel columns (default: ``n_panels``).
+    width : float, optional
+        The figure's width in inches (default: the style's, :func:`figure_width`).
+    legend_rows : int, default 0
+        Rows of a legend to be placed above the panels (``fig.legend(loc="outside upper
+        center")``): the figure is made taller by that many lines of legend text.
+    **subplot_kw
+        Passed to :meth:`matplotlib.figure.Figure.subplots` (``sharex``, ``sharey``, ...).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        With constrained layout.
+    axes : numpy.ndarray of Axes, shape (n_panels,)
+        The panels in reading order; a grid's unused cells are removed.
+    """
+    if n_panels < 1:
+        raise ValueError(f"n_panels must be >= 1; got {n_panels}")
+    width = figure_width() if width is None else float(width)
+    fit = max(1, int(width // MIN_PANEL_WIDTH))
+    cols = max(1, min(n_panels, fit, n_panels if max_cols is None else int(max_cols)))
+    rows = math.ceil(n_panels / cols)
+    cols = math.ceil(n_panels / rows)       # as few empty cells as the rows allow: 6 panels are 3 x 2
+    font = mpl.font_manager.FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
+    legend_height = legend_rows * 1.45 * font / 72.0
+    height = rows * (width / cols) * aspect + legend_height
+    fig = plt.figure(figsize=(width, height), layout="constrained")
+    grid = fig.subplots(rows, cols, squeeze=False, **subplot_kw)
+    flat = grid.ravel()
+    for ax in flat[n_panels:]:
+        ax.remove()
+    return fig, np.asarray(list(flat[:n_panels]), dtype=object)
+
+
+def add_footnote(fig, text):
+    """A short footnote under a figure, left-aligned, in the legend's size; ``None``/"" draws nothing.
+
+    The figure is made taller by the footnote's lines, and its constrained layout (from
+    :func:`new_figure`) keeps panels and legend above it.  The full text of a figure's notes
+    belongs in its caption file (:func:`mixreg.plotting.save_figure`, ``caption=``).
+
+    Returns
+    -------
+    matplotlib.text.Text or None
+    """
+    if not text:
+        return None
+    size = mpl.font_manager.FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
+    lines = str(text).count("\n") + 1
+    extra = lines * 1.35 * size / 72.0 + 0.04
+    height = fig.get_figheight() + extra
+    fig.set_figheight(height)
+    engine = fig.get_layout_engine()
+    if engine is not None and hasattr(engine, "set"):
+        engine.set(rect=(0.0, extra / height, 1.0, 1.0 - extra / height))
+    return fig.text(0.005, 0.02 / height, text, ha="left", va="bottom", fontsize=size)
