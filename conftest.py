@@ -1,5 +1,8 @@
 """The docstring examples of mixreg and of the studies assume ``import numpy as np``, as NumPy's
-and SciPy's do (the numpydoc convention): pytest's doctest run gets ``np`` here."""
+and SciPy's do (the numpydoc convention): pytest's doctest run gets ``np`` here.  An example that
+imports pandas or xarray (the ``frames`` extra) is skipped where that module is not installed."""
+
+import re
 
 import numpy as np
 import pytest
@@ -8,3 +11,14 @@ import pytest
 @pytest.fixture(autouse=True)
 def _numpy_as_np(doctest_namespace):
     doctest_namespace["np"] = np
+
+
+#: The optional modules a docstring example may import: it runs only where they are installed.
+_OPTIONAL_IMPORT = re.compile(r"^\s*(?:import|from)\s+(pandas|xarray)\b", re.MULTILINE)
+
+
+@pytest.fixture(autouse=True)
+def _skip_examples_needing_a_missing_extra(request):
+    examples = getattr(getattr(request.node, "dtest", None), "examples", ())
+    for module in sorted({m for example in examples for m in _OPTIONAL_IMPORT.findall(example.source)}):
+        pytest.importorskip(module, reason=f'this example needs {module}: pip install "mixreg[frames]"')

@@ -1,10 +1,16 @@
-"""Small statistics on tidy tables of trial records (lists of dicts)."""
+"""Small statistics on tidy tables of trial records (lists of dicts, or pandas DataFrames).
+
+pandas is optional (the ``frames`` extra): it is imported only when a DataFrame is asked for, and
+a DataFrame can only be passed in where pandas is installed.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import importlib
 import math
+import sys
 
 import numpy as np
 from scipy.stats import norm
@@ -46,13 +52,16 @@ def wilson_interval(successes, trials, level=0.95):
 
 
 def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
-    """Success rates per group of records.
+    """Success rates per group of records, with Wilson intervals.
 
     Parameters
     ----------
-    records : list of dict
-        Tidy per-trial records.  Records with a non-empty ``"error"`` field are excluded (a
-        trial that raised is not a failure of the algorithm, and never a success).
+    records : list of dict or pandas.DataFrame
+        Tidy per-trial records, one dict or one row per trial (the ``records`` of
+        :func:`mixreg.montecarlo.reader.read_results`, or its :meth:`~mixreg.montecarlo.reader.Results.frame`).
+        Records with a non-empty ``"error"`` field are excluded (a trial that raised is not a
+        failure of the algorithm, and never a success); an empty, ``None`` or ``nan`` error is
+        no error.
     keys : sequence of str
         Grouping columns; groups come out sorted by these.
     flags : sequence of str
@@ -60,29 +69,58 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
         interval at ``level``) are returned.
     mean_of : sequence of str
         Numeric columns to average per group (``nan`` ignored) as ``<col>_mean``.
+    level : float in (0, 1), default 0.95
+        Level of the Wilson intervals (:func:`wilson_interval`).
 
     Returns
     -------
-    list of dict, one per group, with the keys, ``trials`` and the rates.
+    list of dict or pandas.DataFrame
+        One row per group, with the columns ``keys``, ``trials`` (the records that did not
+        fail), then the rates of each flag and the means, in that order.  A list of dicts for a
+        list (or any iterable of dicts); a ``DataFrame`` with these columns for a ``DataFrame``
+        (a pandas table in, a pandas table out: the same rows, with a ``RangeIndex``; a column
+        of one type has its dtype: ``int64``, ``float64``, ``bool``, a tuple column is
+        ``object``).  Either table can be drawn with :func:`mixreg.plotting.success_plot`,
+        which reads both.
 
     Raises
     ------
     TypeError
-        If ``records`` is not a sequence of dicts.
+        If ``records`` is neither a DataFrame nor a sequence of dicts.
     ValueError
         If a record that did not fail lacks a column of ``keys``, ``flags`` or ``mean_of`` (the
-        message names the record and the column).
+        message names the record, or for a DataFrame the column, and the columns there are).
+
+    Examples
+    --------
+    >>> records = [{"r": 1.0, "ok": True, "err": 0.1, "error": ""},
+    ...            {"r": 1.0, "ok": False, "err": 0.3, "error": ""},
+    ...            {"r": 2.0, "ok": True, "err": 0.2, "error": ""},
+    ...            {"r": 2.0, "ok": None, "err": None, "error": "FloatingPointError: diverged"}]
+    >>> rows = group_rates(records, ["r"], ["ok"], mean_of=["err"])
+    >>> [(row["r"], row["trials"], row["ok_rate"], round(row["err_mean"], 3)) for row in rows]
+    [(1.0, 2, 0.5, 0.2), (2.0, 1, 1.0, 0.2)]
+    >>> round(rows[0]["ok_low"], 3), round(rows[0]["ok_high"], 3)
+    (0.095, 0.905)
     """
+    frame = _is_frame(records)
+    if frame:
+        missing = [c for c in dict.fromkeys((*keys, *flags, *mean_of)) if c not in records.columns]
+        if missing:
+            raise ValueError(f"the DataFrame has no column {', '.join(map(repr, missing))} (named in keys, flags "
+                             f"or mean_of); it has {list(records.columns)}")
+        records = records.to_dict("records")  # Python scalars, None where pandas.NA
     try:
         records = list(records)
     except TypeError:
-        raise TypeError(f"records must be a list of dicts, got {type(records).__name__}") from None
+        raise TypeError(f"records must be a list of dicts or a pandas DataFrame, got "
+                        f"{type(records).__name__}") from None
     columns = (*keys, *flags, *mean_of)
     groups = {}
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
             raise TypeError(f"records must be a list of dicts, got records[{i}] = {rec!r} ({type(rec).__name__})")
-        if rec.get("error"):
+        if _failed(rec.get("error")):
             continue
         missing = [c for c in columns if c not in rec]
         if missing:
@@ -104,7 +142,71 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
             vals = np.array([float(r[c]) for r in rows])
             row[c + "_mean"] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
         out.append(row)
-    return out
+    if not frame:
+        return out
+    names = [*keys, "trials", *(f + end for f in flags for end in ("_rate", "_low", "_high")),
+             *(c + "_mean" for c in mean_of)]
+    return _frame(names, out, needed_by="group_rates on a DataFrame")
+
+
+def _failed(error):
+    """Whether a record's ``error`` field says its trial raised: a non-empty value that is not ``nan``
+    (a DataFrame read from CSV, or with pandas' string dtype, holds ``nan`` where there is none)."""
+    if isinstance(error, float) and math.isnan(error):
+        return False
+    return bool(error)
+
+
+def _is_frame(table):
+    """Whether ``table`` is a pandas DataFrame, without importing pandas (a DataFrame exists only once
+    pandas is imported)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(table, getattr(pandas, "DataFrame", ()))
+
+
+def _import_extra(module, needed_by):
+    """Import ``module`` of the ``frames`` extra (pandas or xarray), or raise a one-line ImportError
+    saying what needs it and how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f'{needed_by} needs {module}: pip install "mixreg[frames]"') from None
+
+
+def _frame(columns, rows, *, needed_by):
+    """A pandas DataFrame of ``rows`` (dicts, ``None`` where a value is missing) with ``columns`` in order,
+    each column of the dtype its values' one type gives, so that every value reads back with the type
+    it has in ``rows``.
+
+    bool, int (that fit int64) and float columns are ``bool``, ``int64`` and ``float64``; with a
+    missing value, pandas' nullable ``boolean`` and ``Int64`` (``pandas.NA`` there), and ``nan`` in a
+    ``float64`` column; a column of str has pandas' string dtype (``str`` since pandas 3, ``object``
+    before); any other column (tuples, lists, values of several types, none at all) is ``object``,
+    holding the values themselves (``None`` where missing).
+    """
+    pandas = _import_extra("pandas", needed_by)
+    data = {c: _frame_column(pandas, [row.get(c) for row in rows]) for c in columns}
+    return pandas.DataFrame(data, columns=list(columns), index=pandas.RangeIndex(len(rows)))
+
+
+_INT64 = (-2**63, 2**63 - 1)
+
+
+def _frame_column(pandas, values):
+    kinds = {type(v) for v in values if v is not None}
+    missing = any(v is None for v in values)
+    if kinds == {bool}:
+        return pandas.array(values, dtype="boolean") if missing else np.array(values, dtype=bool)
+    if kinds == {int} and all(_INT64[0] <= v <= _INT64[1] for v in values if v is not None):
+        return pandas.array(values, dtype="Int64") if missing else np.array(values, dtype=np.int64)
+    if kinds == {float}:
+        return np.array([math.nan if v is None else v for v in values], dtype=float)
+    if kinds == {str}:
+        return pandas.Series(values, index=pandas.RangeIndex(len(values)))
+    column = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        column[i] = value  # one by one: a list of tuples given at once would make a 2-d array
+    return column
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,9 @@ read a directory while a run is writing into it (it then sees the chunks finishe
 Values come back with the types the trial function returned: ``trials.csv`` writes floats
 with ``repr`` (exact), and the manifest's ``column_types`` says which type each column of
 the trial function holds; tuple-valued cell parameters (the manifest's ``tuple_keys``) are
-tuples again.
+tuples again.  :meth:`Results.frame` gives any table as a pandas DataFrame with these types, and
+:meth:`Results.dataset` an xarray Dataset over the swept axes (the ``frames`` extra:
+``pip install "mixreg[frames]"``).
 
 What is read is checked against what the run wrote, as the chunk files are: the manifest
 records the sha256 of every table written into the directory (``trials.csv``,
@@ -40,10 +42,14 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import itertools
 import json
+import math
 import os
 import pathlib
 import warnings
+
+import numpy as np
 
 from mixreg.montecarlo._cells import _INT_RE, _cell_value, _parse_tuple_text
 from mixreg.montecarlo._errors import EditedFileError, SweepWarning
@@ -62,6 +68,7 @@ from mixreg.montecarlo._store import (
     sweep_key_of,
 )
 from mixreg.montecarlo._tables import _columns, _format_value
+from mixreg.stats import _frame, _import_extra
 
 __all__ = ["Results", "read_results"]
 
@@ -131,19 +138,258 @@ class Results:
             The file differs from what the run wrote (its sha256 is not the one recorded in the
             manifest), unless ``name`` is in :attr:`accept_edited` (then a warning).
         """
+        return self._table(name)[1]
+
+    def _table(self, name):
+        """``(columns, rows)`` of the CSV file ``name`` (see :meth:`table`), the columns as written."""
         name = os.fspath(name)
         if not name or pathlib.PurePath(name).name != name or name in (".", ".."):
             raise ValueError(f"table name must be a file name inside '{self.outdir}', "
                              f"got {name!r}")
         path = self.outdir / name
         if not path.is_file():
-            raise FileNotFoundError(f"results directory '{self.outdir}' holds no {name}")
+            tables = sorted(p.stem for p in self.outdir.glob("*.csv"))
+            raise FileNotFoundError(f"results directory '{self.outdir}' holds no {name} (its tables: "
+                                    f"{', '.join(tables) or 'none'})")
         _verify_file(self.outdir, self.manifest, path, self.accept_edited)
         header, rows = _read_csv(path, self.outdir)
         tuple_keys = set(self.manifest.get("tuple_keys") or [])
         parsed = {c: _parse_table_column(c in tuple_keys, [row[j] for row in rows])
                   for j, c in enumerate(header)}
-        return [{c: parsed[c][i] for c in header} for i in range(len(rows))]
+        return header, [{c: parsed[c][i] for c in header} for i in range(len(rows))]
+
+    def _rows(self, table):
+        """``(columns, rows)`` of ``table``: ``"trials"`` is :attr:`records`, another name its CSV file."""
+        table = os.fspath(table)
+        if table in ("trials", TRIALS_CSV_NAME):
+            columns = list(self.records[0]) if self.records else self._trial_columns()
+            return columns, self.records
+        return self._table(table if table.endswith(".csv") else f"{table}.csv")
+
+    def _trial_columns(self):
+        """The columns of the records when there is none yet (a run whose first chunk is not written)."""
+        head, _, tail = _columns(self.cells[0], [])
+        return head + list(self.manifest.get("column_types") or {}) + tail
+
+    def frame(self, table="trials"):
+        """A table of the directory as a pandas DataFrame, every value of the type :attr:`records`
+        or :meth:`table` gives it.
+
+        One row per record (per row of the table), the columns in the order written, a
+        ``RangeIndex``.  A column whose values are of one type has its dtype: ``bool``,
+        ``int64``, ``float64``; where a failed trial left a value missing, pandas' nullable
+        ``boolean`` and ``Int64`` (``pandas.NA`` there) and ``nan`` in a ``float64`` column; a
+        column of str has pandas' string dtype.  Any other column is ``object`` and holds the
+        values themselves: a tuple-valued cell parameter holds tuples (not their text), a column
+        of ints and floats holds each as the trial function returned it.
+
+        Parameters
+        ----------
+        table : str, default ``"trials"``
+            ``"trials"``: the :attr:`records` (from ``trials.csv``, or from the chunk files of a
+            run still going); another name: that CSV file of the directory, with or without
+            ``.csv`` (``"summary"``, ``"rates"``, a study's ``"theory"``), read by :meth:`table`.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed (``pip install "mixreg[frames]"``).
+        FileNotFoundError
+            The directory holds no such table (the message lists those it holds).
+        mixreg.montecarlo.EditedFileError
+            The table differs from what the run wrote (see :meth:`table`).
+
+        See Also
+        --------
+        dataset : The same values over the grid's axes, as an xarray Dataset.
+        mixreg.stats.group_rates : Success rates per group; a DataFrame in, a DataFrame out.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pandas as pd
+        >>> from mixreg.montecarlo import Sweep, run_sweep
+        >>> from mixreg.stats import group_rates
+        >>> def draw(cell, seed):
+        ...     x = np.random.default_rng(seed).normal(cell["mu"][0])
+        ...     return {"x": float(x), "ok": bool(x > 0)}
+        >>> sweep = Sweep(name="demo", trial_fn=draw, n_trials=4, root_seed=0, config={},
+        ...               cells=[{"mu": (m, 1.0), "n": n} for m in (-1.0, 1.0) for n in (10, 20)])
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     _ = run_sweep(sweep, tmp, progress=False)
+        ...     frame = read_results(tmp).frame()
+        >>> list(frame.columns)
+        ['mu', 'n', 'cell', 'trial', 'x', 'ok', 'wall_time', 'seed_entropy', 'error']
+        >>> frame.loc[0, "mu"], frame["n"].dtype, frame["ok"].dtype
+        ((-1.0, 1.0), dtype('int64'), dtype('bool'))
+        >>> rates = group_rates(frame, ["mu"], ["ok"])
+        >>> isinstance(rates, pd.DataFrame), rates["trials"].tolist()
+        (True, [8, 8])
+        """
+        columns, rows = self._rows(table)
+        return _frame(columns, rows, needed_by="Results.frame()")
+
+    def dataset(self, table="trials", *, dims=None):
+        """A table of the directory as an xarray Dataset over the swept axes, where its grid is full.
+
+        Each column of ``dims`` is a dimension whose coordinate holds its distinct values (sorted,
+        when they compare); each other column is a variable over all of ``dims``.  For the trials,
+        the dimensions are the grid's fields that take more than one value and ``trial``; the
+        outcomes (and ``wall_time``, ``seed_entropy``, ``error``) are the variables; ``cell``, the
+        grid's cell index, is a coordinate over the grid's dimensions, and a field with one value
+        in the whole grid is a scalar coordinate.  Values have the types of :meth:`frame`'s
+        columns in numpy dtypes: ``bool``, ``int64``, ``float64`` (``nan`` where missing), and
+        ``object`` for the others (tuples, str; an int or bool column with a value missing, which
+        holds ``None`` there).  ``attrs`` holds the sweep's name, the table, the directory and the
+        config (as JSON text).
+
+        Parameters
+        ----------
+        table : str, default ``"trials"``
+            As for :meth:`frame`.
+        dims : sequence of str, optional
+            The table's columns to use as dimensions, in order.  Default: for ``"trials"``, the
+            grid's fields that vary and ``"trial"``; for another table, the grid's fields it holds
+            that vary in it (and ``"trial"`` if it has that column).
+
+        Returns
+        -------
+        xarray.Dataset
+
+        Raises
+        ------
+        ImportError
+            pandas or xarray is not installed (``pip install "mixreg[frames]"``).
+        ValueError
+            The grid is not full: some combination of the values of ``dims`` has no row (a grid
+            that is not a product of its fields' values, a run still going); the message counts
+            them (use :meth:`frame`, which takes any rows).  Or two rows share a combination
+            (``dims`` misses a column that tells them apart), or ``dims`` names no column.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import xarray as xr
+        >>> from mixreg.montecarlo import Sweep, run_sweep
+        >>> def draw(cell, seed):
+        ...     return {"x": float(np.random.default_rng(seed).normal(cell["mu"], cell["sd"]))}
+        >>> sweep = Sweep(name="demo", trial_fn=draw, n_trials=5, root_seed=0, config={},
+        ...               cells=[{"mu": m, "sd": s} for m in (0.0, 1.0, 2.0) for s in (0.5, 1.0)])
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     _ = run_sweep(sweep, tmp, progress=False)
+        ...     ds = read_results(tmp).dataset()
+        >>> dict(ds.sizes)
+        {'mu': 3, 'sd': 2, 'trial': 5}
+        >>> ds["x"].mean("trial").dims, ds["cell"].values.tolist()
+        (('mu', 'sd'), [[0, 1], [2, 3], [4, 5]])
+        """
+        columns, rows = self._rows(table)
+        _import_extra("pandas", "Results.dataset()")
+        xarray = _import_extra("xarray", "Results.dataset()")
+        is_trials = os.fspath(table) in ("trials", TRIALS_CSV_NAME)
+        grid_keys = list(self.cells[0])
+        varying = [k for k in grid_keys if len({_value_key(c[k]) for c in self.cells}) > 1]
+        if dims is None:
+            dims = [k for k in varying if k in columns] + (["trial"] if "trial" in columns else [])
+            if not dims:
+                raise ValueError(f"results directory '{self.outdir}': table {table!r} holds none of the grid's "
+                                 f"varying fields {varying} nor 'trial'; name its dimensions with dims=")
+        dims = [dims] if isinstance(dims, str) else list(dims)
+        unknown = [d for d in dims if d not in columns]
+        if unknown or len(set(dims)) != len(dims):
+            raise ValueError(f"dims must name distinct columns of table {table!r}, got {dims}; its columns are "
+                             f"{columns}")
+        coords = {d: _distinct(row[d] for row in rows) for d in dims}
+        index = {d: {_value_key(v): i for i, v in enumerate(coords[d])} for d in dims}
+        shape = tuple(len(coords[d]) for d in dims)
+        at = {}
+        for n, row in enumerate(rows):
+            position = tuple(index[d][_value_key(row[d])] for d in dims)
+            if position in at:
+                raise ValueError(f"results directory '{self.outdir}': rows {at[position]} and {n} of table "
+                                 f"{table!r} share {', '.join(f'{d}={row[d]!r}' for d in dims)}: dims={dims} "
+                                 "do not tell its rows apart; add the column that does")
+            at[position] = n
+        if len(at) < math.prod(shape):
+            raise ValueError(f"results directory '{self.outdir}': {_missing_rows(table, dims, coords, at)}; a "
+                             "Dataset needs a full grid: use .frame() for the rows as they are")
+        order = [at[p] for p in itertools.product(*map(range, shape))]
+        constant = [k for k in grid_keys if k in columns and k not in dims and k not in varying]
+        cell_dims = [d for d in dims if d != "trial"] if is_trials else dims
+        coordinates = {d: (d, _variable(coords[d], (len(coords[d]),))) for d in dims}
+        for k in constant:
+            coordinates[k] = ((), _variable([rows[0][k]], ()))
+        variables = {}
+        for c in columns:
+            if c in dims or c in constant:
+                continue
+            values = _variable([rows[i][c] for i in order], shape)
+            if c == "cell" and is_trials:
+                coordinates[c] = (cell_dims, values[tuple(slice(None) if d in cell_dims else 0 for d in dims)])
+            else:
+                variables[c] = (dims, values)
+        attrs = {"sweep": str(self.manifest["sweep"].get("name", "")), "table": os.fspath(table),
+                 "results_directory": str(self.outdir), "config": json.dumps(self.config, sort_keys=True)}
+        return xarray.Dataset(variables, coords=coordinates, attrs=attrs)
+
+
+def _missing_rows(table, dims, coords, at):
+    """The sentence saying which combinations of ``dims`` hold no row: cells of the grid (over the
+    dimensions other than ``trial``) when some have none at all, else the trials missing."""
+    cell_dims = [d for d in dims if d != "trial"]
+    axes = [range(len(coords[d])) for d in dims]
+    seen = {tuple(i for d, i in zip(dims, p) if d != "trial") for p in at}
+    if "trial" in dims and cell_dims:
+        empty = [p for p in itertools.product(*(range(len(coords[d])) for d in cell_dims)) if p not in seen]
+        if empty:
+            first = ", ".join(f"{d}={coords[d][i]!r}" for d, i in zip(cell_dims, empty[0]))
+            return (f"the grid over ({', '.join(cell_dims)}) is not full: {len(empty)} of its {len(seen) + len(empty)} "
+                    f"cells have no row (the first: {first})")
+    missing = [p for p in itertools.product(*axes) if p not in at]
+    first = ", ".join(f"{d}={coords[d][i]!r}" for d, i in zip(dims, missing[0]))
+    what = "trials" if "trial" in dims else "cells"
+    return (f"the grid of table {os.fspath(table)!r} over ({', '.join(dims)}) is not full: {len(missing)} of its "
+            f"{len(missing) + len(at)} {what} have no row (the first: {first})")
+
+
+def _value_key(value):
+    """What tells two values of a column apart: type and exact text (``1``, ``1.0``, ``True``, ``"1"`` differ)."""
+    return type(value).__name__, _format_value(value)
+
+
+def _distinct(values):
+    """The distinct values, sorted when they compare, else in the order first met."""
+    distinct = list({_value_key(v): v for v in values}.values())
+    try:
+        distinct.sort()
+    except TypeError:
+        pass  # values of types that do not compare
+    return distinct
+
+
+def _object_array(values, shape):
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = value  # one by one: a list of tuples given at once would make a 2-d array
+    return out.reshape(shape)
+
+
+def _variable(values, shape):
+    """``values`` (in C order of ``shape``) as an array of ``shape``: bool, int64 or float64 when all are
+    of that one type (floats with ``None`` as ``nan``), else ``object`` holding the values themselves."""
+    kinds = {type(v) for v in values if v is not None}
+    missing = any(v is None for v in values)
+    if kinds == {float}:
+        return np.array([math.nan if v is None else v for v in values], dtype=float).reshape(shape)
+    if not missing and kinds == {bool}:
+        return np.array(values, dtype=bool).reshape(shape)
+    if not missing and kinds == {int} and all(-2**63 <= v < 2**63 for v in values):
+        return np.array(values, dtype=np.int64).reshape(shape)
+    return _object_array(values, shape)
 
 
 def read_results(outdir, *, from_chunks=False, accept_edited=()):
