@@ -6,7 +6,9 @@ a DataFrame can only be passed in where pandas is installed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
 
 import importlib
 import math
@@ -16,6 +18,9 @@ import numpy as np
 from scipy.stats import norm
 
 from .validation import check_int, check_real
+
+if TYPE_CHECKING:  # the frames extra: imported only when a DataFrame is asked for
+    import pandas
 
 __all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict", "finite_mean",
            "bootstrap_mean_interval", "loglog_slope", "crossing", "fit_clients_needed"]
@@ -51,6 +56,12 @@ def wilson_interval(successes, trials, level=0.95):
     return low, high
 
 
+@overload
+def group_rates(records: Iterable[Mapping[str, Any]], keys: Sequence[str], flags: Sequence[str], *,
+                mean_of: Sequence[str] = (), level: float = 0.95) -> list[dict[str, Any]]: ...
+@overload
+def group_rates(records: pandas.DataFrame, keys: Sequence[str], flags: Sequence[str], *,
+                mean_of: Sequence[str] = (), level: float = 0.95) -> pandas.DataFrame: ...
 def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
     """Success rates per group of records, with Wilson intervals.
 

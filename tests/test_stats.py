@@ -36,6 +36,36 @@ def test_group_rates_excludes_errors_and_sorts():
     assert rows[0]["ok_low"] < 0.5 < rows[0]["ok_high"]
 
 
+def test_group_rates_on_a_dataframe_gives_a_dataframe_of_the_same_rows():
+    pd = pytest.importorskip("pandas")
+    recs = [
+        {"a": 2, "ok": True, "x": 1.0, "error": ""},
+        {"a": 1, "ok": False, "x": float("nan"), "error": ""},
+        {"a": 1, "ok": True, "x": 3.0, "error": ""},
+        {"a": 1, "ok": True, "x": 5.0, "error": "ValueError: boom"},
+    ]
+    on_list = group_rates(recs, ("a",), ("ok",), mean_of=("x",))
+    on_frame = group_rates(pd.DataFrame(recs), ("a",), ("ok",), mean_of=("x",))
+    assert isinstance(on_frame, pd.DataFrame)
+    assert list(on_frame.columns) == ["a", "trials", "ok_rate", "ok_low", "ok_high", "x_mean"]
+    assert on_frame.to_dict("records") == on_list
+    assert on_frame["a"].dtype == np.int64 and on_frame["trials"].dtype == np.int64
+    with pytest.raises(ValueError, match=r"the DataFrame has no column 'y' \(named in keys, flags or mean_of\); "
+                                         r"it has \['a', 'ok', 'x', 'error'\]"):
+        group_rates(pd.DataFrame(recs), ("a",), ("ok",), mean_of=("y",))
+
+
+def test_group_rates_reads_a_missing_error_as_none():
+    """A DataFrame read from CSV (``pandas.read_csv``) holds ``nan`` where a trial has no error: it did
+    not fail, in a DataFrame as in a list."""
+    recs = [{"a": 1, "ok": True, "error": float("nan")}, {"a": 1, "ok": False, "error": None},
+            {"a": 1, "ok": True, "error": "ZeroDivisionError: x"}]
+    assert group_rates(recs, ("a",), ("ok",))[0]["trials"] == 2
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [1, 1, 1], "ok": [True, False, True], "error": [np.nan, np.nan, "E: x"]})
+    assert group_rates(frame, ("a",), ("ok",))["trials"].tolist() == [2]
+
+
 def test_fit_slope_recovers_power_and_exponential_laws_and_their_intervals():
     import numpy as np
 

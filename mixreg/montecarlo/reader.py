@@ -48,6 +48,8 @@ import math
 import os
 import pathlib
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -69,6 +71,10 @@ from mixreg.montecarlo._store import (
 )
 from mixreg.montecarlo._tables import _columns, _format_value
 from mixreg.stats import _frame, _import_extra
+
+if TYPE_CHECKING:  # the frames extra, imported only by the methods that need it
+    import pandas
+    import xarray
 
 __all__ = ["Results", "read_results"]
 
@@ -100,19 +106,19 @@ class Results:
     """
 
     outdir: pathlib.Path
-    manifest: dict
-    config: dict
-    cells: tuple
-    records: list
-    failures: list
-    accept_edited: tuple = ()
+    manifest: dict[str, Any]
+    config: dict[str, Any]
+    cells: tuple[dict[str, Any], ...]
+    records: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    accept_edited: tuple[str, ...] = ()
 
-    def recorded(self, name):
+    def recorded(self, name: str) -> bool:
         """Whether the manifest records the sha256 of file ``name``, so that reading it checks
         it (``False``: written by an earlier version, or never written; not verified)."""
         return name in (self.manifest.get("checksums") or {})
 
-    def table(self, name):
+    def table(self, name: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Return the rows of the CSV file ``name`` of the directory (``"rates.csv"``, say).
 
         The inverse of :func:`mixreg.montecarlo.write_table`: an empty field is ``None``;
@@ -171,7 +177,7 @@ class Results:
         head, _, tail = _columns(self.cells[0], [])
         return head + list(self.manifest.get("column_types") or {}) + tail
 
-    def frame(self, table="trials"):
+    def frame(self, table: str = "trials") -> pandas.DataFrame:
         """A table of the directory as a pandas DataFrame, every value of the type :attr:`records`
         or :meth:`table` gives it.
 
@@ -233,15 +239,15 @@ class Results:
         columns, rows = self._rows(table)
         return _frame(columns, rows, needed_by="Results.frame()")
 
-    def dataset(self, table="trials", *, dims=None):
+    def dataset(self, table: str = "trials", *, dims: str | Sequence[str] | None = None) -> xarray.Dataset:
         """A table of the directory as an xarray Dataset over the swept axes, where its grid is full.
 
         Each column of ``dims`` is a dimension whose coordinate holds its distinct values (sorted,
         when they compare); each other column is a variable over all of ``dims``.  For the trials,
         the dimensions are the grid's fields that take more than one value and ``trial``; the
         outcomes (and ``wall_time``, ``seed_entropy``, ``error``) are the variables; ``cell``, the
-        grid's cell index, is a coordinate over the grid's dimensions, and a field with one value
-        in the whole grid is a scalar coordinate.  Values have the types of :meth:`frame`'s
+        grid's cell index, is a coordinate over the grid's dimensions, and a field of the grid with
+        one value in the whole table is a scalar coordinate.  Values have the types of :meth:`frame`'s
         columns in numpy dtypes: ``bool``, ``int64``, ``float64`` (``nan`` where missing), and
         ``object`` for the others (tuples, str; an int or bool column with a value missing, which
         holds ``None`` there).  ``attrs`` holds the sweep's name, the table, the directory and the
@@ -251,7 +257,7 @@ class Results:
         ----------
         table : str, default ``"trials"``
             As for :meth:`frame`.
-        dims : sequence of str, optional
+        dims : str or sequence of str, optional
             The table's columns to use as dimensions, in order.  Default: for ``"trials"``, the
             grid's fields that vary and ``"trial"``; for another table, the grid's fields it holds
             that vary in it (and ``"trial"`` if it has that column).
@@ -299,28 +305,14 @@ class Results:
                 raise ValueError(f"results directory '{self.outdir}': table {table!r} holds none of the grid's "
                                  f"varying fields {varying} nor 'trial'; name its dimensions with dims=")
         dims = [dims] if isinstance(dims, str) else list(dims)
-        unknown = [d for d in dims if d not in columns]
-        if unknown or len(set(dims)) != len(dims):
+        if any(d not in columns for d in dims) or len(set(dims)) != len(dims):
             raise ValueError(f"dims must name distinct columns of table {table!r}, got {dims}; its columns are "
                              f"{columns}")
-        coords = {d: _distinct(row[d] for row in rows) for d in dims}
-        index = {d: {_value_key(v): i for i, v in enumerate(coords[d])} for d in dims}
+        coords, order = _place(self.outdir, table, rows, dims)
         shape = tuple(len(coords[d]) for d in dims)
-        at = {}
-        for n, row in enumerate(rows):
-            position = tuple(index[d][_value_key(row[d])] for d in dims)
-            if position in at:
-                raise ValueError(f"results directory '{self.outdir}': rows {at[position]} and {n} of table "
-                                 f"{table!r} share {', '.join(f'{d}={row[d]!r}' for d in dims)}: dims={dims} "
-                                 "do not tell its rows apart; add the column that does")
-            at[position] = n
-        if len(at) < math.prod(shape):
-            raise ValueError(f"results directory '{self.outdir}': {_missing_rows(table, dims, coords, at)}; a "
-                             "Dataset needs a full grid: use .frame() for the rows as they are")
-        order = [at[p] for p in itertools.product(*map(range, shape))]
-        constant = [k for k in grid_keys if k in columns and k not in dims and k not in varying]
+        constant = [k for k in grid_keys if k in columns and k not in dims and len(_distinct(r[k] for r in rows)) == 1]
         cell_dims = [d for d in dims if d != "trial"] if is_trials else dims
-        coordinates = {d: (d, _variable(coords[d], (len(coords[d]),))) for d in dims}
+        coordinates: dict[str, tuple[Any, Any]] = {d: (d, _variable(coords[d], (len(coords[d]),))) for d in dims}
         for k in constant:
             coordinates[k] = ((), _variable([rows[0][k]], ()))
         variables = {}
@@ -337,62 +329,8 @@ class Results:
         return xarray.Dataset(variables, coords=coordinates, attrs=attrs)
 
 
-def _missing_rows(table, dims, coords, at):
-    """The sentence saying which combinations of ``dims`` hold no row: cells of the grid (over the
-    dimensions other than ``trial``) when some have none at all, else the trials missing."""
-    cell_dims = [d for d in dims if d != "trial"]
-    axes = [range(len(coords[d])) for d in dims]
-    seen = {tuple(i for d, i in zip(dims, p) if d != "trial") for p in at}
-    if "trial" in dims and cell_dims:
-        empty = [p for p in itertools.product(*(range(len(coords[d])) for d in cell_dims)) if p not in seen]
-        if empty:
-            first = ", ".join(f"{d}={coords[d][i]!r}" for d, i in zip(cell_dims, empty[0]))
-            return (f"the grid over ({', '.join(cell_dims)}) is not full: {len(empty)} of its {len(seen) + len(empty)} "
-                    f"cells have no row (the first: {first})")
-    missing = [p for p in itertools.product(*axes) if p not in at]
-    first = ", ".join(f"{d}={coords[d][i]!r}" for d, i in zip(dims, missing[0]))
-    what = "trials" if "trial" in dims else "cells"
-    return (f"the grid of table {os.fspath(table)!r} over ({', '.join(dims)}) is not full: {len(missing)} of its "
-            f"{len(missing) + len(at)} {what} have no row (the first: {first})")
-
-
-def _value_key(value):
-    """What tells two values of a column apart: type and exact text (``1``, ``1.0``, ``True``, ``"1"`` differ)."""
-    return type(value).__name__, _format_value(value)
-
-
-def _distinct(values):
-    """The distinct values, sorted when they compare, else in the order first met."""
-    distinct = list({_value_key(v): v for v in values}.values())
-    try:
-        distinct.sort()
-    except TypeError:
-        pass  # values of types that do not compare
-    return distinct
-
-
-def _object_array(values, shape):
-    out = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):
-        out[i] = value  # one by one: a list of tuples given at once would make a 2-d array
-    return out.reshape(shape)
-
-
-def _variable(values, shape):
-    """``values`` (in C order of ``shape``) as an array of ``shape``: bool, int64 or float64 when all are
-    of that one type (floats with ``None`` as ``nan``), else ``object`` holding the values themselves."""
-    kinds = {type(v) for v in values if v is not None}
-    missing = any(v is None for v in values)
-    if kinds == {float}:
-        return np.array([math.nan if v is None else v for v in values], dtype=float).reshape(shape)
-    if not missing and kinds == {bool}:
-        return np.array(values, dtype=bool).reshape(shape)
-    if not missing and kinds == {int} and all(-2**63 <= v < 2**63 for v in values):
-        return np.array(values, dtype=np.int64).reshape(shape)
-    return _object_array(values, shape)
-
-
-def read_results(outdir, *, from_chunks=False, accept_edited=()):
+def read_results(outdir: str | os.PathLike[str], *, from_chunks: bool = False,
+                 accept_edited: str | Sequence[str] = ()) -> Results:
     """Read a results directory written by :func:`mixreg.montecarlo.run_sweep`.
 
     Parameters
@@ -707,3 +645,82 @@ def _parse_table_column(is_tuple, texts):
     if kinds and kinds <= {"int", "float"}:
         return [None if t == "" else int(t) if _INT_RE.fullmatch(t) else float(t) for t in texts]
     return [None if t == "" else t for t in texts]
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def _place(outdir, table, rows, dims):
+    """Where each row of ``table`` goes in the grid over ``dims``: the distinct values of each dimension
+    (``coords``) and the rows in C order of the grid (``order``); ValueError if two rows share a place
+    or a place has no row."""
+    coords = {d: _distinct(row[d] for row in rows) for d in dims}
+    index = {d: {_value_key(v): i for i, v in enumerate(coords[d])} for d in dims}
+    shape = tuple(len(coords[d]) for d in dims)
+    at = {}  # place in the grid: row
+    for n, row in enumerate(rows):
+        place = tuple(index[d][_value_key(row[d])] for d in dims)
+        if place in at:
+            raise ValueError(f"results directory '{outdir}': rows {at[place]} and {n} of table {table!r} share "
+                             f"{', '.join(f'{d}={row[d]!r}' for d in dims)}: dims={dims} do not tell its rows "
+                             "apart; add the column that does")
+        at[place] = n
+    if len(at) < math.prod(shape):
+        raise ValueError(f"results directory '{outdir}': {_missing_rows(table, dims, coords, at)}; a Dataset "
+                         "needs a full grid: use .frame() for the rows as they are")
+    return coords, [at[place] for place in itertools.product(*map(range, shape))]
+
+
+def _missing_rows(table, dims, coords, at):
+    """The sentence saying which combinations of ``dims`` hold no row: cells of the grid (over the
+    dimensions other than ``trial``) when some have none at all, else the trials missing."""
+    cell_dims = [d for d in dims if d != "trial"]
+    axes = [range(len(coords[d])) for d in dims]
+    seen = {tuple(i for d, i in zip(dims, p) if d != "trial") for p in at}
+    if "trial" in dims and cell_dims:
+        empty = [p for p in itertools.product(*(range(len(coords[d])) for d in cell_dims)) if p not in seen]
+        if empty:
+            first = ", ".join(f"{d}={coords[d][i]!r}" for d, i in zip(cell_dims, empty[0]))
+            return (f"the grid over ({', '.join(cell_dims)}) is not full: {len(empty)} of its {len(seen) + len(empty)} "
+                    f"cells have no row (the first: {first})")
+    missing = [p for p in itertools.product(*axes) if p not in at]
+    first = ", ".join(f"{d}={coords[d][i]!r}" for d, i in zip(dims, missing[0]))
+    what = "trials" if "trial" in dims else "cells"
+    return (f"the grid of table {os.fspath(table)!r} over ({', '.join(dims)}) is not full: {len(missing)} of its "
+            f"{len(missing) + len(at)} {what} have no row (the first: {first})")
+
+
+def _value_key(value):
+    """What tells two values of a column apart: type and exact text (``1``, ``1.0``, ``True``, ``"1"`` differ)."""
+    return type(value).__name__, _format_value(value)
+
+
+def _distinct(values):
+    """The distinct values, sorted when they compare, else in the order first met."""
+    distinct = list({_value_key(v): v for v in values}.values())
+    try:
+        distinct.sort()
+    except TypeError:
+        pass  # values of types that do not compare
+    return distinct
+
+
+def _object_array(values, shape):
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = value  # one by one: a list of tuples given at once would make a 2-d array
+    return out.reshape(shape)
+
+
+def _variable(values, shape):
+    """``values`` (in C order of ``shape``) as an array of ``shape``: bool, int64 or float64 when all are
+    of that one type (floats with ``None`` as ``nan``), else ``object`` holding the values themselves."""
+    kinds = {type(v) for v in values if v is not None}
+    missing = any(v is None for v in values)
+    if kinds == {float}:
+        return np.array([math.nan if v is None else v for v in values], dtype=float).reshape(shape)
+    if not missing and kinds == {bool}:
+        return np.array(values, dtype=bool).reshape(shape)
+    if not missing and kinds == {int} and all(-2**63 <= v < 2**63 for v in values):
+        return np.array(values, dtype=np.int64).reshape(shape)
+    return _object_array(values, shape)
