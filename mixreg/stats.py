@@ -120,7 +120,8 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
         if missing:
             raise ValueError(f"the DataFrame has no column {', '.join(map(repr, missing))} (named in keys, flags "
                              f"or mean_of); it has {list(records.columns)}")
-        records = records.to_dict("records")  # Python scalars, None where pandas.NA
+        used = list(dict.fromkeys((*keys, *flags, *mean_of, *(["error"] if "error" in records.columns else []))))
+        records = records[used].to_dict("records")  # Python scalars, None where pandas.NA
     try:
         records = list(records)
     except TypeError:
@@ -196,7 +197,7 @@ def _frame(columns, rows, *, needed_by):
     holding the values themselves (``None`` where missing).
     """
     pandas = _import_extra("pandas", needed_by)
-    data = {c: _frame_column(pandas, [row.get(c) for row in rows]) for c in columns}
+    data = {c: _frame_column(pandas, [row[c] for row in rows]) for c in columns}
     return pandas.DataFrame(data, columns=list(columns), index=pandas.RangeIndex(len(rows)))
 
 
@@ -204,14 +205,16 @@ _INT64 = (-2**63, 2**63 - 1)
 
 
 def _frame_column(pandas, values):
-    kinds = {type(v) for v in values if v is not None}
-    missing = any(v is None for v in values)
+    kinds = set(map(type, values))
+    missing = type(None) in kinds
+    kinds.discard(type(None))
     if kinds == {bool}:
         return pandas.array(values, dtype="boolean") if missing else np.array(values, dtype=bool)
-    if kinds == {int} and all(_INT64[0] <= v <= _INT64[1] for v in values if v is not None):
+    if kinds == {int} and _INT64[0] <= min(v for v in values if v is not None) and max(
+            v for v in values if v is not None) <= _INT64[1]:
         return pandas.array(values, dtype="Int64") if missing else np.array(values, dtype=np.int64)
     if kinds == {float}:
-        return np.array([math.nan if v is None else v for v in values], dtype=float)
+        return np.array([math.nan if v is None else v for v in values] if missing else values, dtype=float)
     if kinds == {str}:
         return pandas.Series(values, index=pandas.RangeIndex(len(values)))
     column = np.empty(len(values), dtype=object)

@@ -211,7 +211,7 @@ class Results:
 
         See Also
         --------
-        dataset : The same values over the grid's axes, as an xarray Dataset.
+        mixreg.montecarlo.reader.Results.dataset : The same values over the grid's axes, as an xarray Dataset.
         mixreg.stats.group_rates : Success rates per group; a DataFrame in, a DataFrame out.
 
         Examples
@@ -298,7 +298,7 @@ class Results:
         xarray = _import_extra("xarray", "Results.dataset()")
         is_trials = os.fspath(table) in ("trials", TRIALS_CSV_NAME)
         grid_keys = list(self.cells[0])
-        varying = [k for k in grid_keys if len({_value_key(c[k]) for c in self.cells}) > 1]
+        varying = [k for k in grid_keys if len(set(_value_keys([c[k] for c in self.cells]))) > 1]
         if dims is None:
             dims = [k for k in varying if k in columns] + (["trial"] if "trial" in columns else [])
             if not dims:
@@ -310,7 +310,7 @@ class Results:
                              f"{columns}")
         coords, order = _place(self.outdir, table, rows, dims)
         shape = tuple(len(coords[d]) for d in dims)
-        constant = [k for k in grid_keys if k in columns and k not in dims and len(_distinct(r[k] for r in rows)) == 1]
+        constant = [k for k in grid_keys if k in columns and k not in dims and len(set(_value_keys([r[k] for r in rows]))) == 1]
         cell_dims = [d for d in dims if d != "trial"] if is_trials else dims
         coordinates: dict[str, tuple[Any, Any]] = {d: (d, _variable(coords[d], (len(coords[d]),))) for d in dims}
         for k in constant:
@@ -654,16 +654,21 @@ def _place(outdir, table, rows, dims):
     """Where each row of ``table`` goes in the grid over ``dims``: the distinct values of each dimension
     (``coords``) and the rows in C order of the grid (``order``); ValueError if two rows share a place
     or a place has no row."""
-    coords = {d: _distinct(row[d] for row in rows) for d in dims}
-    index = {d: {_value_key(v): i for i, v in enumerate(coords[d])} for d in dims}
+    coords, positions = {}, []
+    for d in dims:
+        values = [row[d] for row in rows]
+        keys = _value_keys(values)
+        distinct = _sorted_items(dict(zip(keys, values)))
+        coords[d] = [value for _, value in distinct]
+        index = {key: i for i, (key, _) in enumerate(distinct)}
+        positions.append([index[key] for key in keys])
     shape = tuple(len(coords[d]) for d in dims)
     at = {}  # place in the grid: row
-    for n, row in enumerate(rows):
-        place = tuple(index[d][_value_key(row[d])] for d in dims)
+    for n, place in enumerate(zip(*positions)):
         if place in at:
+            same = ", ".join(f"{d}={rows[n][d]!r}" for d in dims)
             raise ValueError(f"results directory '{outdir}': rows {at[place]} and {n} of table {table!r} share "
-                             f"{', '.join(f'{d}={row[d]!r}' for d in dims)}: dims={dims} do not tell its rows "
-                             "apart; add the column that does")
+                             f"{same}: dims={dims} do not tell its rows apart; add the column that does")
         at[place] = n
     if len(at) < math.prod(shape):
         raise ValueError(f"results directory '{outdir}': {_missing_rows(table, dims, coords, at)}; a Dataset "
@@ -690,19 +695,24 @@ def _missing_rows(table, dims, coords, at):
             f"{len(missing) + len(at)} {what} have no row (the first: {first})")
 
 
-def _value_key(value):
-    """What tells two values of a column apart: type and exact text (``1``, ``1.0``, ``True``, ``"1"`` differ)."""
-    return type(value).__name__, _format_value(value)
+def _value_keys(values):
+    """What tells the values of a column apart: ``1``, ``1.0``, ``True`` and ``"1"`` differ, and a ``nan``
+    is one value.  The values themselves when they are of one type other than float and tuple, or floats
+    without ``nan`` (the fast path of a grid's fields), else their types and exact texts."""
+    kinds = set(map(type, values))
+    if len(kinds) == 1 and not kinds & {float, tuple} or kinds == {float} and all(v == v for v in values):
+        return values
+    return [(type(v), repr(v) if isinstance(v, (float, tuple)) else v) for v in values]
 
 
-def _distinct(values):
-    """The distinct values, sorted when they compare, else in the order first met."""
-    distinct = list({_value_key(v): v for v in values}.values())
+def _sorted_items(distinct):
+    """The items of ``{key: value}`` sorted by value when the values compare, else in the order first met."""
+    items = list(distinct.items())
     try:
-        distinct.sort()
+        items.sort(key=lambda item: item[1])
     except TypeError:
         pass  # values of types that do not compare
-    return distinct
+    return items
 
 
 def _object_array(values, shape):
@@ -715,12 +725,11 @@ def _object_array(values, shape):
 def _variable(values, shape):
     """``values`` (in C order of ``shape``) as an array of ``shape``: bool, int64 or float64 when all are
     of that one type (floats with ``None`` as ``nan``), else ``object`` holding the values themselves."""
-    kinds = {type(v) for v in values if v is not None}
-    missing = any(v is None for v in values)
-    if kinds == {float}:
+    kinds = set(map(type, values))
+    if kinds <= {float, type(None)} and float in kinds:
         return np.array([math.nan if v is None else v for v in values], dtype=float).reshape(shape)
-    if not missing and kinds == {bool}:
+    if kinds == {bool}:
         return np.array(values, dtype=bool).reshape(shape)
-    if not missing and kinds == {int} and all(-2**63 <= v < 2**63 for v in values):
+    if kinds == {int} and -2**63 <= min(values) and max(values) < 2**63:
         return np.array(values, dtype=np.int64).reshape(shape)
     return _object_array(values, shape)

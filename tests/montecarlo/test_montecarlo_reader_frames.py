@@ -267,3 +267,16 @@ def test_importing_the_reader_and_stats_imports_neither_pandas_nor_xarray():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=toys.subprocess_env(), timeout=toys.HANG)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_dimension_tells_1_from_1_0_and_holds_nan_once(xr, toy):
+    rows = [{"m": m, "method": method, "rate": 0.25 * i} for i, (m, method) in
+            enumerate((m, method) for m in (1, 1.0, math.nan) for method in ("a", "b"))]
+    write_table(toy.outdir / "odd.csv", rows)
+    try:
+        ds = read_results(toy.outdir).dataset("odd", dims=["m", "method"])
+    finally:
+        (toy.outdir / "odd.csv").unlink()
+    assert dict(ds.sizes) == {"m": 3, "method": 2} and ds["m"].dtype == object
+    assert [type(v) for v in ds["m"].values[:2]] == [int, float] and math.isnan(ds["m"].values[2])
+    assert ds["rate"].values.tolist() == [[0.0, 0.25], [0.5, 0.75], [1.0, 1.25]]
