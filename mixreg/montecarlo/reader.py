@@ -185,7 +185,7 @@ class Results:
         ``RangeIndex``.  A column whose values are of one type has its dtype: ``bool``,
         ``int64``, ``float64``; where a failed trial left a value missing, pandas' nullable
         ``boolean`` and ``Int64`` (``pandas.NA`` there) and ``nan`` in a ``float64`` column; a
-        column of str has pandas' string dtype.  Any other column is ``object`` and holds the
+        column of str has pandas' string dtype (its missing value where one is missing).  Any other column is ``object`` and holds the
         values themselves: a tuple-valued cell parameter holds tuples (not their text), a column
         of ints and floats holds each as the trial function returned it.
 
@@ -236,6 +236,7 @@ class Results:
         >>> isinstance(rates, pd.DataFrame), rates["trials"].tolist()
         (True, [8, 8])
         """
+        _import_extra("pandas", "Results.frame()")  # before reading: a missing extra fails at once
         columns, rows = self._rows(table)
         return _frame(columns, rows, needed_by="Results.frame()")
 
@@ -272,9 +273,11 @@ class Results:
             pandas or xarray is not installed (``pip install "mixreg[frames]"``).
         ValueError
             The grid is not full: some combination of the values of ``dims`` has no row (a grid
-            that is not a product of its fields' values, a run still going); the message counts
-            them (use :meth:`frame`, which takes any rows).  Or two rows share a combination
-            (``dims`` misses a column that tells them apart), or ``dims`` names no column.
+            that is not a product of its fields' values; a run still going: for the trials, every
+            value of the sweep's cells and every trial counts, recorded yet or not); the message
+            counts them and names the first (use :meth:`frame`, which takes any rows).  Or two
+            rows share a combination (``dims`` misses a column that tells them apart), or ``dims``
+            names no column.
 
         Examples
         --------
@@ -293,9 +296,9 @@ class Results:
         >>> ds["x"].mean("trial").dims, ds["cell"].values.tolist()
         (('mu', 'sd'), [[0, 1], [2, 3], [4, 5]])
         """
-        columns, rows = self._rows(table)
         _import_extra("pandas", "Results.dataset()")
         xarray = _import_extra("xarray", "Results.dataset()")
+        columns, rows = self._rows(table)
         is_trials = os.fspath(table) in ("trials", TRIALS_CSV_NAME)
         grid_keys = list(self.cells[0])
         varying = [k for k in grid_keys if len(set(_value_keys([c[k] for c in self.cells]))) > 1]
@@ -308,7 +311,11 @@ class Results:
         if any(d not in columns for d in dims) or len(set(dims)) != len(dims):
             raise ValueError(f"dims must name distinct columns of table {table!r}, got {dims}; its columns are "
                              f"{columns}")
-        coords, order = _place(self.outdir, table, rows, dims)
+        expected = {}  # the trials' grid is known: a cell or trial without a record is missing, not absent
+        if is_trials:
+            expected = {d: [cell[d] for cell in self.cells] for d in dims if d in grid_keys}
+            expected["trial"] = range(self.manifest["sweep"].get("n_trials", 0))
+        coords, order = _place(self.outdir, table, rows, dims, expected)
         shape = tuple(len(coords[d]) for d in dims)
         constant = [k for k in grid_keys if k in columns and k not in dims and len(set(_value_keys([r[k] for r in rows]))) == 1]
         cell_dims = [d for d in dims if d != "trial"] if is_trials else dims
@@ -650,18 +657,19 @@ def _parse_table_column(is_tuple, texts):
 # --------------------------------------------------------------------------- datasets
 
 
-def _place(outdir, table, rows, dims):
+def _place(outdir, table, rows, dims, expected):
     """Where each row of ``table`` goes in the grid over ``dims``: the distinct values of each dimension
-    (``coords``) and the rows in C order of the grid (``order``); ValueError if two rows share a place
-    or a place has no row."""
+    (``coords``: those of the rows and those ``expected[d]`` lists, if any) and the rows in C order of
+    the grid (``order``); ValueError if two rows share a place or a place has no row."""
     coords, positions = {}, []
     for d in dims:
-        values = [row[d] for row in rows]
+        given = list(expected.get(d, ()))
+        values = given + [row[d] for row in rows]
         keys = _value_keys(values)
         distinct = _sorted_items(dict(zip(keys, values)))
         coords[d] = [value for _, value in distinct]
         index = {key: i for i, (key, _) in enumerate(distinct)}
-        positions.append([index[key] for key in keys])
+        positions.append([index[key] for key in keys[len(given):]])
     shape = tuple(len(coords[d]) for d in dims)
     at = {}  # place in the grid: row
     for n, place in enumerate(zip(*positions)):

@@ -197,18 +197,35 @@ def test_a_grid_that_is_not_full_is_one_clear_error_pointing_to_frame(xr, tmp_pa
     assert len(back.frame()) == 10  # the rows as they are
 
 
-def test_the_trials_missing_from_a_run_still_going_are_counted(xr, toy, tmp_path):
-    copy = tmp_path / "copy"
-    shutil.copytree(toy.outdir, copy)
+def _still_going(outdir, copy, remove):
+    """A copy of ``outdir`` as a run still going would leave it: no trials.csv, the chunk files ``remove``
+    (glob patterns) not written yet."""
+    shutil.copytree(outdir, copy)
     (copy / "trials.csv").unlink()
-    chunk = sorted((copy / "chunks").iterdir())[-1]
-    chunk.unlink()
+    for pattern in remove:
+        for chunk in (copy / "chunks").glob(pattern):
+            chunk.unlink()
     manifest = json.loads((copy / "manifest.json").read_text())
     (copy / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
-    back = read_results(copy)
-    with pytest.raises(ValueError, match=rf"over \(R, noise, trial\) is not full: {24 - len(back.records)} of its "
-                                         r"24 trials have no row .*use \.frame\(\)"):
+    return read_results(copy)
+
+
+def test_the_trials_missing_from_a_run_still_going_are_counted(xr, toy, tmp_path):
+    back = _still_going(toy.outdir, tmp_path / "copy", ["cell00005_t000002-000004.json"])
+    assert len(back.records) == 22
+    with pytest.raises(ValueError, match=r"over \(R, noise, trial\) is not full: 2 of its 24 trials have no row "
+                                         r"\(the first: R=2.0, noise=1.0, trial=2\).*use \.frame\(\)"):
         back.dataset()
+
+
+def test_a_grid_value_no_record_holds_yet_is_missing_not_absent(xr, toy, tmp_path):
+    back = _still_going(toy.outdir, tmp_path / "copy", ["cell00004_*", "cell00005_*"])  # R = 2.0
+    assert {r["R"] for r in back.records} == {0.5, 1.0}
+    with pytest.raises(ValueError, match=r"the grid over \(R, noise\) is not full: 2 of its 6 cells have no row "
+                                         r"\(the first: R=2.0, noise=0.1\)"):
+        back.dataset()
+    with pytest.raises(ValueError, match=r"the grid over \(R, noise\) is not full: 6 of its 6 cells"):
+        _still_going(toy.outdir, tmp_path / "empty", ["*"]).dataset()
 
 
 def test_dims_choose_the_axes_and_must_tell_the_rows_apart(xr, awkward):
