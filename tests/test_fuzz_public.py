@@ -204,7 +204,7 @@ BAD = [
     bad("wilson-successes-negative", lambda: wilson_interval(-1, 4), ValueError, r"successes must lie in \[0, trials\]"),
     bad("wilson-level-1", lambda: wilson_interval(1, 4, level=1.0), ValueError, r"level must be in \(0, 1\), got 1\.0"),
     bad("group_rates-records-int", lambda: group_rates(5, ["a"], ["s"]), TypeError,
-        r"records must be a list of dicts, got int"),
+        r"records must be a list of dicts or a pandas DataFrame, got int"),
     bad("group_rates-record-not-dict", lambda: group_rates([("a", 1)], ["a"], ["s"]), TypeError,
         r"records must be a list of dicts, got records\[0\] = \('a', 1\) \(tuple\)"),
     bad("group_rates-key-missing", lambda: group_rates([{"a": 1, "s": True}], ["b"], ["s"]), ValueError,
