@@ -102,6 +102,11 @@ def group_rates(records, keys, flags, *, mean_of=(), level=0.95):
         If a record that did not fail lacks a column of ``keys``, ``flags`` or ``mean_of`` (the
         message names the record, or for a DataFrame the column, and the columns there are).
 
+    See Also
+    --------
+    mixreg.montecarlo.reader.Results.frame : The records of a results directory as a DataFrame.
+    mixreg.plotting.success_plot : Success probability with Wilson bands, from a list or a DataFrame.
+
     Examples
     --------
     >>> records = [{"r": 1.0, "ok": True, "err": 0.1, "error": ""},

@@ -199,6 +199,7 @@ class Results:
         Returns
         -------
         pandas.DataFrame
+            One row per record or row of the table, its columns in the order written.
 
         Raises
         ------
@@ -266,6 +267,7 @@ class Results:
         Returns
         -------
         xarray.Dataset
+            The table's columns other than ``dims`` as variables over ``dims``.
 
         Raises
         ------
@@ -278,6 +280,10 @@ class Results:
             counts them and names the first (use :meth:`frame`, which takes any rows).  Or two
             rows share a combination (``dims`` misses a column that tells them apart), or ``dims``
             names no column.
+
+        See Also
+        --------
+        mixreg.montecarlo.reader.Results.frame : The same rows as a pandas DataFrame, for any grid.
 
         Examples
         --------
