@@ -38,7 +38,8 @@ Of the Monte Carlo engine (:func:`add_engine_arguments`):
 ``--dry-run``           print the grid, the number of tasks and the estimated work, memory and
                         time (with the warning or the refusal a run would get); run nothing
 ``--seed S``            root seed (replaces the sweep's)
-``--no-progress``       no progress bar
+``--no-progress``       show nothing while running: no progress bar (or line a minute without a
+                        terminal), no "compiling kernels" notice
 ``--chunk-size N``      trials per task, the checkpoint grain (default: automatic, at most 50)
 ``--kernel-threads N``  BLAS/numba threads per worker; default 1 in every backend, which makes
                         the records bit-identical whatever the backend and the number of
@@ -406,7 +407,9 @@ def add_engine_arguments(parser):
                             "(with the warning or refusal the run would get), then exit")
     group.add_argument("--seed", type=_seed, default=None, metavar="S",
                        help="root seed of the sweep (default: the experiment's)")
-    group.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    group.add_argument("--no-progress", action="store_true",
+                       help="show nothing while running: no progress bar (where stderr is not a terminal, "
+                            "no line a minute), no 'compiling kernels' notice")
     group.add_argument("--chunk-size", type=_positive_int, default=None, metavar="N",
                        help="trials per task, the checkpoint grain: a run killed after a chunk keeps it "
                             "(default: automatic, at most 50; 1 for a run that may be killed often)")
