@@ -235,7 +235,7 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
         a progress widget (``tqdm.auto``); where stderr is a terminal a tqdm bar on it;
         anywhere else (a notebook without ``ipywidgets``, output redirected to a file, a batch
         job) plain lines on stderr, one when the run starts, then at most one a minute
-        (:data:`~mixreg.montecarlo._progress.LOG_INTERVAL` seconds) and one at the end, such
+        (``mixreg.montecarlo._progress.LOG_INTERVAL`` seconds) and one at the end, such
         as ``success_vs_R quick: 1,200/4,800 trials (25%), 3.1 trials/s, ETA 19 min``.
         ``True``: the bar (or widget) even where stderr is not a terminal.  ``False``:
         nothing, not even the line ``compiling kernels (first run only) ...`` written before
