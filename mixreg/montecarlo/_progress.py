@@ -21,6 +21,7 @@ Before the workers start, :func:`cold_kernels_notice` says ``compiling kernels (
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -38,6 +39,7 @@ LOG_INTERVAL = 60.0
 COLD_KERNELS_NOTICE = "compiling kernels (first run only) ..."
 
 _NOTICE_SHOWN = {"done": False}  # once per process
+logger = logging.getLogger("mixreg.montecarlo")
 
 
 # --------------------------------------------------------------------------- choosing the display
@@ -236,7 +238,8 @@ def cold_kernels_notice(sweep, code):
         return False
     try:
         cold = cold_kernel_modules(code, declared=sweep.algorithms is not None)
-    except Exception:  # noqa: BLE001 - Numba's cache layout is private: if it changed, say nothing
+    except Exception as exc:  # noqa: BLE001 - Numba's cache layout is private: if it changed, say nothing
+        logger.debug("cannot tell whether the Numba cache is cold: %s: %s", type(exc).__name__, exc)
         return False
     if not cold:
         return False
