@@ -32,13 +32,14 @@ Of the Monte Carlo engine (:func:`add_engine_arguments`):
 ``--scheduler ADDR``    run on an existing Dask cluster, e.g. ``tcp://10.0.0.5:8786``
 ``--connect-timeout S`` seconds to wait for the scheduler to answer (default 30)
 ``--dask-local N``      start a Dask LocalCluster of N single-threaded workers on 127.0.0.1
-``--out DIR``           results directory (default: the script's own)
+``--out DIR``           results directory (default: ``results/<experiment>/<preset>``)
 ``--overwrite``         discard results already in DIR
 ``--new-dir``           write into a fresh sibling of DIR (``DIR-2``, ...) if DIR is in use
 ``--dry-run``           print the grid, the number of tasks and the estimated work, memory and
                         time (with the warning or the refusal a run would get); run nothing
 ``--seed S``            root seed (replaces the sweep's)
-``--no-progress``       no progress bar
+``--no-progress``       show nothing while running: no progress bar (or line a minute without a
+                        terminal), no "compiling kernels" notice
 ``--chunk-size N``      trials per task, the checkpoint grain (default: automatic, at most 50)
 ``--kernel-threads N``  BLAS/numba threads per worker; default 1 in every backend, which makes
                         the records bit-identical whatever the backend and the number of
@@ -182,7 +183,7 @@ class _RenamedFlag(argparse.Action):
         parser.error(f"{option_string} is now {self.new_flag}")
 
 
-def parser_from_config(config_cls, presets, *, prog, description, default_preset=None):
+def parser_from_config(config_cls, presets, *, prog, description, default_preset=None, name=None, root_seed=None):
     """The command line of an experiment: one flag per ``Config`` field, ``--redraw``, the engine's.
 
     Parameters
@@ -198,6 +199,9 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
         For ``--help``.
     default_preset : str, optional
         Default ``"quick"`` when it is a preset, else the first preset.
+    name, root_seed : optional
+        The experiment's name and root seed, shown in ``--help`` as the defaults of ``--out``
+        (``results/<name>/PRESET``) and ``--seed``.
 
     Returns
     -------
@@ -248,8 +252,14 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
         "--accept-edited", nargs="+", default=None, metavar="FILE",
         help="with --redraw: draw from these files of DIR (rates.csv, ...; manifest.json for its config) "
              "although they differ from what the run wrote; without it an edited file is refused")
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, root_seed=root_seed,
+                         default_out=None if name is None else _default_out(name, "PRESET"))
     return parser
+
+
+def _default_out(name, preset):
+    """Where an experiment's run writes without ``--out``."""
+    return pathlib.Path("results") / name / preset
 
 
 def _shown(value):
@@ -263,7 +273,8 @@ def _shown(value):
 
 def _preset_defaults(field, presets, default_preset):
     """``--help``'s default of a flag: the default preset's value, and where other presets differ,
-    theirs (``default: 16; paper-a, paper-b: 40``).  ``%`` is escaped for argparse."""
+    the default preset's name and theirs (``default quick: 16; paper-a, paper-b: 40``, else
+    ``default: 10``).  ``%`` is escaped for argparse."""
     def value_in(preset):
         if field.name in presets[preset]:
             return _shown(presets[preset][field.name])
@@ -275,7 +286,8 @@ def _preset_defaults(field, presets, default_preset):
         value = value_in(preset)
         if preset != default_preset and value != main:
             others.setdefault(value, []).append(preset)
-    text = f"default: {main}" + "".join(f"; {', '.join(names)}: {value}" for value, names in others.items())
+    text = (f"default {default_preset}: {main}" if others else f"default: {main}") + "".join(
+        f"; {', '.join(names)}: {value}" for value, names in others.items())
     return text.replace("%", "%%")
 
 
@@ -377,17 +389,19 @@ def default_jobs():
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def add_engine_arguments(parser):
+def add_engine_arguments(parser, *, root_seed=None, default_out=None):
     """Add the Monte Carlo engine's flags to ``parser`` (an ``argparse.ArgumentParser``).
 
-    Conflicting flags (``--scheduler`` with ``--dask-local``, ``--overwrite`` with
+    ``root_seed`` and ``default_out``, when given, are shown in ``--help`` as the defaults of
+    ``--seed`` and ``--out``; ``--jobs`` shows its default on this machine.  Conflicting flags (``--scheduler`` with ``--dask-local``, ``--overwrite`` with
     ``--new-dir``) and malformed values are rejected by argparse itself, with a usage
     message.  Returns ``parser``.
     """
     group = parser.add_argument_group("Monte Carlo engine")
     group.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
-                       help="local worker processes; 1 runs in this process (default: the number of "
-                            "cores, at most 8; more than the cores is capped at the cores, with a warning)")
+                       help=f"local worker processes; 1 runs in this process (default: {default_jobs()} here, "
+                            "the number of cores, at most 8; more than the cores is capped at the cores, "
+                            "with a warning)")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--scheduler", type=_scheduler, default=None, metavar="ADDRESS",
                        help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
@@ -395,7 +409,8 @@ def add_engine_arguments(parser):
                        help="start a Dask LocalCluster of N single-threaded workers on 127.0.0.1 "
                             "(capped at the cores, with a warning)")
     group.add_argument("--out", type=pathlib.Path, default=None, metavar="DIR",
-                       help="results directory; re-running resumes it")
+                       help="results directory; re-running resumes it"
+                            + ("" if default_out is None else f" (default: {default_out})"))
     fresh = group.add_mutually_exclusive_group()
     fresh.add_argument("--overwrite", action="store_true",
                        help="discard the results already in the directory")
@@ -405,8 +420,11 @@ def add_engine_arguments(parser):
                        help="print the grid, the number of tasks and the estimated work, memory and time "
                             "(with the warning or refusal the run would get), then exit")
     group.add_argument("--seed", type=_seed, default=None, metavar="S",
-                       help="root seed of the sweep (default: the experiment's)")
-    group.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+                       help="root seed of the sweep (default: "
+                            + ("the experiment's)" if root_seed is None else f"{root_seed}, the experiment's)"))
+    group.add_argument("--no-progress", action="store_true",
+                       help="show nothing while running: no progress bar (where stderr is not a terminal, "
+                            "no line a minute), no 'compiling kernels' notice")
     group.add_argument("--chunk-size", type=_positive_int, default=None, metavar="N",
                        help="trials per task, the checkpoint grain: a run killed after a chunk keeps it "
                             "(default: automatic, at most 50; 1 for a run that may be killed often)")
@@ -805,7 +823,7 @@ def _run_experiment(parser, args, state, *, name, config_cls, presets, build_swe
             raise ValueError("--accept-edited applies to --redraw only (a run rewrites its tables)")
         config = config_from_args(config_cls, presets, args)
         state["sweep"] = sweep = build_sweep(config)
-        result = run_engine_from_args(sweep, args, default_out=pathlib.Path("results") / name / config.preset)
+        result = run_engine_from_args(sweep, args, default_out=_default_out(name, config.preset))
     except (ValueError, TypeError) as exc:  # a bad value or combination, another sweep's directory, too large
         if debug:
             raise

@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -84,10 +85,31 @@ def test_help_lists_every_field_with_its_help_and_the_preset_default(name, capsy
     for field, _ in _fields(exp):
         assert config_flag(field.name) in text
         assert " ".join(field.metadata["help"].split()) in text, field.name
-    quick = exp.Config(preset="quick", **exp.PRESETS["quick"])
+    configs = {preset: exp.Config(preset=preset, **values) for preset, values in exp.PRESETS.items()}
     for field, _ in _fields(exp):  # the default preset's actual value, as the user would type it
-        assert f"(default: {_cli._shown(getattr(quick, field.name))}" in text, field.name
+        shown = {preset: _cli._shown(getattr(config, field.name)) for preset, config in configs.items()}
+        if len(set(shown.values())) == 1:
+            assert f"(default: {shown['quick']})" in text, field.name
+        else:  # and every other preset's where it differs: (default quick: 16; paper-a, paper-b: 40)
+            assert f"(default quick: {shown['quick']};" in text, field.name
+            for preset, value in shown.items():
+                if value != shown["quick"]:
+                    assert re.search(rf"[;,] {re.escape(preset)}(, [\w-]+)*: {re.escape(value)}[;)]", text), \
+                        (field.name, preset)
     assert "the preset's" not in text
+    assert f"root seed of the sweep (default: {exp.STUDY.root_seed}, the experiment's)" in text
+    assert f"re-running resumes it (default: {pathlib.Path('results', exp.STUDY.name, 'PRESET')})" in text
+    assert f"(default: {_cli.default_jobs()} here, the number of cores, at most 8;" in text
+
+
+def test_help_shows_the_default_preset_value_and_the_others_where_they_differ(capsys):
+    """``python -m experiments.success_vs_R --help``, read as a user would."""
+    with pytest.raises(SystemExit):
+        success_vs_R.STUDY.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--trials N trials per cell (default quick: 16; paper-a, paper-b: 40)" in text
+    assert "--n-inits N random initialisations per trial (default: 10)" in text
+    assert "--k N clusters (default quick: 2; paper-b: 4)" in text
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

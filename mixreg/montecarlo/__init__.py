@@ -71,8 +71,9 @@ The engine is split into private modules: ``_cells`` (cell values, canonical enc
 seeds), ``_store`` (atomic files, chunk files, manifest, directory lock), ``_backends``
 (running chunks in-process, on loky or on Dask), ``_tables`` (CSV writing and the summary),
 ``_spec`` (the sweep), ``_fits`` (will it fit: the estimates, :func:`check_fits`,
-:func:`dry_run`), ``_sweep`` (planning and the run); ``reader`` is the public read-only
-reader.
+:func:`dry_run`), ``_sweep`` (planning and the run), ``_progress`` (what a run shows while it
+runs: a bar, a log line a minute without a terminal, the notice of a cold Numba cache);
+``reader`` is the public read-only reader.
 
 Examples
 --------

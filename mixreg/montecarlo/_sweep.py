@@ -7,9 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import math
-import os
 import pathlib
-import sys
 import warnings
 
 import numpy as np
@@ -50,6 +48,7 @@ from mixreg.montecarlo._fits import (
     _estimate,
     _heaviest_trial_seconds,
 )
+from mixreg.montecarlo._progress import cold_kernels_notice, open_progress
 from mixreg.montecarlo._spec import Sweep, _function_name
 from mixreg.montecarlo._tables import _column_types, _columns, _csv_text, _summarise
 
@@ -232,7 +231,16 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
         If ``outdir`` exists and is not empty, write into the first free ``<outdir>-2``,
         ``<outdir>-3``, ... instead.  :attr:`SweepResult.outdir` tells which.
     progress : bool, optional
-        Show a tqdm progress bar on stderr.  ``None``: only when stderr is a terminal.
+        What the run shows while it runs.  ``None`` (default): in Jupyter with ``ipywidgets``
+        a progress widget (``tqdm.auto``); where stderr is a terminal a tqdm bar on it;
+        anywhere else (a notebook without ``ipywidgets``, output redirected to a file, a batch
+        job) plain lines on stderr, one when the run starts, then at most one a minute
+        (``mixreg.montecarlo._progress.LOG_INTERVAL`` seconds) and one at the end, such
+        as ``success_vs_R quick: 1,200/4,800 trials (25%), 3.1 trials/s, ETA 19 min``.
+        ``True``: the bar (or widget) even where stderr is not a terminal.  ``False``:
+        nothing, not even the line ``compiling kernels (first run only) ...`` written before
+        the workers start when the Numba kernels the trials reach are not in Numba's cache
+        yet.  Whatever is shown, the records are the same.
     kernel_threads : int, optional
         BLAS/OpenMP and numba threads per task.  ``None`` (default) means 1, in every
         backend: in the workers of ``jobs > 1`` and Dask, and for ``jobs == 1`` too, where
@@ -325,6 +333,8 @@ def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwri
         if scheduler is not None:  # the workers are known now
             _estimate(sweep, backend.workers, costs, other=False).enforce(stacklevel=4)
         backend.prepare(sweep, code)
+        if progress is not False and scheduler is None:  # a remote cluster's cache is not ours
+            cold_kernels_notice(sweep, code)
         chunk_dir.mkdir(exist_ok=True)
         chunk_size = sweep.chunk_size or _auto_chunk_size(
             len(sweep.cells), sweep.n_trials, backend.workers, _heaviest_trial_seconds(sweep, costs))
@@ -365,31 +375,10 @@ def _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local, overwri
     return _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings)
 
 
-def _progress_columns(fp):
-    """``(columns, rows)`` for tqdm: the terminal's, or 80 x 24 when it reports none (0)."""
-    try:
-        size = os.get_terminal_size(fp.fileno())
-        columns, rows = size.columns, size.lines
-    except (AttributeError, OSError, ValueError):
-        columns, rows = 0, 0
-    if columns <= 1:
-        try:
-            columns = int(os.environ.get("COLUMNS", ""))
-        except ValueError:
-            columns = 0
-        columns = columns if columns > 1 else 80
-    return columns - 1, max(rows - 1, 1) if rows > 1 else 23
-
-
-def _progress_bar(total, initial, desc, show):
-    from tqdm import tqdm
-
-    ncols, nrows = _progress_columns(sys.stderr)
-    bar = tqdm(total=total, initial=initial, unit="trial", desc=desc, disable=not show,
-               file=sys.stderr, ncols=ncols, nrows=nrows, mininterval=0.5)
-    if show:
-        bar.dynamic_ncols = _progress_columns  # follows resizes; never 0 columns
-    return bar
+def _label(sweep):
+    """The sweep's name on its progress bar or lines, with its config's preset if it has one."""
+    preset = sweep.config.get("preset") if isinstance(sweep.config, dict) else None
+    return f"{sweep.name} {preset}" if isinstance(preset, str) and preset else sweep.name
 
 
 def _execute(sweep, backend, tasks, chunk_dir, done, failures, thread_settings, run_info,
@@ -399,12 +388,9 @@ def _execute(sweep, backend, tasks, chunk_dir, done, failures, thread_settings, 
     for ci, _ in done:
         per_cell[ci] += 1
     cells_done = sum(1 for c in per_cell if c == sweep.n_trials)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = _progress_bar(total, len(done), sweep.name, show)
-    with bar:
-        bar.set_postfix_str(f"cells {cells_done}/{len(sweep.cells)}")
-        if not run_info["tasks_planned"]:
-            return
+    if not run_info["tasks_planned"]:
+        return
+    with open_progress(total, len(done), _label(sweep), progress) as display:
         for ci, start, stop, results in backend.run(sweep, tasks):
             _write_chunk(chunk_dir, sweep.key, ci, sweep.cells[ci], start, stop, results,
                          backend.kernel_threads)
@@ -417,8 +403,7 @@ def _execute(sweep, backend, tasks, chunk_dir, done, failures, thread_settings, 
             per_cell[ci] += stop - start
             if per_cell[ci] == sweep.n_trials:
                 cells_done += 1
-            bar.set_postfix_str(f"cells {cells_done}/{len(sweep.cells)}", refresh=False)
-            bar.update(stop - start)
+            display.update(stop - start, cells_done, len(sweep.cells))
 
 
 def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):

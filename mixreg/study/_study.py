@@ -188,7 +188,8 @@ class Study:
 
     def parser(self):
         """The study's ``argparse`` parser (:func:`mixreg.cli.parser_from_config`)."""
-        return cli.parser_from_config(self.config, self.presets, prog=self.command, description=self.description)
+        return cli.parser_from_config(self.config, self.presets, prog=self.command, description=self.description,
+                                      name=self.name, root_seed=self.root_seed)
 
     def config_from_args(self, args):
         """The validated config of parsed arguments (the preset's values replaced by the flags given)."""

@@ -435,24 +435,6 @@ def test_raise_on_sigterm_raises_once_and_leaves_other_handlers_alone():
     assert errors == [] and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def test_progress_bar_has_a_width_when_the_terminal_reports_none(monkeypatch):
-    import io
-    import os
-
-    from mixreg.montecarlo import _sweep
-
-    monkeypatch.setattr(os, "get_terminal_size", lambda *args: os.terminal_size((0, 0)))
-    monkeypatch.delenv("COLUMNS", raising=False)
-    stream = io.StringIO()
-    monkeypatch.setattr(_sweep.sys, "stderr", stream)
-    bar = _sweep._progress_bar(total=10, initial=0, desc="toy", show=True)
-    with bar:
-        bar.update(5)
-        bar.refresh()
-    text = stream.getvalue().replace("\r", "\n").strip().splitlines()[-1]
-    assert "toy:  50%|" in text and "5/10" in text and 60 <= len(text) <= 80
-
-
 def test_a_trial_too_large_for_the_machine_is_refused(tmp_path, monkeypatch):
     from mixreg.montecarlo import SweepTooLargeError, check_fits
     from mixreg.montecarlo import _fits
