@@ -296,7 +296,7 @@ AUTO_LINESTYLES = ("-", "--", "-.")
 _N_AUTO = len(AUTO_COLORS) * len(AUTO_MARKERS) * len(AUTO_LINESTYLES)
 
 # the styles registered by register_style, by key; read through registered_style and styles_for
-_USER = {}
+_USER: dict[str, MethodStyle] = {}
 
 
 def register_style(style, /, *, label=None, color=None, marker=None, linestyle=None, short=None,

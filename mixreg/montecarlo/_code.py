@@ -37,7 +37,7 @@ from mixreg.montecarlo._errors import AlgorithmUnavailableError
 
 __all__ = ["module_digest", "code_fingerprint", "code_changes", "algorithm_payloads", "install_algorithms"]
 
-_DIGESTS = {}  # (path, (mtime_ns, size)) -> digest
+_DIGESTS: dict[tuple[str, object], str] = {}  # (path, (mtime_ns, size)) -> digest
 _SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
 
 
@@ -216,7 +216,7 @@ def _library_roots():
                                                                            "platstdlib")})
 
 
-_SOURCES = {}  # id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
+_SOURCES: dict[int, tuple[object, object, str]] = {}  # id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
 
 
 def _file_stamp(path):
@@ -392,7 +392,7 @@ def algorithm_payloads(code):
 
 
 _INSTALL_LOCK = threading.Lock()  # a Dask worker runs tasks on threads
-_INSTALLED = {}  # name -> the code digest of the entry this worker was given
+_INSTALLED: dict[str, str] = {}  # name -> the code digest of the entry this worker was given
 
 
 def _first_line(exc):

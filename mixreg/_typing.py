@@ -1,0 +1,12 @@
+"""The type aliases of mixreg's annotations (shapes and dtypes are in the docstrings)."""
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ArrayLike", "DTypeLike", "FloatArray", "IntArray", "BoolArray"]
+
+ArrayLike = npt.ArrayLike
+DTypeLike = npt.DTypeLike
+FloatArray = npt.NDArray[np.floating]
+IntArray = npt.NDArray[np.integer]
+BoolArray = npt.NDArray[np.bool_]
