@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -309,7 +310,7 @@ def make_problem_from_parameters(
         point_labels = point_labels.astype(np.int64)
     several = isinstance(theta_star, tuple)
     X, y, offsets = _draw_data(thetas if several else thetas[0], labels, sizes, sigma, chol, dt, rng, point_labels)
-    pairs = [(theta, level) for theta in thetas for level in (levels or (sigma,))]
+    pairs = [(theta, level) for theta in thetas for level in (levels or (cast(float, sigma),))]
     problems = [Problem(X=X, y=y_level, offsets=offsets, labels=labels.astype(np.int64), theta_star=theta,
                         sigma=level, covariances=cov, protocol=protocol, point_labels=point_labels)
                 for (theta, level), y_level in zip(pairs, y if (levels or several) else (y,))]

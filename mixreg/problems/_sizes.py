@@ -143,6 +143,7 @@ def size_law(law: str = "zipf", *, n_min: int = 1, n_max: int = 1000, mean: floa
     other = {name: check_real(name, params.get(name, _SIZE_DEFAULTS[law][name]), low=0.0,
                               low_inclusive=False) for name in _SIZE_OTHER[law]}
     support = np.arange(n_min, n_max + 1, dtype=np.int64)
+    value: float  # the law's shape parameter (an int for law='equal')
     if mean is not None:
         if shape in params:
             raise ValueError(f"give either mean or {shape} for law={law!r}, not both")
