@@ -25,7 +25,7 @@ The examples in the docstrings assume ``import numpy as np``, as NumPy's and Sci
 """
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -62,16 +62,8 @@ _SUBMODULES = frozenset({
     "trajectories", "validation",
 })
 
-__all__ = ["__version__", *_FACE]
+__all__ = ["__version__", *_FACE]  # the stub __init__.pyi names the same, for type checkers
 
-if TYPE_CHECKING:  # what type checkers and editors see; at run time the names come lazily
-    from mixreg.algorithms import ALGORITHMS, HeavyBall, Nesterov, check_algorithm, register, variant
-    from mixreg.montecarlo import Sweep, read_results, run_sweep
-    from mixreg.plotting import error_plot, save_figure, success_plot, use_style
-    from mixreg.predictions import Constant, Prediction, fit_exponent
-    from mixreg.problems import Problem, ProblemSpec, make_problem
-    from mixreg.stats import group_rates
-    from mixreg.study import Spec, Study, param
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,7 @@
 ``py.typed``), ``import mixreg`` is fast and gives the public face lazily, and the citation file,
 changelog and metadata agree on the version."""
 
+import ast
 import importlib
 import importlib.util
 import json
@@ -55,7 +56,7 @@ def test_the_wheel_installs_mixreg_only(wheel):
     top = {name.split("/")[0] for name in names}
     assert top == {"mixreg", f"mixreg-{mixreg.__version__}.dist-info"}, top
     assert not any(name.startswith("experiments") for name in names)
-    assert "mixreg/py.typed" in names
+    assert "mixreg/py.typed" in names and "mixreg/__init__.pyi" in names
     assert "mixreg/montecarlo/__init__.py" in names and "mixreg/plotting/__init__.py" in names
 
 
@@ -113,6 +114,15 @@ def test_the_public_face_is_the_subpackages_objects():
     assert {"Problem", "make_problem", "run_sweep", "read_results", "use_style", "check_algorithm"} <= set(
         mixreg.__all__)
     assert mixreg.theory is importlib.import_module("mixreg.theory")
+
+
+def test_the_stub_names_the_face_for_type_checkers():
+    """``mixreg/__init__.pyi`` (what mypy and editors read) re-exports exactly the lazy names, each
+    from the module the lazy ``__getattr__`` imports it from."""
+    tree = ast.parse((ROOT / "mixreg" / "__init__.pyi").read_text())
+    stub = {alias.asname: node.module for node in tree.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names if alias.asname}
+    assert stub == mixreg._FACE
 
 
 def test_an_unknown_name_raises_as_python_does():
