@@ -82,8 +82,7 @@ Examples
 >>> plain.gradient(theta, grad, 0.1, t=0, state=plain.start(theta), rows=slice(None))[0, 0]
 array([0.95, 0.95, 0.95])
 >>> class Doubled(ServerStep):  # a toy variant: twice the step
-...     def gradient(self, theta: np.ndarray, grad: np.ndarray, step: np.ndarray | float, *, t: int, state: Any,
-                 rows: np.ndarray) -> np.ndarray:
+...     def gradient(self, theta, grad, step, *, t, state, rows):
 ...         return theta - (2 * step) * grad
 >>> Doubled().average(theta, np.zeros((1, 2, 3)), t=0, state=None, rows=slice(None))[0, 0]
 array([-1., -1., -1.])

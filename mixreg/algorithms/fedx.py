@@ -115,14 +115,8 @@ class FedXResult(DriverResult):
     local_steps: int
 
 
-def fedx_linear_rates(
-    problem: Problem,
-    step_size: float,
-    local_solver: str = "fedavg",
-    local_steps: int = 1,
-    *,
-    labels: ArrayLike | None = None,
-) -> np.ndarray:
+def fedx_linear_rates(problem: Problem, step_size: float, local_solver: str = "fedavg", local_steps: int = 1, *,
+                      labels: ArrayLike | None = None) -> np.ndarray:
     """Per-cluster contraction factor of Phase 2 when the decoder is always right.
 
     With the labels fixed, model ``l`` follows the affine map
@@ -173,20 +167,10 @@ def fedx_linear_rates(
 # --------------------------------------------------------------------------------------------
 
 
-def fedx(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    local_solver: str = "fedavg",
-    local_steps: int = 1,
-    n_rounds: int = 100,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> FedXResult:
+def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, local_solver: str = "fedavg",
+         local_steps: int = 1, n_rounds: int = 100, tol: float | None = None, history: HistoryRequest = False,
+         blowup: float | None = BLOWUP, server_step: ServerStep | None = None,
+         schedule: ScheduleLike | None = None) -> FedXResult:
     r"""Run ``B`` replicas of Phase 2 (FedX with clustering) on one problem.
 
     Round ``t`` (slides "FedX + Clustering in Action", steps 1-4): decode

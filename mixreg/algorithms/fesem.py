@@ -138,13 +138,8 @@ class FeSEMResult(DriverResult):
 # --------------------------------------------------------------------------------------------
 
 
-def warm_start_models(
-    problem: Problem,
-    warm_start: str = "least_squares",
-    *,
-    step_size: float | None = None,
-    local_steps: int = 1,
-) -> np.ndarray:
+def warm_start_models(problem: Problem, warm_start: str = "least_squares", *, step_size: float | None = None,
+                      local_steps: int = 1) -> np.ndarray:
     """The local models every client trains on its own data before FeSEM starts.
 
     Algorithm 1, line 1 initialises :math:`\\{W_i\\}` without saying how; Sec. 3 (Eq. 1) trains
@@ -191,15 +186,8 @@ def warm_start_models(
     return local_least_squares(problem.X, problem.y, problem.offsets, method=method)
 
 
-def initial_centres(
-    problem: Problem,
-    n_replicas: int,
-    k: int | None = None,
-    *,
-    warm_start: str = "least_squares",
-    n_init: int = 20,
-    rng: np.random.Generator,
-) -> np.ndarray:
+def initial_centres(problem: Problem, n_replicas: int, k: int | None = None, *, warm_start: str = "least_squares",
+                    n_init: int = 20, rng: np.random.Generator) -> np.ndarray:
     """Initial centres as in the paper's training settings (Sec. 5.1).
 
     "For the initialization of cluster centers in FeSEM, we conducted 20 times of pure clustering
@@ -249,22 +237,11 @@ def initial_centres(
 # --------------------------------------------------------------------------------------------
 
 
-def fesem(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    n_rounds: int = 100,
-    rng: np.random.Generator | None = None,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    local_steps: int = 1,
-    weights: str = "uniform",
-    warm_start: str = "least_squares",
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> FeSEMResult:
+def fesem(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int = 100,
+          rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+          blowup: float | None = BLOWUP, local_steps: int = 1, weights: str = "uniform",
+          warm_start: str = "least_squares", server_step: ServerStep | None = None,
+          schedule: ScheduleLike | None = None) -> FeSEMResult:
     r"""Run ``B`` replicas of FeSEM (Algorithms 1 and 2 of Xie et al.) on one problem.
 
     Round ``t`` from centres :math:`\tilde W_t` and local models :math:`W_t`:

@@ -231,21 +231,10 @@ def point_labels(problem: Problem, theta: ArrayLike) -> tuple[np.ndarray, np.nda
 # --------------------------------------------------------------------------------------------
 
 
-def ifca_points(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    n_rounds: int,
-    rng: np.random.Generator | None = None,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    local_steps: int = 1,
-    inner_rounds: int = 1,
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> IFCAPointsResult:
+def ifca_points(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+                rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+                blowup: float | None = BLOWUP, local_steps: int = 1, inner_rounds: int = 1,
+                server_step: ServerStep | None = None, schedule: ScheduleLike | None = None) -> IFCAPointsResult:
     r"""Run ``B`` replicas of point-level IFCA (UIFCA, the IFCA thesis, Algorithms 3-5).
 
     Round ``t``: label every point, :math:`\hat z_r = \arg\min_l (y_r - \langle x_r,

@@ -128,26 +128,11 @@ class KFEDResult(DriverResult):
     server_centres: np.ndarray
 
 
-def kfed(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    n_rounds: int,
-    rng: np.random.Generator | None = None,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    local: str = "regressions",
-    local_clusters: int | None = None,
-    n_init: int = 10,
-    local_restarts: int = 10,
-    local_max_iter: int = 100,
-    start: str | None = None,
-    local_steps: int = 1,
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> KFEDResult:
+def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+         rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+         blowup: float | None = BLOWUP, local: str = "regressions", local_clusters: int | None = None, n_init: int = 10,
+         local_restarts: int = 10, local_max_iter: int = 100, start: str | None = None, local_steps: int = 1,
+         server_step: ServerStep | None = None, schedule: ScheduleLike | None = None) -> KFEDResult:
     r"""Run ``B`` replicas of k-FED (the IFCA thesis, Algorithm 2) followed by FedAvg on one problem.
 
     With ``local="regressions"``, client ``i`` fits ``k'`` local models (Algorithm 2, steps 1-2,

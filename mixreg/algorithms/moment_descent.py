@@ -234,14 +234,8 @@ def moment_vectors(X: np.ndarray, y: np.ndarray, theta: ArrayLike) -> np.ndarray
     return resid[..., None] * X
 
 
-def top_subspace(
-    E1: ArrayLike,
-    E2: ArrayLike,
-    k: int,
-    *,
-    symmetrize: bool = True,
-    solver: str = "auto",
-) -> tuple[np.ndarray, np.ndarray]:
+def top_subspace(E1: ArrayLike, E2: ArrayLike, k: int, *, symmetrize: bool = True,
+                 solver: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` subspace of :math:`Y = E_1^\\top E_2 / s` (step 3), batched over anchors.
 
     Parameters
@@ -317,14 +311,8 @@ def top_subspace(
     return (U, values) if batched else (U[0], values[0])
 
 
-def anchor_direction(
-    P1: ArrayLike,
-    P2: ArrayLike,
-    *,
-    symmetrize: bool = True,
-    sign: str = "first_moment",
-    rng: np.random.Generator | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+def anchor_direction(P1: ArrayLike, P2: ArrayLike, *, symmetrize: bool = True, sign: str = "first_moment",
+                     rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Leading direction :math:`\\beta` of :math:`Z = P_1^\\top P_2 / n` (step 5), batched.
 
     Parameters
@@ -394,13 +382,8 @@ def anchor_direction(
 # --------------------------------------------------------------------------------------------
 
 
-def cluster_anchors(
-    theta: ArrayLike,
-    k: int,
-    *,
-    threshold: float | None = None,
-    on_mismatch: str = "kmeans",
-) -> AnchorClustering:
+def cluster_anchors(theta: ArrayLike, k: int, *, threshold: float | None = None,
+                    on_mismatch: str = "kmeans") -> AnchorClustering:
     """Step 7: group the anchors' estimates by thresholding pairwise distances.
 
     The groups are the connected components of the graph joining anchors ``a, a'`` with
@@ -540,27 +523,12 @@ def _anchor_schedule(problem, anchors, T, P, sampling, order, rng):
 # --------------------------------------------------------------------------------------------
 
 
-def moment_descent(
-    problem: Problem,
-    anchors: ArrayLike,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    n_rounds: int = 10,
-    clients_per_round: int | None = None,
-    anchor_pairs: int | None = None,
-    step_constant: float = 0.5,
-    init: ArrayLike | None = None,
-    sampling: str = "fresh",
-    anchor_sampling: str | None = None,
-    symmetrize: bool = True,
-    sign: str = "first_moment",
-    subspace_solver: str = "auto",
-    threshold: float | None = None,
-    on_mismatch: str = "kmeans",
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-) -> MomentDescentResult:
+def moment_descent(problem: Problem, anchors: ArrayLike, k: int, *, rng: np.random.Generator, n_rounds: int = 10,
+                   clients_per_round: int | None = None, anchor_pairs: int | None = None, step_constant: float = 0.5,
+                   init: ArrayLike | None = None, sampling: str = "fresh", anchor_sampling: str | None = None,
+                   symmetrize: bool = True, sign: str = "first_moment", subspace_solver: str = "auto",
+                   threshold: float | None = None, on_mismatch: str = "kmeans", history: HistoryRequest = False,
+                   blowup: float | None = BLOWUP) -> MomentDescentResult:
     """Run Phase 1 (federated moment descent) of Su, Xu and Yang and cluster the anchors.
 
     One round ``t`` for every anchor ``a`` at once (module docstring, steps 2-6):

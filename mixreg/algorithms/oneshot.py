@@ -100,25 +100,11 @@ class OneShotResult(DriverResult):
     finish: str
 
 
-def oneshot(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    n_rounds: int,
-    rng: np.random.Generator | None = None,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    local: str = "min_norm",
-    ridge: float | None = None,
-    n_init: int = 10,
-    finish: str = "fedavg",
-    local_steps: int = 1,
-    start: str = "centres",
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> OneShotResult:
+def oneshot(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+            rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+            blowup: float | None = BLOWUP, local: str = "min_norm", ridge: float | None = None, n_init: int = 10,
+            finish: str = "fedavg", local_steps: int = 1, start: str = "centres", server_step: ServerStep | None = None,
+            schedule: ScheduleLike | None = None) -> OneShotResult:
     r"""Run ``B`` replicas of one-shot clustering (Algorithm 1 of Ghosh et al.) on one problem.
 
     .. math::

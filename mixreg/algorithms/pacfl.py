@@ -111,9 +111,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from .._typing import ArrayLike, HistoryRequest, ScheduleLike
@@ -432,13 +429,8 @@ def proximity_matrix(signatures: ArrayLike, measure: str = "smallest") -> np.nda
     return A + A.T
 
 
-def pacfl_clusters(
-    proximity: np.ndarray,
-    *,
-    n_clusters: int | None = None,
-    threshold: float | None = None,
-    linkage: str = "average",
-) -> AgglomerativeResult:
+def pacfl_clusters(proximity: np.ndarray, *, n_clusters: int | None = None, threshold: float | None = None,
+                   linkage: str = "average") -> AgglomerativeResult:
     """Hierarchical clustering of the proximity matrix, :math:`\\{C_1, \\dots, C_Z\\} = HC(A, \\beta)`
     (Alg. 1, line 11; supplement, "Hierarchical Clustering").
 
@@ -477,12 +469,8 @@ def pacfl_clusters(
     return agglomerative(distances=proximity, n_clusters=n_clusters, threshold=threshold, linkage=linkage)
 
 
-def pme(
-    proximity: np.ndarray,
-    signatures: np.ndarray,
-    new_signatures: np.ndarray,
-    measure: str = "smallest",
-) -> tuple[np.ndarray, np.ndarray]:
+def pme(proximity: np.ndarray, signatures: np.ndarray, new_signatures: np.ndarray,
+        measure: str = "smallest") -> tuple[np.ndarray, np.ndarray]:
     """Proximity matrix extension (Algorithm 2): add the rows and columns of new clients.
 
     .. math::
@@ -538,16 +526,8 @@ def pme(
     return A, np.concatenate([U_old, U_new])
 
 
-def assign_new_clients(
-    proximity: np.ndarray,
-    signatures: np.ndarray,
-    labels: ArrayLike,
-    new_signatures: np.ndarray,
-    *,
-    threshold: float,
-    linkage: str = "average",
-    measure: str = "smallest",
-) -> NewClientAssignment:
+def assign_new_clients(proximity: np.ndarray, signatures: np.ndarray, labels: ArrayLike, new_signatures: np.ndarray, *,
+                       threshold: float, linkage: str = "average", measure: str = "smallest") -> NewClientAssignment:
     """Cluster ids of new clients, the old clients keeping theirs (Alg. 1, lines 13-17; Alg. 3).
 
     The server extends the proximity matrix (:func:`pme`) and re-runs HC at the same threshold
@@ -619,8 +599,7 @@ def assign_new_clients(
     kept = bool(np.array_equal(number_groups(groups[:M]), number_groups(old)))
 
     # the linkage distance of every new client to every old cluster, (B, Z) (nan: empty label)
-    reducers: dict[str, Callable[..., Any]] = {"single": np.min, "average": np.mean, "complete": np.max}
-    reduce = reducers[linkage]
+    reduce = getattr(np, {"single": "min", "average": "mean", "complete": "max"}[linkage])
     to_cluster = np.full((A.shape[0] - M, Z), np.nan)
     for c in np.unique(old):
         to_cluster[:, c] = reduce(A[M:, :M][:, old == c], axis=1)
@@ -689,27 +668,11 @@ def _cross_proximity(U, r_U, V, r_V, measure, *, upper=False):
 # --------------------------------------------------------------------------------------------
 
 
-def pacfl(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    n_rounds: int,
-    rng: np.random.Generator | None = None,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    p: int = 3,
-    matrix: str = "joint",
-    measure: str = "smallest",
-    linkage: str = "average",
-    n_clusters: int | None = None,
-    threshold: float | None = None,
-    local_steps: int = 1,
-    small_clients: str = "reduce",
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> PACFLResult:
+def pacfl(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+          rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+          blowup: float | None = BLOWUP, p: int = 3, matrix: str = "joint", measure: str = "smallest", linkage: str = "average",
+          n_clusters: int | None = None, threshold: float | None = None, local_steps: int = 1, small_clients: str = "reduce",
+          server_step: ServerStep | None = None, schedule: ScheduleLike | None = None) -> PACFLResult:
     r"""Run ``B`` replicas of PACFL (Algorithm 1 of Vahidian et al.) on one problem.
 
     .. math::

@@ -125,30 +125,14 @@ def _replicas_of(step_size):
     return B
 
 
-def two_phase(
-    problem: Problem,
-    anchors: ArrayLike,
-    k: int,
-    step_size: float | ArrayLike,
-    *,
-    rng: np.random.Generator | None = None,
-    phase1_rounds: int = 10,
-    sampling: str = "fresh",
-    anchor_sampling: str | None = None,
-    step_constant: float = 0.5,
-    phase1_options: Mapping[str, Any] | None = None,
-    phase1_history: HistoryRequest = False,
-    local_solver: str = "fedavg",
-    local_steps: int = 1,
-    phase2_rounds: int = 100,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    on_phase1_failure: str = "skip",
-    phase1: MomentDescentResult | None = None,
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> TwoPhaseResult:
+def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | ArrayLike, *,
+              rng: np.random.Generator | None = None, phase1_rounds: int = 10, sampling: str = "fresh",
+              anchor_sampling: str | None = None, step_constant: float = 0.5,
+              phase1_options: Mapping[str, Any] | None = None, phase1_history: HistoryRequest = False,
+              local_solver: str = "fedavg", local_steps: int = 1, phase2_rounds: int = 100, tol: float | None = None,
+              history: HistoryRequest = False, blowup: float | None = BLOWUP, on_phase1_failure: str = "skip",
+              phase1: MomentDescentResult | None = None, server_step: ServerStep | None = None,
+              schedule: ScheduleLike | None = None) -> TwoPhaseResult:
     """Run Su, Xu and Yang's two-phase method: federated moment descent, then FedX from its centres.
 
     Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`, slides "Federated Moment
@@ -297,24 +281,12 @@ def _draw_anchors(problem, n_anchors, k, rng):
     return np.sort(rng.choice(eligible, size=n_anchors, replace=False)).astype(np.int64)
 
 
-def two_phase_replicas(
-    problem: Problem,
-    init: ArrayLike,
-    step_size: float | ArrayLike,
-    *,
-    n_rounds: int,
-    rng: np.random.Generator | None = None,
-    tol: float | None = None,
-    history: HistoryRequest = False,
-    blowup: float | None = BLOWUP,
-    n_anchors: int | None = None,
-    phase1_rounds: int = 10,
-    sampling: str = "reuse",
-    local_solver: str = "fedavg",
-    local_steps: int = 2,
-    server_step: ServerStep | None = None,
-    schedule: ScheduleLike | None = None,
-) -> TwoPhaseRun:
+def two_phase_replicas(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+                       rng: np.random.Generator | None = None, tol: float | None = None,
+                       history: HistoryRequest = False, blowup: float | None = BLOWUP, n_anchors: int | None = None,
+                       phase1_rounds: int = 10, sampling: str = "reuse", local_solver: str = "fedavg",
+                       local_steps: int = 2, server_step: ServerStep | None = None,
+                       schedule: ScheduleLike | None = None) -> TwoPhaseRun:
     """The two-phase method as a replica driver (the registry's signature).
 
     Draws ``n_anchors`` anchors at random among the clients with at least two points (the
