@@ -221,7 +221,8 @@ def _library_roots():
                                                                            "platstdlib")})
 
 
-_SOURCES: dict[int, tuple[object, object, str]] = {}  # id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
+# id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
+_SOURCES: dict[int, tuple[object, object, str]] = {}
 
 
 def _file_stamp(path):

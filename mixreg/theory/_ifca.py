@@ -308,8 +308,8 @@ def ifca_stationary_error(step_size: float, proportions: ArrayLike, sigma: float
     return np.where(stable, value, np.inf)
 
 
-def ifca_error_floor(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray, n_prime: FloatOrArray, delta: FloatOrArray, *, c2: float = 1.0,
-                     c3: float = 1.0, c4: float = 1.0) -> FloatOrArray:
+def ifca_error_floor(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray, n_prime: FloatOrArray,
+                     delta: FloatOrArray, *, c2: float = 1.0, c3: float = 1.0, c4: float = 1.0) -> FloatOrArray:
     """Additive term of Theorem 1 / Corollary 1.
 
     ``c2 (sigma / p) sqrt(d / (m n')) + c3 exp(-c4 (rho / (rho + 1))^2 n')`` with
@@ -325,15 +325,16 @@ def ifca_error_floor(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: F
     return c2 * (sigma / p) * np.sqrt(d / (m * n_prime)) + c3 * np.exp(-c4 * ratio**2 * n_prime)
 
 
-def ifca_one_round_bound(dist: FloatOrArray, sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray, n_prime: FloatOrArray, delta: FloatOrArray, *,
-                         c2: float = 1.0, c3: float = 1.0, c4: float = 1.0) -> FloatOrArray:
+def ifca_one_round_bound(dist: FloatOrArray, sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray,
+                         n_prime: FloatOrArray, delta: FloatOrArray, *, c2: float = 1.0, c3: float = 1.0,
+                         c4: float = 1.0) -> FloatOrArray:
     """Right-hand side of Theorem 1: ``dist / 2 + ifca_error_floor(...)``."""
     dist = check_real("dist", dist, low=0.0)
     return 0.5 * dist + ifca_error_floor(sigma, p, d, m, n_prime, delta, c2=c2, c3=c3, c4=c4)
 
 
-def ifca_separation_threshold(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray, n_prime: FloatOrArray, *, C: float = 1.0,
-                              c: float = 1.0) -> FloatOrArray:
+def ifca_separation_threshold(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray,
+                              n_prime: FloatOrArray, *, C: float = 1.0, c: float = 1.0) -> FloatOrArray:
     """Smallest ``Delta`` satisfying Assumption 2's separation condition with constants ``C, c``.
 
     Solves ``Delta = C [(sigma / p) sqrt(d / (m n')) + exp(-c (rho / (rho + 1))^2 n')]`` with
