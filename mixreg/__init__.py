@@ -65,7 +65,6 @@ _SUBMODULES = frozenset({
 __all__ = ["__version__", *_FACE]  # the stub __init__.pyi names the same, for type checkers
 
 
-
 def __getattr__(name: str) -> Any:
     if name in _FACE:
         value = getattr(importlib.import_module(_FACE[name]), name)
