@@ -1,11 +1,27 @@
 """The docstring examples of mixreg and of the studies assume ``import numpy as np``, as NumPy's
 and SciPy's do (the numpydoc convention): pytest's doctest run gets ``np`` here.  An example that
-imports pandas or xarray (the ``frames`` extra) is skipped where that module is not installed."""
+imports pandas or xarray (the ``frames`` extra) is skipped where that module is not installed.
 
+Tests marked ``dask`` start a ``dask.distributed`` cluster; they skip, with the reason, where the
+optional ``dask`` extra is not installed (``pip install -e ".[test]"`` leaves it out)."""
+
+import importlib.util
 import re
 
 import numpy as np
 import pytest
+
+DASK_MISSING = [name for name in ("dask", "distributed") if importlib.util.find_spec(name) is None]
+
+
+def pytest_collection_modifyitems(config, items):
+    if not DASK_MISSING:
+        return
+    skip = pytest.mark.skip(reason=f"{' and '.join(DASK_MISSING)} not installed: "
+                                   'pip install -e ".[dask]" runs the Dask tests')
+    for item in items:
+        if item.get_closest_marker("dask") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from .problems import Problem
 __all__ = ["known_label_least_squares", "client_weighted_least_squares"]
 
 
-def known_label_least_squares(problem):
+def known_label_least_squares(problem: Problem) -> np.ndarray:
     """Per-cluster least squares with the true labels (of the rows, :attr:`Problem.row_labels`:
     on clients that mix clusters, every point is fitted with its own cluster).
 
@@ -75,7 +75,7 @@ def known_label_least_squares(problem):
     return theta
 
 
-def client_weighted_least_squares(problem):
+def client_weighted_least_squares(problem: Problem) -> np.ndarray:
     r"""Per-cluster least squares that weighs every true client equally.
 
     .. math::

@@ -46,6 +46,7 @@ import numpy as np
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist, squareform
 
+from ._typing import ArrayLike
 from .validation import check_array, check_choice, check_int, check_real
 
 __all__ = [
@@ -147,7 +148,7 @@ class AgglomerativeResult:
 # --------------------------------------------------------------------------------------------
 
 
-def number_groups(labels):
+def number_groups(labels: ArrayLike) -> np.ndarray:
     """Renumber group labels by their lowest member.
 
     Parameters
@@ -182,7 +183,7 @@ def _number_groups(labels):
     return rank[np.unique(labels, return_inverse=True)[1]].astype(np.int64)
 
 
-def squared_distances(points, centres):
+def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """Squared distances ``(n, k)`` from explicit differences, in blocks of rows.
 
     IN: ``points`` (n, d), ``centres`` (k, d).  Every entry is ``((x - c) ** 2).sum()`` with the
@@ -271,7 +272,8 @@ def _inertia(points, centres, labels):
 # --------------------------------------------------------------------------------------------
 
 
-def kmeans(points, k, *, init="k-means++", n_init=10, max_iter=100, rng=None):
+def kmeans(points: ArrayLike, k: int, *, init: str | ArrayLike = "k-means++", n_init: int = 10, max_iter: int = 100,
+           rng: np.random.Generator | None = None) -> KMeansResult:
     """Lloyd's k-means: best of ``n_init`` restarts by inertia.
 
     Minimises, over centres :math:`c_1, \\dots, c_k` and labels :math:`z_i`, the inertia
@@ -380,6 +382,7 @@ def kmeans(points, k, *, init="k-means++", n_init=10, max_iter=100, rng=None):
         inertia = _inertia(points, centres, labels)
         if best is None or inertia < best[0]:
             best = (inertia, labels, centres, n_iter, converged, start)
+    assert best is not None  # runs >= 1
     inertia, labels, centres, n_iter, converged, start = best
 
     # build the result
@@ -431,7 +434,7 @@ def _cut_height(heights, n_groups):
     return float(0.5 * (upper + lower)) if lower > 0 else float(0.5 * upper)
 
 
-def single_linkage_cut(points, k):
+def single_linkage_cut(points: ArrayLike, k: int) -> float:
     """The distance threshold that cuts the single-linkage tree of ``points`` into ``k`` groups.
 
     :math:`\\tau` is the midpoint of the ``(k-1)``-th and ``k``-th largest edges of the
@@ -476,7 +479,8 @@ def single_linkage_cut(points, k):
     return float(0.5 * (upper + lower)) if lower > 0 else float(0.5 * upper)
 
 
-def agglomerative(points=None, *, distances=None, n_clusters=None, threshold=None, linkage="single"):
+def agglomerative(points: ArrayLike | None = None, *, distances: ArrayLike | None = None, n_clusters: int | None = None,
+                  threshold: float | None = None, linkage: str = "single") -> AgglomerativeResult:
     """Hierarchical agglomerative clustering cut into ``n_clusters`` groups or at ``threshold``.
 
     Starting from singletons, the two closest groups are merged repeatedly; the distance between
@@ -572,11 +576,12 @@ def agglomerative(points=None, *, distances=None, n_clusters=None, threshold=Non
     # run
     if n == 1:
         labels = np.zeros(1, dtype=np.int64)
-        cut = float("inf") if n_clusters is not None else threshold
+        cut = float("inf") if threshold is None else threshold  # n_clusters given: no threshold
         return AgglomerativeResult(labels=labels, n_groups=1, threshold=cut, linkage=linkage)
     if points is not None:
         condensed = pdist(points)
     else:
+        assert isinstance(distances, np.ndarray)  # exactly one of points and distances, checked above
         condensed = squareform(0.5 * (distances + distances.T), checks=False)
     tree = hierarchy.linkage(condensed, method=linkage)
     if n_clusters is not None:
@@ -593,5 +598,6 @@ def agglomerative(points=None, *, distances=None, n_clusters=None, threshold=Non
             warnings.warn(f"agglomerative ({linkage} linkage) with n_clusters={n_clusters} produced only "
                           f"{n_groups} groups (tied merge heights)", ClusteringWarning, stacklevel=2)
     else:
+        assert threshold is not None  # exactly one of n_clusters and threshold
         cut = threshold
     return AgglomerativeResult(labels=labels, n_groups=n_groups, threshold=cut, linkage=linkage)

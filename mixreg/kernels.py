@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-def predict(theta, X, out=None):
+def predict(theta: np.ndarray, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``P = theta.reshape(B*k, d) @ X.T`` of shape ``(B*k, N)`` (one GEMM)."""
     B, k, d = theta.shape
     return np.matmul(theta.reshape(B * k, d), X.T, out=out)
@@ -182,7 +182,7 @@ def gather_selected(theta, assign, out):
                 out[i, b, c] = theta[b, a, c]
 
 
-def scatter_add(C, assign, out):
+def scatter_add(C: np.ndarray, assign: np.ndarray, out: np.ndarray) -> None:
     """``out[b, j] = sum_{i : assign[b, i] = j} C[i, b]`` (clients summed in index order)."""
     out[...] = 0.0
     scatter_accumulate(C, assign, out)
@@ -225,7 +225,7 @@ def cluster_average(local, assign, theta):
                     theta[b, j, c] = acc[b, j, c] / cnt[b, j]
 
 
-def equal_sizes(offsets):
+def equal_sizes(offsets: np.ndarray) -> int | None:
     """The common client size if all clients have the same number of rows, else ``None``."""
     sizes = np.diff(offsets)
     return int(sizes[0]) if sizes.size and np.all(sizes == sizes[0]) else None
@@ -241,7 +241,7 @@ class ClientLayout:
     block of clients of a layout with unequal sizes, whose clients must be computed as there).
     """
 
-    def __init__(self, offsets, d, B, small_work=16384, per_client=False):
+    def __init__(self, offsets: np.ndarray, d: int, B: int, small_work: int = 16384, per_client: bool = False) -> None:
         self.offsets = offsets
         self.n_equal = None if per_client else equal_sizes(offsets)
         sizes = np.diff(offsets)
@@ -288,7 +288,7 @@ def _small_client_predictions(theta_sel, X, offsets, clients, out):
                 out[base + b * n + r] = s
 
 
-def client_gradients(R, X, layout, out):
+def client_gradients(R: np.ndarray, X: np.ndarray, layout: ClientLayout, out: np.ndarray) -> np.ndarray:
     """Per-client products ``out[i] = R_i @ X_i`` of shape ``(m, B, d)``.
 
     ``R`` is a client-major buffer (block ``(B, n_i)`` per client) and ``layout`` a
@@ -308,7 +308,7 @@ def client_gradients(R, X, layout, out):
     return out
 
 
-def client_predictions(theta_sel, X, layout, out):
+def client_predictions(theta_sel: np.ndarray, X: np.ndarray, layout: ClientLayout, out: np.ndarray) -> np.ndarray:
     """Client-major predictions ``out_i = theta_sel[i] @ X_i.T`` (block ``(B, n_i)``)."""
     m, B, d = theta_sel.shape
     offsets = layout.offsets
@@ -343,7 +343,7 @@ class ClientBlocks:
     class, which depends on the client's own size only).
     """
 
-    def __init__(self, offsets, d, B, dtype):
+    def __init__(self, offsets: np.ndarray, d: int, B: int, dtype: np.dtype | type) -> None:
         m = offsets.shape[0] - 1
         per = max(1, BLOCK_BYTES // (B * d * np.dtype(dtype).itemsize))
         equal = equal_sizes(offsets)
@@ -358,7 +358,8 @@ class ClientBlocks:
         self.C = np.empty((min(per, m), B, d), dtype=dtype)
 
 
-def cluster_gradients(P, Y, group, assign, k, weights, X, blocks, out):
+def cluster_gradients(P: np.ndarray, Y: np.ndarray, group: np.ndarray, assign: np.ndarray, k: int, weights: np.ndarray,
+                      X: np.ndarray, blocks: ClientBlocks, out: np.ndarray) -> np.ndarray:
     """Every replica's summed gradients: ``out[b, j] = sum_{i : assign[b, i] = j} weights[i]
     (P[b*k + j, rows of i] - y_i) X_i`` with ``y = Y[group[b]]`` (IFCA's gradient step, before the
     step size), from the predictions ``P`` of :func:`predict`.

@@ -36,8 +36,11 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
+from ._typing import ArrayLike
 from .validation import check_array, check_choice, check_int, check_real
 from .problems import Problem
 
@@ -95,7 +98,7 @@ def _check_start(theta, m, d):
     raise ValueError(f"theta must have shape (d,)=({d},) or (m, d)=({m}, {d}), got {theta.shape}")
 
 
-def grouped_rows(keys, n_keys):
+def grouped_rows(keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows grouped by an integer key, so that each group can be solved as one client.
 
     Sorting the rows by key (stably) makes every key's rows one contiguous block, and the
@@ -138,7 +141,7 @@ def grouped_rows(keys, n_keys):
     return order, present, offsets
 
 
-def size_groups(offsets):
+def size_groups(offsets: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """For every distinct client size ``n``: (n, clients, row indices of shape (c, n))."""
     sizes = np.diff(offsets)
     for n in np.unique(sizes):
@@ -151,7 +154,8 @@ def size_groups(offsets):
 # --------------------------------------------------------------------------------------------
 
 
-def gradient_steps(X, y, offsets, theta, step_size, n_steps):
+def gradient_steps(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, theta: ArrayLike, step_size: float,
+                   n_steps: int) -> np.ndarray:
     """Every client runs ``n_steps`` full-batch gradient steps on its own loss.
 
     From :math:`\\theta_i^{(0)} = \\theta_i`, for :math:`j = 0, \\dots, s - 1`:
@@ -206,7 +210,7 @@ def gradient_steps(X, y, offsets, theta, step_size, n_steps):
     return theta
 
 
-def proximal_step(X, y, offsets, theta, step_size):
+def proximal_step(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, theta: ArrayLike, step_size: float) -> np.ndarray:
     """Every client's exact proximal step (the local update of FedProx [2]_).
 
     .. math::
@@ -260,7 +264,8 @@ def proximal_step(X, y, offsets, theta, step_size):
     return out
 
 
-def local_least_squares(X, y, offsets, *, method="min_norm", ridge=None):
+def local_least_squares(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, *, method: str = "min_norm",
+                        ridge: float | None = None) -> np.ndarray:
     """Every client's own least-squares estimate (one-shot clustering, FeSEM, k-FED).
 
     ``method="min_norm"`` (default): the minimum-norm minimiser of
@@ -380,7 +385,8 @@ def _operators_transposed(Xg, eta, solver, s):
     return KT
 
 
-def local_update_operator(X, step_size, local_solver="fedavg", local_steps=1):
+def local_update_operator(X: np.ndarray, step_size: float, local_solver: str = "fedavg",
+                          local_steps: int = 1) -> np.ndarray:
     """The matrix :math:`K` with local model :math:`\\theta^{(i)} = \\theta + K (y - X \\theta)`.
 
     For the squared loss both local solvers are affine in the broadcast model :math:`\\theta`:
@@ -429,7 +435,7 @@ def local_update_operator(X, step_size, local_solver="fedavg", local_steps=1):
     return _operators_transposed(X[None], float(eta), solver, s)[0].T
 
 
-def check_solver(step_size, local_solver, local_steps):
+def check_solver(step_size: float | ArrayLike, local_solver: str, local_steps: int) -> tuple[np.ndarray, str, int]:
     """Validated ``(eta, local_solver, s)``: ``eta`` finite and > 0 (array), ``s = 1`` for FedProx."""
     eta = np.asarray(step_size, dtype=np.float64)
     if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
@@ -439,7 +445,8 @@ def check_solver(step_size, local_solver, local_steps):
     return eta, local_solver, (s if local_solver == "fedavg" else 1)
 
 
-def stacked_update_operators(problem, step_size, local_solver="fedavg", local_steps=1, *, weighted=True):
+def stacked_update_operators(problem: Problem, step_size: float, local_solver: str = "fedavg", local_steps: int = 1, *,
+                             weighted: bool = True) -> np.ndarray:
     """All clients' :math:`w_i K_i^\\top`, stacked like the data.
 
     Parameters
@@ -478,7 +485,8 @@ def stacked_update_operators(problem, step_size, local_solver="fedavg", local_st
     return KT
 
 
-def stacked_operators(X, offsets, step_size, local_solver, local_steps):
+def stacked_operators(X: np.ndarray, offsets: np.ndarray, step_size: float | np.ndarray, local_solver: str,
+                      local_steps: int) -> np.ndarray:
     """Unweighted :math:`K_i^\top` of the clients ``offsets[i]:offsets[i+1]`` of ``X``, stacked
     like the rows (arguments already valid; see :func:`stacked_update_operators`).
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import string
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 __all__ = ["MethodStyle", "REGISTRY", "METHODS", "RULES", "COMPARE", "STUDIES", "KINDS", "method_label",
@@ -126,12 +127,12 @@ class MethodStyle:
             raise ValueError(f"study must be one of {', '.join(STUDIES)}, got {self.study!r}")
 
     @property
-    def key(self):
+    def key(self) -> str:
         """The method's name in its study's records: :attr:`column`, else :attr:`name`."""
         return self.column or self.name
 
     @property
-    def params(self):
+    def params(self) -> tuple[str, ...]:
         """Names of the template fields of ``label``, in order of appearance."""
         return tuple(dict.fromkeys(field for _, field, _, _ in string.Formatter().parse(self.label) if field))
 
@@ -223,7 +224,7 @@ COMPARE = _view("compare")
 _BY_NAME = {style.name: style for style in METHODS.values()}
 
 
-def method_label(name, *, short=False, **params):
+def method_label(name: str, *, short: bool = False, **params: object) -> str:
     """The legend label of method ``name`` (a key of :data:`METHODS`), its parameters filled in.
 
     Parameters
@@ -267,7 +268,7 @@ def method_label(name, *, short=False, **params):
     return template.format_map({field: params.get(field, field) for field in style.params})
 
 
-def rule_title(rule):
+def rule_title(rule: str) -> str:
     """Panel title of success rule ``rule``: its label in :data:`RULES`, else ``rule`` itself.
 
     >>> rule_title("honest")
@@ -296,11 +297,12 @@ AUTO_LINESTYLES = ("-", "--", "-.")
 _N_AUTO = len(AUTO_COLORS) * len(AUTO_MARKERS) * len(AUTO_LINESTYLES)
 
 # the styles registered by register_style, by key; read through registered_style and styles_for
-_USER = {}
+_USER: dict[str, MethodStyle] = {}
 
 
-def register_style(style, /, *, label=None, color=None, marker=None, linestyle=None, short=None,
-                   kind="algorithm", replace=False):
+def register_style(style: MethodStyle | str, *, label: str | None = None, color: str | None = None,
+                   marker: str | None = None, linestyle: str | None = None, short: str | None = None,
+                   kind: str = "algorithm", replace: bool = False) -> MethodStyle:
     """Give a user's method a style for every figure drawn afterwards in this process.
 
     Parameters
@@ -363,7 +365,7 @@ def register_style(style, /, *, label=None, color=None, marker=None, linestyle=N
     return style
 
 
-def registered_style(key):
+def registered_style(key: str) -> MethodStyle | None:
     """The style :func:`register_style` registered for ``key``, or ``None``.
 
     >>> registered_style("no such method") is None
@@ -372,7 +374,7 @@ def registered_style(key):
     return _USER.get(key)
 
 
-def auto_style(key, index):
+def auto_style(key: str, index: int) -> MethodStyle:
     """The automatic style of the ``index``-th unregistered key of a figure.
 
     Colour ``index mod 11`` of :data:`AUTO_COLORS`, marker ``index mod 7`` of
@@ -408,7 +410,7 @@ def auto_style(key, index):
                        AUTO_MARKERS[index % len(AUTO_MARKERS)], AUTO_LINESTYLES[index % len(AUTO_LINESTYLES)])
 
 
-def styles_for(keys, *, view=COMPARE):
+def styles_for(keys: Iterable[str], *, view: Mapping[str, MethodStyle] = COMPARE) -> dict[str, MethodStyle]:
     """The style of every method a figure draws: the view's, else a registered one, else automatic.
 
     Parameters

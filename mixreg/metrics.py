@@ -38,6 +38,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from ._typing import ArrayLike
 from numba import njit
 from scipy.optimize import linear_sum_assignment
 
@@ -230,7 +232,7 @@ def _match(dist, objective):
 # --------------------------------------------------------------------------------------------
 
 
-def _as_array(name, value, kinds, what):
+def _as_array(name, value, kinds, what) -> np.ndarray:
     """``np.asarray(value)`` whose dtype kind is in ``kinds``, else ValueError naming ``name``."""
     try:
         arr = np.asarray(value)
@@ -289,7 +291,7 @@ def _unbatch(values, batched):
 # --------------------------------------------------------------------------------------------
 
 
-def pairwise_distances(theta_hat, theta_star):
+def pairwise_distances(theta_hat: ArrayLike, theta_star: ArrayLike) -> np.ndarray:
     r"""Euclidean distance between every estimate and every true parameter vector.
 
     .. math::
@@ -328,7 +330,7 @@ def pairwise_distances(theta_hat, theta_star):
     return _unbatch(_pairwise(hat, star), batched)
 
 
-def nearest_truth_distance(theta_hat, theta_star):
+def nearest_truth_distance(theta_hat: ArrayLike, theta_star: ArrayLike) -> np.ndarray | np.float64:
     r"""Mean distance from each estimate to its nearest true parameter (IFCA code's ``min_dist``).
 
     .. math::
@@ -389,7 +391,7 @@ def nearest_truth_distance(theta_hat, theta_star):
     return _unbatch(out, batched)
 
 
-def best_permutation(theta_hat, theta_star, objective="mean"):
+def best_permutation(theta_hat: ArrayLike, theta_star: ArrayLike, objective: str = "mean") -> np.ndarray:
     r"""Optimal matching of estimates to truths.
 
     Solves
@@ -485,7 +487,7 @@ def _matched_distance(theta_hat, theta_star, objective):
 
 
 @_matched_sections
-def matched_mean_distance(theta_hat, theta_star):
+def matched_mean_distance(theta_hat: ArrayLike, theta_star: ArrayLike) -> np.ndarray | np.float64:
     r"""Permutation-matched mean distance (the IFCA paper's ``dist``).
 
     .. math::
@@ -507,7 +509,7 @@ def matched_mean_distance(theta_hat, theta_star):
 
 
 @_matched_sections
-def matched_max_distance(theta_hat, theta_star):
+def matched_max_distance(theta_hat: ArrayLike, theta_star: ArrayLike) -> np.ndarray | np.float64:
     r"""Permutation-matched maximum distance (Su-Xu-Yang's :math:`d(\hat\theta, \theta^*)`).
 
     .. math::
@@ -529,7 +531,7 @@ def matched_max_distance(theta_hat, theta_star):
     return _matched_distance(theta_hat, theta_star, "max")
 
 
-def misclustering_rate(assignments, labels, k):
+def misclustering_rate(assignments: ArrayLike, labels: ArrayLike, k: int) -> np.ndarray | np.float64:
     r"""Fraction of clients misclustered under the best relabelling of the estimated clusters.
 
     .. math::
@@ -619,7 +621,8 @@ def _inverse_trace(covariance, d, k):
                      for l in range(k)])
 
 
-def oracle_ls_floor(sigma, d, cluster_sizes, *, covariance=None):
+def oracle_ls_floor(sigma: float, d: int, cluster_sizes: ArrayLike, *,
+                    covariance: ArrayLike | None = None) -> np.ndarray:
     r"""Root-mean-square error of least squares with known labels (the oracle floor).
 
     With Gaussian design :math:`x \sim N(0, I_d)`, noise :math:`N(0, \sigma^2)` and

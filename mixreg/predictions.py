@@ -40,10 +40,12 @@ import math
 import textwrap
 import tokenize
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._typing import ArrayLike
 from .stats import SlopeFit, _bootstrap_lines, _line
 from .validation import check_int, check_real
 
@@ -257,6 +259,8 @@ class Prediction:
     fields: tuple = ()
     regime: Callable | None = None
     regime_text: str = ""
+    if TYPE_CHECKING:  # set once when made (not a field)
+        _json: dict[str, Any] = dataclasses.field(init=False)
 
     def __post_init__(self):
         for label in ("name", "text"):
@@ -304,12 +308,12 @@ class Prediction:
             out["regime_references"] = _references(self.regime)
         return out
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         """What a manifest registers: a JSON-serialisable ``dict`` (see the class's Notes)."""
         return json.loads(json.dumps(self._json))
 
     @property
-    def sha256(self):
+    def sha256(self) -> str:
         """SHA-256 of :meth:`to_json` as canonical JSON (sorted keys, no spaces): the same on every run
         and machine for the same prediction, another as soon as a constant, the text or the
         formula changes."""
@@ -328,7 +332,7 @@ class Prediction:
                                  f"cells[{i}] does not have")
         return cells
 
-    def predict(self, cells, *, only_in_regime=False):
+    def predict(self, cells: Sequence[Mapping[str, Any]], *, only_in_regime: bool = False) -> np.ndarray:
         """The predicted value at each cell.
 
         Parameters
@@ -355,7 +359,7 @@ class Prediction:
             out[~self.applies(cells)] = np.nan
         return out
 
-    def applies(self, cells):
+    def applies(self, cells: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Whether each cell lies in the theorem's regime (``True`` everywhere without a regime).
 
         Returns
@@ -397,7 +401,7 @@ class ExponentFit(SlopeFit):
     observed: tuple = ()
     held_out: tuple = ()
 
-    def fitted(self, x):
+    def fitted(self, x: ArrayLike) -> np.ndarray:
         """The fitted line ``exp(intercept) x^slope`` at ``x`` (array-like)."""
         return np.exp(self.intercept) * np.asarray(x, dtype=float) ** self.slope
 
@@ -422,7 +426,8 @@ def _cells_of(x, y):
     return cells, [ys[xs == c] for c in cells]
 
 
-def fit_exponent(x, y, *, held_out=(), statistic="mean", n_boot=2000, level=0.95, rng):
+def fit_exponent(x: ArrayLike, y: Sequence[ArrayLike] | np.ndarray, *, held_out: Sequence[float] = (), statistic: str = "mean",
+                 n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator) -> ExponentFit:
     r"""The exponent ``a`` of ``statistic(y) ~ C x^a`` with a bootstrap interval and held-out residuals.
 
     The point estimate is the least-squares slope of :math:`\log s_g` on :math:`\log x_g` over
@@ -555,7 +560,7 @@ class Verdict:
             raise ValueError("Verdict why must say why the claim is 'not tested'")
         object.__setattr__(self, "numbers", dict(self.numbers))
 
-    def verdict_row(self):
+    def verdict_row(self) -> dict[str, Any]:
         """The verdict as a row of a claims report: ``claim``, ``status``, the numbers, ``why``."""
         return {"claim": self.claim, "status": self.status, **self.numbers, "why": self.why}
 
@@ -564,7 +569,7 @@ def _fmt(value):
     return f"{value:+.3g}"
 
 
-def exponent_verdict(claim, predicted, fit, *, tolerance=0.0):
+def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: float = 0.0) -> Verdict:
     """Is a predicted exponent inside a fit's interval?
 
     Parameters
@@ -611,7 +616,8 @@ def exponent_verdict(claim, predicted, fit, *, tolerance=0.0):
     return Verdict(claim, "contradicts", numbers, f"predicted {_fmt(predicted)} lies outside the fitted {interval}")
 
 
-def level_verdict(claim, predicted, low, high, *, tolerance=0.0):
+def level_verdict(claim: str, predicted: ArrayLike, low: ArrayLike, high: ArrayLike, *,
+                  tolerance: float = 0.0) -> Verdict:
     """Are predicted levels inside the observed intervals, cell by cell?
 
     Parameters
@@ -664,7 +670,7 @@ def level_verdict(claim, predicted, low, high, *, tolerance=0.0):
                    f"cell {worst}: {p[worst]:.4g} vs [{lo[worst]:.4g}, {hi[worst]:.4g}])")
 
 
-def held_out_verdict(claim, fit):
+def held_out_verdict(claim: str, fit: ExponentFit) -> Verdict:
     """Does a fitted line predict the cells it was not fitted to?
 
     ``"consistent"`` if every held-out residual interval of ``fit`` (:func:`fit_exponent` with
@@ -700,7 +706,7 @@ def held_out_verdict(claim, fit):
     return Verdict(claim, verdict.status, numbers, why)
 
 
-def claims_table(verdicts, *, as_frame=False):
+def claims_table(verdicts: Iterable[Verdict], *, as_frame: bool = False) -> Any:
     """The claims report: one row per verdict (:meth:`Verdict.verdict_row`).
 
     Parameters

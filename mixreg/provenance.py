@@ -24,6 +24,8 @@ import pathlib
 import platform
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "run_blas_kernels",
            "openblas_coretype", "cpu_flags", "cpu_model", "numba_target", "numpy_simd", "signature",
@@ -51,7 +53,7 @@ _PACKAGES = (
 _GIT_TIMEOUT = 10.0  # seconds; a hung network filesystem must not hang a sweep
 
 
-def package_versions():
+def package_versions() -> dict[str, str | None]:
     """Return the versions of the packages a mixreg result depends on.
 
     Returns
@@ -60,7 +62,7 @@ def package_versions():
         ``{"python": "3.11.7", "numpy": "2.1.0", ...}``.  A package that is not installed
         maps to ``None``.  Optional packages (matplotlib, dask, distributed) are listed too.
     """
-    versions = {"python": platform.python_version()}
+    versions: dict[str, str | None] = {"python": platform.python_version()}
     for dist, module in _PACKAGES:
         versions[dist] = _version_of(dist, module)
     return versions
@@ -85,7 +87,8 @@ def _version_of(dist, module):
     return None if version is None else str(version)
 
 
-def git_commit(path=None, *, exclude=()):
+def git_commit(path: str | os.PathLike[str] | None = None, *,
+               exclude: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Any]:
     """Return the git commit of the checkout holding ``path`` and whether it is dirty.
 
     Parameters
@@ -168,7 +171,7 @@ def _git(cwd, *args):
     return proc.stdout.strip()
 
 
-def environment_record(*, exclude=()):
+def environment_record(*, exclude: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Any]:
     """Return everything needed to tell where and with what a result was computed.
 
     Parameters
@@ -204,12 +207,12 @@ def environment_record(*, exclude=()):
     }
 
 
-def utc_now():
+def utc_now() -> str:
     """Current time in UTC as an ISO 8601 string with seconds precision."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def blas_kernels(blas=None):
+def blas_kernels(blas: list[dict[str, Any]] | None = None) -> tuple[str, ...]:
     """The kernels of the BLAS libraries loaded, as a sorted tuple of names (``("SkylakeX",)``).
 
     OpenBLAS picks its kernels for the CPU when it loads, unless ``OPENBLAS_CORETYPE`` in the
@@ -238,20 +241,20 @@ def blas_kernels(blas=None):
                          if isinstance(lib, dict) and lib.get("user_api") == "blas" and lib.get("architecture")}))
 
 
-def run_blas_kernels(run):
+def run_blas_kernels(run: Mapping[str, Any]) -> tuple[str, ...]:
     """:func:`blas_kernels` of a run as a results directory's manifest keeps it (an entry of its
     ``runs``, whose ``environment`` is an :func:`environment_record`); ``()`` when unrecorded."""
     blas = ((run or {}).get("environment") or {}).get("blas")
     return () if blas is None else blas_kernels(blas)  # None would mean this process's
 
 
-def openblas_coretype(kernels):
+def openblas_coretype(kernels: Sequence[str]) -> str | None:
     """The ``OPENBLAS_CORETYPE`` value that makes OpenBLAS run ``kernels`` (a :func:`blas_kernels`
     tuple): its one name, or ``None`` when it names none or several, which no one setting gives."""
     return kernels[0] if len(kernels) == 1 else None
 
 
-def cpu_flags():
+def cpu_flags() -> set[str]:
     """The CPU's feature flags (``/proc/cpuinfo``), as a set; empty where that cannot be read."""
     try:
         text = pathlib.Path("/proc/cpuinfo").read_text()
@@ -261,7 +264,7 @@ def cpu_flags():
                 set())
 
 
-def cpu_model():
+def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``), or :func:`platform.processor`, or ``"unknown"``."""
     try:
         text = pathlib.Path("/proc/cpuinfo").read_text()
@@ -272,7 +275,7 @@ def cpu_model():
     return name or platform.processor() or "unknown"
 
 
-def numba_target():
+def numba_target() -> str:
     """The CPU Numba compiles its kernels for: ``NUMBA_CPU_NAME`` if set, else the host's.
 
     Recorded for provenance only: mixreg's kernels give the same bits for every target (their
@@ -283,7 +286,7 @@ def numba_target():
         from numba.core import config
         import llvmlite.binding as llvm
 
-        return config.CPU_NAME or llvm.get_host_cpu_name()
+        return config.CPU_NAME or llvm.get_host_cpu_name()  # type: ignore[attr-defined]  # set at run time
     except Exception:  # noqa: BLE001 - provenance never fails a run
         return "unknown"
 
@@ -297,7 +300,7 @@ def numba_target():
 _NUMPY_LEVELS = ("X86_V4", "X86_V3", "X86_V2")
 
 
-def numpy_simd():
+def numpy_simd() -> str:
     """The highest x86-64 level numpy's float64 math runs at here: ``"X86_V4"`` (AVX-512),
     ``"X86_V3"`` (AVX2 + FMA), ``"X86_V2"``; on another architecture the highest numpy dispatch
     target this CPU enables, or ``"baseline"``; ``"unknown"`` when numpy does not say.
@@ -308,7 +311,7 @@ def numpy_simd():
     results of an AVX2 machine on an AVX-512 one).
     """
     try:
-        from numpy._core import _multiarray_umath as umath
+        from numpy._core import _multiarray_umath as umath  # type: ignore[attr-defined]  # private, untyped
     except ImportError:  # numpy < 2
         try:
             from numpy.core import _multiarray_umath as umath
@@ -323,7 +326,7 @@ def numpy_simd():
     return enabled[-1] if enabled else "baseline"
 
 
-def signature(environment=None):
+def signature(environment: Mapping[str, Any] | None = None) -> dict[str, str]:
     """What fixes the last bits of a result beside the code, the seeds and the packages.
 
     Parameters
@@ -351,7 +354,8 @@ def signature(environment=None):
     return {"blas_kernels": kernels, "numpy_simd": simd}
 
 
-def signature_differences(environment, here=None):
+def signature_differences(environment: Mapping[str, Any],
+                          here: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, Any]]:
     """The fields of provenance that differ between a run's environment and this process.
 
     Parameters
@@ -370,7 +374,7 @@ def signature_differences(environment, here=None):
     """
     here = environment_record() if here is None else here
     here_signature = signature(here)
-    out = {key: (value, here_signature[key]) for key, value in signature(environment).items()
+    out: dict[str, tuple[Any, Any]] = {key: (value, here_signature[key]) for key, value in signature(environment).items()
            if value != here_signature[key]}
     for key in ("cpu_model", "numba_target"):
         if key in environment and environment[key] != here.get(key):

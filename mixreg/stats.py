@@ -26,7 +26,8 @@ __all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_ver
            "bootstrap_mean_interval", "loglog_slope", "crossing", "fit_clients_needed"]
 
 
-def wilson_interval(successes, trials, level=0.95):
+def wilson_interval(successes: int | np.ndarray, trials: int | np.ndarray,
+                    level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval for a binomial proportion.
 
     Parameters
@@ -253,7 +254,8 @@ class SlopeFit:
     n_boot: int
 
 
-def fit_slope(x, samples, *, log_x=True, statistic="mean", n_boot=2000, level=0.95, rng):
+def fit_slope(x: np.ndarray | list[float], samples: list[np.ndarray] | tuple[np.ndarray, ...], *, log_x: bool = True,
+              statistic: str = "mean", n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator) -> SlopeFit:
     r"""Slope of ``log statistic(y)`` against ``log x`` (or ``x``), with a bootstrap interval.
 
     For grid values :math:`x_1 < \dots < x_G` with independent trial outcomes
@@ -333,7 +335,7 @@ def _bootstrap_lines(u, groups, stat, n_boot, rng):
     return np.array(lines, dtype=float).reshape(n_boot, 2)
 
 
-def slope_verdict(predicted, fit, *, tolerance=0.0):
+def slope_verdict(predicted: float, fit: SlopeFit, *, tolerance: float = 0.0) -> str:
     """``"consistent"`` if ``predicted`` lies in the fit's interval widened by ``tolerance``,
     ``"contradicts"`` if not, ``"undetermined"`` without an interval.
 
@@ -349,7 +351,7 @@ def slope_verdict(predicted, fit, *, tolerance=0.0):
     return "consistent" if inside else "contradicts"
 
 
-def finite_mean(values):
+def finite_mean(values: np.ndarray | list[float]) -> float:
     """Mean of the finite values, ``nan`` when there is none (no warning).
 
     Examples
@@ -362,7 +364,8 @@ def finite_mean(values):
     return float(v.mean()) if v.size else math.nan
 
 
-def bootstrap_mean_interval(values, rng, n_boot, level=0.95):
+def bootstrap_mean_interval(values: np.ndarray | list[float], rng: np.random.Generator, n_boot: int,
+                            level: float = 0.95) -> tuple[float, float, float]:
     """Mean of the finite values and its percentile bootstrap interval.
 
     Parameters
@@ -395,7 +398,7 @@ def bootstrap_mean_interval(values, rng, n_boot, level=0.95):
     return float(v.mean()), float(low), float(high)
 
 
-def loglog_slope(x, y):
+def loglog_slope(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
     """Least-squares slope of ``log y`` on ``log x`` over the finite positive points, ``nan`` with
     fewer than two (no interval: see :func:`fit_slope` for one).
 
@@ -414,7 +417,7 @@ def loglog_slope(x, y):
 # --------------------------------------------------------------------------------------------
 
 
-def crossing(Ms, rates, level=0.5):
+def crossing(Ms: np.ndarray, rates: np.ndarray, level: float = 0.5) -> tuple[float, float, str]:
     """Where a success rate reaches ``level`` on an increasing grid of ``M``.
 
     Parameters
@@ -487,7 +490,8 @@ def _power_law(d, p, m):
     return float(coef[0]), float(coef[1]), float(coef[2])
 
 
-def fit_clients_needed(cells, *, level=0.5, n_boot=2000, ci=0.95, rng):
+def fit_clients_needed(cells: list[dict], *, level: float = 0.5, n_boot: int = 2000, ci: float = 0.95,
+                       rng: np.random.Generator) -> dict:
     """Exponents of the clients needed, :math:`M^* \\propto d^{a_d} p_{\\min}^{a_p}`, with intervals.
 
     For each cell ``(d, p_min)``, :math:`M^*` is the interpolated :func:`crossing` of its success
@@ -532,7 +536,7 @@ def fit_clients_needed(cells, *, level=0.5, n_boot=2000, ci=0.95, rng):
             idx = rng.integers(0, s.shape[0], size=(n_boot, s.shape[0]))
             boot_m[:, j] = _crossings_batch(g, s[idx].mean(axis=1), level)
     boots = np.array([_power_law(d, p, row)[:2] for row in boot_m]).reshape(n_boot, 2)
-    out = {"crossings": observed}
+    out: dict = {"crossings": observed}
     for j, (name, value) in enumerate((("d", a_d), ("p_min", a_p))):
         col = boots[:, j][np.isfinite(boots[:, j])]
         low, high = (np.quantile(col, [(1 - ci) / 2, (1 + ci) / 2]) if col.size and np.isfinite(value)

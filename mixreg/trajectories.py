@@ -20,10 +20,13 @@ Nothing here runs an algorithm; every function takes arrays (and a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import kernels
 from .metrics import matched_max_distance
+from .problems import Problem
 
 __all__ = [
     "MIN_WINDOW",
@@ -46,7 +49,7 @@ MIN_WINDOW = 5
 LABEL_TOLERANCE = 1e-3
 
 
-def checkpoint_rounds(n_rounds, every):
+def checkpoint_rounds(n_rounds: int, every: int) -> np.ndarray:
     """The rounds a curve is stored at: ``0, every, 2 every, ...``, always ending with ``n_rounds``.
 
     Parameters
@@ -71,7 +74,7 @@ def checkpoint_rounds(n_rounds, every):
     return np.array(rounds, dtype=np.int64)
 
 
-def phase1_curve(history, groups, theta_star):
+def phase1_curve(history: Any, groups: np.ndarray, theta_star: np.ndarray) -> np.ndarray:
     """``d(centres_t, theta*)`` for every Phase-1 round, with the final anchor groups.
 
     The round-``t`` "estimate" of federated moment descent is the mean of each final anchor
@@ -101,7 +104,7 @@ def phase1_curve(history, groups, theta_star):
     return matched_max_distance(centres, theta_star)
 
 
-def geometric_rate(theta_path, *, fraction=0.5, tiny=1e-9):
+def geometric_rate(theta_path: np.ndarray, *, fraction: float = 0.5, tiny: float = 1e-9) -> float:
     """Per-round contraction of an iteration *fitted* to its path.
 
     With :math:`e_t = \\max_l \\lVert \\theta_{l,t} - \\theta_{l,T} \\rVert` (distance to the last
@@ -138,7 +141,7 @@ def geometric_rate(theta_path, *, fraction=0.5, tiny=1e-9):
     return float(np.exp(slope))
 
 
-def decoded_labels(problem, theta_path):
+def decoded_labels(problem: Problem, theta_path: np.ndarray) -> np.ndarray:
     r"""The maximum-likelihood decoder's labels :math:`\arg\min_l F_i(\theta_{l,t})` at every iterate.
 
     :math:`F_i` is client ``i``'s mean squared error; ties go to the lowest label (as IFCA's
@@ -171,7 +174,7 @@ def decoded_labels(problem, theta_path):
     return assign
 
 
-def labels_window(problem, labels_path, *, tolerance=LABEL_TOLERANCE):
+def labels_window(problem: Problem, labels_path: np.ndarray, *, tolerance: float = LABEL_TOLERANCE) -> tuple[int, int]:
     """When the decoded labels stop moving, relative to the final decoding.
 
     Parameters
@@ -196,7 +199,8 @@ def labels_window(problem, labels_path, *, tolerance=LABEL_TOLERANCE):
     return int(late[-1] + 1) if late.size else 0, int(changed[-1] + 1) if changed.size else 0
 
 
-def measured_contraction(theta_path, fixed_points, t0, *, min_window=MIN_WINDOW, rel_tiny=1e-10):
+def measured_contraction(theta_path: np.ndarray, fixed_points: np.ndarray, t0: int, *, min_window: int = MIN_WINDOW,
+                         rel_tiny: float = 1e-10) -> tuple[float, int]:
     r"""Per-round factor of an affine iteration whose labels may still flip, measured exactly.
 
     Round ``t`` maps :math:`\theta_t` to :math:`\theta_{t+1}` with the labels decoded at
@@ -248,7 +252,7 @@ def measured_contraction(theta_path, fixed_points, t0, *, min_window=MIN_WINDOW,
     return float(np.round(np.exp(np.mean(logs)), 15)), len(logs)
 
 
-def pooled_training_loss(problem, theta):
+def pooled_training_loss(problem: Problem, theta: np.ndarray) -> np.ndarray:
     """The pooled objective :math:`\\frac1N \\sum_i \\min_j \\lVert X_i\\theta_j - y_i\\rVert^2` of
     each replica (IFCA with data weights minimises it).
 

@@ -8,6 +8,8 @@ parameter, the value received and the allowed range.  Kernels trust their inputs
 from __future__ import annotations
 
 import numbers
+from collections.abc import Collection
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +23,7 @@ __all__ = [
 ]
 
 
-def check_int(name, value, *, low=None, high=None):
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as a Python int, or raise ``ValueError``/``TypeError`` naming ``name``.
 
     ``low`` and ``high`` are inclusive bounds (``None`` = unbounded).
@@ -33,7 +35,8 @@ def check_int(name, value, *, low=None, high=None):
     return value
 
 
-def check_real(name, value, *, low=None, high=None, low_inclusive=True, high_inclusive=True):
+def check_real(name: str, value: Any, *, low: float | None = None, high: float | None = None,
+               low_inclusive: bool = True, high_inclusive: bool = True) -> float:
     """Return ``value`` as a finite Python float within the given bounds."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
@@ -53,7 +56,7 @@ def _check_range(name, value, low, high, low_inclusive, high_inclusive):
         raise ValueError(f"{name} must be in {lo}, {hi}, got {value!r}")
 
 
-def check_choice(name, value, choices):
+def check_choice(name: str, value: Any, choices: Collection[Any]) -> Any:
     """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
@@ -61,7 +64,7 @@ def check_choice(name, value, choices):
     return value
 
 
-def check_dtype(name, dtype):
+def check_dtype(name: str, dtype: Any) -> np.dtype:
     """Return ``np.dtype(dtype)``, which must be float32 or float64."""
     try:
         dt = np.dtype(dtype)
@@ -72,7 +75,8 @@ def check_dtype(name, dtype):
     return dt
 
 
-def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
+def check_array(name: str, value: Any, *, ndim: int | None = None, shape: tuple[int | None, ...] | None = None,
+                dtype: Any = None, finite: bool = True) -> np.ndarray:
     """Return ``value`` as an ndarray after checking its dimension, shape and finiteness.
 
     ``shape`` may contain ``None`` for free axes.
@@ -93,7 +97,7 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
     return arr
 
 
-def check_covariance(matrix, d, *, name="matrix"):
+def check_covariance(matrix: Any, d: int, *, name: str = "matrix") -> np.ndarray:
     """Return ``matrix`` as a float64 array if it is a covariance of dimension ``d``, or raise.
 
     A covariance here is a real ``(d, d)`` matrix that is finite, symmetric to rounding

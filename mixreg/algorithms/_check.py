@@ -70,6 +70,8 @@ follows :func:`functools.wraps` to the driver), less those the entry fixes (its 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
 import functools
 import inspect
 import re
@@ -109,7 +111,7 @@ _STABLE_PROX = "the exact proximal step is stable for every step size; divergenc
 #: The built-in algorithms' check settings: ``step_size`` (stable; default 0.1),
 #: ``unstable_step_size`` (a step at which the method grows geometrically; default 10 times the
 #: stable one) and ``skip`` (checks that cannot apply, with the reason).
-CHECK_SETTINGS = {
+CHECK_SETTINGS: dict[str, dict[str, Any]] = {
     "ifca": dict(step_size=0.3, unstable_step_size=3.0),
     "ifca_data": dict(step_size=0.3, unstable_step_size=3.0),
     "ifca_model": dict(step_size=0.1, unstable_step_size=1.5),
@@ -143,7 +145,7 @@ class ContractViolation(AssertionError):
         What was wrong.
     """
 
-    def __init__(self, algorithm, check, detail):
+    def __init__(self, algorithm: str, check: str, detail: str) -> None:
         self.algorithm, self.check, self.detail = algorithm, check, detail
         super().__init__(f"algorithm {algorithm!r} fails check {check!r}: {detail}")
 
@@ -157,7 +159,7 @@ class CheckSkipped(Exception):
     reason : str
     """
 
-    def __init__(self, check, reason):
+    def __init__(self, check: str, reason: str) -> None:
         self.check, self.reason = check, reason
         super().__init__(f"check {check!r} skipped: {reason}")
 
@@ -166,12 +168,14 @@ class CheckReport(list):
     """The names of the checks an algorithm passed, in order (a list), and ``skipped``: the checks
     that did not apply, mapped to the reason."""
 
-    def __init__(self, passed=(), skipped=None):
+    def __init__(self, passed: Iterable[str] = (), skipped: Mapping[str, str] | None = None) -> None:
         super().__init__(passed)
         self.skipped = dict(skipped or {})
 
 
-def check_algorithm(algorithm, *, problem=None, rng=None, step_size=None, unstable_step_size=None, skip=None):
+def check_algorithm(algorithm: Algorithm | str, *, problem: Problem | None = None,
+                    rng: int | np.random.Generator | None = None, step_size: float | None = None,
+                    unstable_step_size: float | None = None, skip: Mapping[str, str] | None = None) -> CheckReport:
     """Run every check of the algorithms' contract on ``algorithm``; raise at the first it fails.
 
     Run it on your own driver before registering it (the checks are listed in the module
@@ -246,7 +250,10 @@ def check_algorithm(algorithm, *, problem=None, rng=None, step_size=None, unstab
     return CheckReport(passed, skipped)
 
 
-def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unstable_step_size=None, skip=None):
+def algorithm_checks(algorithm: Algorithm | str, *, problem: Problem | None = None,
+                     rng: int | np.random.Generator | None = None, step_size: float | None = None,
+                     unstable_step_size: float | None = None,
+                     skip: Mapping[str, str] | None = None) -> Iterator[tuple[str, Callable[[], None]]]:
     """The checks of :func:`check_algorithm`, one by one, for a test suite to parametrize over.
 
     Parameters
@@ -279,7 +286,7 @@ def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unsta
     ['entry', 'common_fields', 'inputs_untouched']
     """
     algorithm = _check_entry(algorithm)
-    settings = CHECK_SETTINGS.get(algorithm.name, CHECK_SETTINGS.get(algorithm.base, {}))  # a variant: its base's
+    settings = CHECK_SETTINGS.get(algorithm.name, CHECK_SETTINGS.get(algorithm.base or "", {}))  # a variant: its base's
     step = _positive("step_size", step_size if step_size is not None else settings.get("step_size", 0.1))
     unstable = _positive("unstable_step_size", unstable_step_size if unstable_step_size is not None
                          else settings.get("unstable_step_size", 10 * step))
@@ -301,7 +308,7 @@ def algorithm_checks(algorithm, *, problem=None, rng=None, step_size=None, unsta
 # --------------------------------------------------------------------------------------------
 
 
-def _check_entry(algorithm):
+def _check_entry(algorithm) -> Algorithm:
     if isinstance(algorithm, str):
         return get_algorithm(algorithm)
     if not isinstance(algorithm, Algorithm):

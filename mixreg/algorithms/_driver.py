@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest
 from ..validation import check_array, check_int, check_real
 from ..problems import Problem
 
@@ -108,7 +110,13 @@ def check_step_sizes(step_size, B):
     return eta
 
 
-def check_run(problem, init, step_size, n_rounds, tol):
+def check_run(
+    problem: Problem,
+    init: ArrayLike,
+    step_size: float | ArrayLike,
+    n_rounds: int,
+    tol: float | None,
+) -> tuple[np.ndarray, np.ndarray, int, float | None]:
     """The arguments every replica driver shares, validated in the contract's order:
     ``(theta, eta, T, tol)`` with ``theta`` a new (B, k, d) array of the problem's dtype
     (:func:`check_initial_parameters`), ``eta`` of shape (B,) (:func:`check_step_sizes`),
@@ -142,7 +150,7 @@ DEFAULT_BLOWUP = BLOWUP
 DIVERGENCE_RULES = ("non-finite", "objective", "parameters")
 
 
-def check_blowup(blowup):
+def check_blowup(blowup: float | None) -> float | None:
     """``blowup`` as a float > 1, or ``None`` (only non-finite values count as divergence, the
     official IFCA code's semantics); one-line ``TypeError`` / ``ValueError`` otherwise."""
     if blowup is None:
@@ -150,7 +158,7 @@ def check_blowup(blowup):
     return check_real("blowup", blowup, low=1.0, low_inclusive=False)
 
 
-def data_scales(problem, *, y=None):
+def data_scales(problem: Problem, *, y: np.ndarray | None = None) -> tuple[float, float]:
     """``(objective_floor, parameter_floor)`` of a problem: the scales below which a replica's
     objective and parameter norm never count as a blow-up.
 
@@ -162,7 +170,7 @@ def data_scales(problem, *, y=None):
     return _floors(_mean_square(problem.y if y is None else y), _mean_square(problem.X))
 
 
-def level_scales(problem, Y):
+def level_scales(problem: Problem, Y: np.ndarray) -> np.ndarray:
     """:func:`data_scales` of every response vector ``y`` of ``Y`` (shape (G, N)) on the problem's
     ``X``, as an array of shape (G, 2); ``X``'s mean square is computed once (55 ms per level at
     (m, n, d) = (400, 100, 1000), float32, one thread), the values are the same."""
@@ -217,7 +225,16 @@ class Replicas:
         (the official IFCA code's semantics).
     """
 
-    def __init__(self, B, n_rounds, tol=None, *, theta0=None, floors=None, blowup=BLOWUP):
+    def __init__(
+        self,
+        B: int,
+        n_rounds: int,
+        tol: float | None = None,
+        *,
+        theta0: np.ndarray | None = None,
+        floors: tuple[float, float] | np.ndarray | None = None,
+        blowup: float | None = BLOWUP,
+    ) -> None:
         self.n_rounds = n_rounds
         self.tol = tol
         self.blowup = check_blowup(blowup)
@@ -227,19 +244,29 @@ class Replicas:
         self.rounds_run = 0
         self.change = np.full(B, np.inf)
         self.reason = f"completed {n_rounds} rounds"
-        self.objective_ref = None
-        self.objective_floor = self.param_limit = None
+        self.objective_ref: np.ndarray | None = None
+        self.objective_floor: float | None = None
+        self.param_limit: np.ndarray | None = None
         if floors is not None and self.blowup is not None:
             self.objective_floor = floors[0]
             norms = _row_norms(theta0) if theta0 is not None else np.zeros(B)
             self.param_limit = self.blowup * np.maximum(norms, floors[1])
 
     @property
-    def live(self):
+    def live(self) -> np.ndarray:
         """Mask of the replicas that have not diverged."""
         return ~self.diverged
 
-    def accept(self, theta, new, objective, t, *, moved=None, state=None):
+    def accept(
+        self,
+        theta: np.ndarray,
+        new: np.ndarray,
+        objective: np.ndarray,
+        t: int,
+        *,
+        moved: np.ndarray | None = None,
+        state: np.ndarray | None = None,
+    ) -> None:
         """End round ``t``: in place, ``theta[b] = new[b]`` for every replica that did not diverge.
 
         Parameters
@@ -267,6 +294,7 @@ class Replicas:
             finite &= np.isfinite(state).all(axis=(1, 2))
         fired = {"non-finite": ~finite}
         if self.objective_floor is not None:
+            assert self.blowup is not None  # the floors are set only with a blowup factor
             if self.objective_ref is None:
                 self.objective_ref = np.maximum(np.where(np.isfinite(objective), objective, 0.0),
                                                 self.objective_floor)
@@ -289,14 +317,14 @@ class Replicas:
         theta[keep] = new[keep]
         self.rounds_run = t + 1
 
-    def finished(self, t):
+    def finished(self, t: int) -> bool:
         """After round ``t``: ``True`` to stop now (``reason`` then says why)."""
         reason = self.stop_reason(t)
         if reason is not None:
             self.reason = reason
         return reason is not None
 
-    def stop_reason(self, t):
+    def stop_reason(self, t: int) -> str | None:
         """After round ``t``: why to stop now, or ``None`` to go on.
 
         * ``"all replicas diverged (last at round t)"``;
@@ -372,7 +400,13 @@ HISTORY_FIELDS = ("nearest", "matched_mean", "matched_max", "theta", "miscluster
                   "client_losses")
 
 
-def check_history(history, default, *, unavailable=(), why=""):
+def check_history(
+    history: HistoryRequest,
+    default: tuple[str, ...],
+    *,
+    unavailable: tuple[str, ...] = (),
+    why: str = "",
+) -> tuple[str, ...]:
     """The history fields a driver records, from its ``history`` argument.
 
     Parameters
@@ -443,7 +477,7 @@ class HistoryRecorder:
         (computing them only then, when they cost extra work).
     """
 
-    def __init__(self, problem, T, B, k, fields):
+    def __init__(self, problem: Problem, T: int, B: int, k: int, fields: tuple[str, ...]) -> None:
         from .. import metrics  # metrics are only needed when a history is asked for
 
         unknown = sorted(set(fields) - set(HISTORY_FIELDS))
@@ -466,9 +500,9 @@ class HistoryRecorder:
         self.assign = np.full((T, B, problem.m), -1, dtype=np.int64) if "assignments" in self.fields else None
         self.wants_client_losses = "client_losses" in self.fields
         self.client_losses = nan(T, B, problem.m) if self.wants_client_losses else None
-        self.perm = None
+        self.perm: np.ndarray | None = None
 
-    def record_point(self, t, theta, diverged):
+    def record_point(self, t: int, theta: np.ndarray, diverged: np.ndarray) -> None:
         """Record the iterate ``theta_t`` (B, k, d) of the live replicas."""
         live = ~diverged
         self.perm = None
@@ -487,12 +521,20 @@ class HistoryRecorder:
         if self.mis_clients is not None:
             perm = self.metrics.best_permutation(th, star, objective="max")
             aligned = np.take_along_axis(th.astype(np.float64), perm[:, :, None], axis=1)
+            assert self.matched_max is not None  # recorded with the misclustering
             self.matched_max[t, live] = np.linalg.norm(aligned - star, axis=2).max(axis=1)
             self.perm = perm
         elif self.matched_max is not None:
             self.matched_max[t, live] = self.metrics.matched_max_distance(th, star)
 
-    def record_round(self, t, assign, loss, diverged, client_losses=None):
+    def record_round(
+        self,
+        t: int,
+        assign: np.ndarray,
+        loss: np.ndarray,
+        diverged: np.ndarray,
+        client_losses: np.ndarray | None = None,
+    ) -> None:
         """Record round ``t``'s objective (B,), identities (B, m) (``-1``: not taking part) and,
         when asked for, the clients' losses (B, m) at the models they chose (``nan`` is kept
         where the identity is ``-1``)."""
@@ -505,13 +547,14 @@ class HistoryRecorder:
                 raise RuntimeError("the driver did not pass the client losses it was asked to record")
             self.client_losses[t, live] = np.where(assign[live] >= 0, client_losses[live], np.nan)
         if self.perm is not None:
+            assert self.mis_clients is not None and self.mis_data is not None  # perm is set for them
             a = assign[live]
             wrong = a != self.perm[:, self.problem.labels]
             part = a >= 0
             self.mis_clients[t, live] = (wrong & part).sum(axis=1) / np.maximum(part.sum(axis=1), 1)
             self.mis_data[t, live] = (wrong & part) @ self.w
 
-    def result(self, rounds_run):
+    def result(self, rounds_run: int) -> History:
         """The :class:`History` of the first ``rounds_run`` rounds."""
         cut = lambda a, n: None if a is None else a[:n]  # noqa: E731
         return History(
@@ -578,7 +621,7 @@ class DriverResult:
         """``~diverged``."""
         return ~self.diverged
 
-    def best_replica(self, among=None):
+    def best_replica(self, among: ArrayLike | None = None) -> int | None:
         """Index of the replica with the lowest final training loss, or ``None`` if all diverged.
 
         The run a user could choose without knowing the truth (ties: the lowest index).
@@ -597,7 +640,12 @@ class DriverResult:
         return int(among[np.nanargmin(loss)])
 
 
-def common_fields(replicas, step_sizes, start, history=None):
+def common_fields(
+    replicas: Replicas,
+    step_sizes: np.ndarray,
+    start: float,
+    history: HistoryRecorder | History | None = None,
+) -> dict[str, Any]:
     """The fields of a :class:`DriverResult` that a run's :class:`Replicas` decide, as keyword
     arguments of the driver's result: ``Result(theta=..., assignments=..., train_loss=...,
     **common_fields(replicas, eta, start, rec))``.

@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..validation import check_dtype, check_int
+
+if TYPE_CHECKING:
+    from ..problems import ProblemSpec
 
 __all__ = ["RunSizes", "TRIAL_OVERHEAD", "trial_bytes", "work_bytes", "WORK_ARRAYS", "work_methods"]
 
@@ -65,12 +70,13 @@ class RunSizes:
         check_dtype("dtype", self.dtype)
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         """Bytes of one element of :attr:`dtype`."""
         return np.dtype(self.dtype).itemsize
 
     @classmethod
-    def of(cls, spec, *, replicas=1, k=None, history_rounds=0, resample=False):
+    def of(cls, spec: ProblemSpec, *, replicas: int = 1, k: int | None = None, history_rounds: int = 0,
+           resample: bool = False) -> RunSizes:
         """The sizes of a run on the problems of ``spec`` (a :class:`mixreg.problems.ProblemSpec`):
         its ``m``, ``d``, ``dtype``, ``N`` = :attr:`~mixreg.problems.ProblemSpec.max_rows` and
         ``k`` models unless given."""
@@ -196,7 +202,7 @@ WORK_ARRAYS = {
 }
 
 
-def trial_bytes(specs, runs):
+def trial_bytes(specs: Iterable[ProblemSpec], runs: Iterable[tuple[str, RunSizes] | float]) -> float:
     """Upper estimate of a trial's peak bytes: the problems it holds at once, plus the heaviest of
     the runs it makes one after the other.
 
@@ -225,12 +231,12 @@ def trial_bytes(specs, runs):
                             default=0.0))
 
 
-def work_methods():
+def work_methods() -> tuple[str, ...]:
     """The names :func:`work_bytes` knows."""
     return tuple(WORK_ARRAYS)
 
 
-def work_bytes(method, sizes):
+def work_bytes(method: str, sizes: RunSizes) -> float:
     """Upper estimate of the bytes a batched call of ``method`` allocates beyond its problem.
 
     Parameters

@@ -25,9 +25,12 @@ import importlib
 import inspect
 import sys
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ._server import check_schedule, check_server_step
+from ._server import Schedule, ServerStep, check_schedule, check_server_step
+
+if TYPE_CHECKING:
+    from ..problems import Problem
 
 __all__ = ["Algorithm", "ALGORITHMS", "Unmet", "register", "get_algorithm", "unmet_precondition",
            "variant", "with_server_step", "registered_by", "builtin_algorithms"]
@@ -92,13 +95,13 @@ class Algorithm:
     base: str | None = None
 
     @property
-    def takes_server_step(self):
+    def takes_server_step(self) -> bool:
         """The driver takes a ``server_step`` keyword (:class:`mixreg.algorithms.ServerStep`) that
         this entry leaves free, so :func:`variant` can set it."""
         return self._leaves_free("server_step")
 
     @property
-    def takes_schedule(self):
+    def takes_schedule(self) -> bool:
         """The driver takes a ``schedule`` keyword (:class:`mixreg.algorithms.Schedule`) that this
         entry leaves free, so :func:`variant` can set it."""
         return self._leaves_free("schedule")
@@ -133,7 +136,7 @@ class Unmet:
 _SIZE_NAMES = {"d": "d", "k": "k", "n_min": "min n_i"}
 
 
-def unmet_precondition(name, *, d, k, n_min):
+def unmet_precondition(name: str, *, d: int, k: int, n_min: int) -> Unmet | None:
     """The :class:`Unmet` requirement of algorithm ``name`` on a problem of dimension ``d``, ``k``
     clusters and smallest client size ``n_min``, or ``None`` when it can run (or states none)."""
     check = get_algorithm(name).precondition
@@ -146,7 +149,7 @@ _REGISTERED_BY: dict[str, str] = {}
 _BUILTIN: frozenset = frozenset()
 
 
-def register(algorithm, *, module=None):
+def register(algorithm: Algorithm, *, module: str | None = None) -> Algorithm:
     """Add ``algorithm`` (an :class:`Algorithm`) to :data:`ALGORITHMS`; its name must be new.
 
     Parameters
@@ -170,7 +173,7 @@ def register(algorithm, *, module=None):
     return algorithm
 
 
-def registered_by(name):
+def registered_by(name: str) -> str:
     """The module that registered algorithm ``name`` (``"__main__"`` for a script's entry).
 
     Raises ``ValueError`` listing the names for an unknown ``name`` (as :func:`get_algorithm`).
@@ -179,13 +182,13 @@ def registered_by(name):
     return _REGISTERED_BY[name]
 
 
-def builtin_algorithms():
+def builtin_algorithms() -> frozenset:
     """The names of the entries this package registers itself on import (a frozenset): the rest
     of :data:`ALGORITHMS` was registered by a user's code."""
     return _BUILTIN
 
 
-def get_algorithm(name):
+def get_algorithm(name: str) -> Algorithm:
     """The registered :class:`Algorithm` called ``name``; ``ValueError`` listing the names otherwise."""
     try:
         return ALGORITHMS[name]
@@ -193,7 +196,8 @@ def get_algorithm(name):
         raise ValueError(f"unknown algorithm {name!r}; registered: {', '.join(sorted(ALGORITHMS))}") from None
 
 
-def variant(algorithm, *, server_step=None, schedule=None, name=None):
+def variant(algorithm: Algorithm, *, server_step: ServerStep | None = None,
+            schedule: Schedule | Callable[[int], float] | None = None, name: str | None = None) -> Algorithm:
     """``algorithm`` (an :class:`Algorithm`) with its server update and/or step-size schedule set.
 
     The new entry runs the same driver with ``server_step=`` and/or ``schedule=`` fixed and keeps
@@ -236,7 +240,7 @@ def variant(algorithm, *, server_step=None, schedule=None, name=None):
         raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
     if server_step is None and schedule is None:
         raise ValueError(f"variant of {algorithm.name!r} needs a server_step or a schedule, got neither")
-    fixed = {}
+    fixed: dict[str, ServerStep | Schedule] = {}
     if server_step is not None:
         fixed["server_step"] = check_server_step(server_step)
     if schedule is not None:
@@ -256,7 +260,7 @@ def variant(algorithm, *, server_step=None, schedule=None, name=None):
                                options={**algorithm.options, **names}, base=algorithm.base or algorithm.name)
 
 
-def with_server_step(algorithm, server_step, *, name=None):
+def with_server_step(algorithm: Algorithm, server_step: ServerStep, *, name: str | None = None) -> Algorithm:
     """``algorithm`` with its server update replaced by ``server_step``:
     ``variant(algorithm, server_step=server_step, name=name)`` (:func:`variant`).
 
@@ -298,7 +302,7 @@ def _bind(driver, *, uses_rng, **options):
     return run
 
 
-def per_round(upload, download):
+def per_round(upload: Callable[[Problem, int], float], download: Callable[[Problem, int], float]) -> Callable:
     """A :attr:`Algorithm.communication` for a protocol that moves the same floats every round:
     ``upload(problem, k)`` and ``download(problem, k)`` floats per client per round."""
 

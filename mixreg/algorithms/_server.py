@@ -101,6 +101,8 @@ from __future__ import annotations
 import bisect
 import math
 import numbers
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +138,7 @@ class ServerStep:
 
     name = "plain"
 
-    def start(self, theta):
+    def start(self, theta: np.ndarray) -> object:
         """The step's state for a run from ``theta`` (B, k, d); the plain step has none.
 
         Parameters
@@ -151,7 +153,8 @@ class ServerStep:
         """
         return None
 
-    def gradient(self, theta, grad, step, *, t, state, rows):
+    def gradient(self, theta: np.ndarray, grad: np.ndarray, step: np.ndarray | float, *, t: int, state: Any,
+                 rows: np.ndarray) -> np.ndarray:
         """The proposed parameters of a gradient-form update: ``theta - step * grad``.
 
         Parameters
@@ -177,7 +180,8 @@ class ServerStep:
         """
         return theta - step * grad
 
-    def average(self, theta, proposal, *, t, state, rows):
+    def average(self, theta: np.ndarray, proposal: np.ndarray, *, t: int, state: Any,
+                rows: np.ndarray) -> np.ndarray:
         """The parameters after a model-form update whose aggregate is ``proposal``.
 
         The plain step takes ``proposal`` as it is.  A subclass that overrides only
@@ -208,7 +212,7 @@ class ServerStep:
 PLAIN = ServerStep()
 
 
-def check_server_step(server_step):
+def check_server_step(server_step: ServerStep | None) -> ServerStep:
     """``server_step`` as a :class:`ServerStep`: ``None`` is :data:`PLAIN`; else ``TypeError``."""
     if server_step is None:
         return PLAIN
@@ -258,19 +262,20 @@ class HeavyBall(ServerStep):
     [5.61, 5.61]
     """
 
-    def __init__(self, beta):
+    def __init__(self, beta: float) -> None:
         self.beta = _check_beta(beta)
 
     @property
-    def name(self):
+    def name(self) -> str:  # type: ignore[override]
         """``"heavy_ball_<beta>"``."""
         return f"heavy_ball_{self.beta:g}"
 
-    def start(self, theta):
+    def start(self, theta: np.ndarray) -> object:
         """A zero velocity shaped and typed like ``theta`` (B, k, d); none when ``beta = 0``."""
         return None if self.beta == 0 else np.zeros_like(theta)
 
-    def gradient(self, theta, grad, step, *, t, state, rows):
+    def gradient(self, theta: np.ndarray, grad: np.ndarray, step: np.ndarray | float, *, t: int, state: Any,
+                 rows: np.ndarray) -> np.ndarray:
         """:math:`v \\leftarrow \\beta v + g`, then ``theta - step * v`` (see :class:`HeavyBall`)."""
         if self.beta == 0:
             return theta - step * grad
@@ -278,7 +283,8 @@ class HeavyBall(ServerStep):
         state[rows] = v
         return theta - step * v
 
-    def average(self, theta, proposal, *, t, state, rows):
+    def average(self, theta: np.ndarray, proposal: np.ndarray, *, t: int, state: Any,
+                rows: np.ndarray) -> np.ndarray:
         """The pseudo-gradient step ``gradient(theta, theta - proposal, 1)``; the proposal itself
         when ``beta = 0``."""
         if self.beta == 0:
@@ -316,11 +322,12 @@ class Nesterov(HeavyBall):
     """
 
     @property
-    def name(self):
+    def name(self) -> str:  # type: ignore[override]
         """``"nesterov_<beta>"``."""
         return f"nesterov_{self.beta:g}"
 
-    def gradient(self, theta, grad, step, *, t, state, rows):
+    def gradient(self, theta: np.ndarray, grad: np.ndarray, step: np.ndarray | float, *, t: int, state: Any,
+                 rows: np.ndarray) -> np.ndarray:
         """:math:`v \\leftarrow \\beta v + g`, then ``theta - step * (g + beta v)`` (see
         :class:`Nesterov`)."""
         if self.beta == 0:
@@ -354,11 +361,11 @@ class Schedule:
 
     name = "schedule"
 
-    def __call__(self, t):
+    def __call__(self, t: int) -> float:
         """The multiplier (a float, finite and > 0) of the step sizes at server update ``t`` (int >= 0)."""
         raise NotImplementedError(f"{type(self).__name__} must define __call__(t)")
 
-    def factor(self, t):
+    def factor(self, t: int) -> float:
         """``self(t)`` as a float, checked finite and > 0; ``ValueError`` naming the schedule and ``t``."""
         value = self(t)
         try:
@@ -386,7 +393,7 @@ class Constant(Schedule):
 
     name = "constant"
 
-    def __call__(self, t):
+    def __call__(self, t: int) -> float:
         return 1.0
 
     def __repr__(self):
@@ -410,19 +417,19 @@ class InverseTime(Schedule):
     ('inverse_time_4', [1.0, 0.5, 0.25])
     """
 
-    def __init__(self, t0):
+    def __init__(self, t0: float) -> None:
         if isinstance(t0, bool) or not isinstance(t0, numbers.Real):
             raise TypeError(f"t0 must be a real number > 0, got {type(t0).__name__}")
         if not (math.isfinite(t0) and t0 > 0):
             raise ValueError(f"t0 must be finite and > 0, got {t0!r}")
-        self.t0 = float(t0)
+        self.t0: float = float(t0)
 
     @property
-    def name(self):
+    def name(self) -> str:  # type: ignore[override]
         """``"inverse_time_<t0>"``."""
         return f"inverse_time_{self.t0:g}"
 
-    def __call__(self, t):
+    def __call__(self, t: int) -> float:
         return 1.0 / (1.0 + t / self.t0)
 
     def __repr__(self):
@@ -450,7 +457,7 @@ class PiecewiseConstant(Schedule):
 
     name = "piecewise_constant"
 
-    def __init__(self, boundaries, factors):
+    def __init__(self, boundaries: Iterable[int], factors: Iterable[float]) -> None:
         boundaries, factors = list(boundaries), list(factors)
         if not all(isinstance(b, numbers.Integral) and not isinstance(b, bool) and b >= 1 for b in boundaries):
             raise ValueError(f"boundaries must be integers >= 1 (server updates), got {boundaries!r}")
@@ -464,7 +471,7 @@ class PiecewiseConstant(Schedule):
         self.boundaries = tuple(int(b) for b in boundaries)
         self.factors = tuple(float(f) for f in factors)
 
-    def __call__(self, t):
+    def __call__(self, t: int) -> float:
         return self.factors[bisect.bisect_right(self.boundaries, t)]
 
     def __repr__(self):
@@ -479,7 +486,7 @@ class _Callable(Schedule):
         given = getattr(function, "__name__", "")
         self.name = given if given.isidentifier() else "callable"
 
-    def __call__(self, t):
+    def __call__(self, t: int) -> float:
         return self.function(t)
 
     def __repr__(self):
@@ -490,7 +497,7 @@ class _Callable(Schedule):
 CONSTANT = Constant()
 
 
-def check_schedule(schedule):
+def check_schedule(schedule: Schedule | Callable[[int], float] | None) -> Schedule:
     """``schedule`` as a :class:`Schedule`: ``None`` is :data:`CONSTANT`, a :class:`Schedule` is kept,
     any other callable of the server update ``t`` is wrapped (its values are checked finite and
     > 0 when a driver reads them, :meth:`Schedule.factor`); else ``TypeError``.
@@ -515,18 +522,18 @@ def check_schedule(schedule):
                     f"{type(schedule).__name__}")
 
 
-def is_constant(schedule):
+def is_constant(schedule: Schedule) -> bool:
     """The schedule is :class:`Constant`: a driver then keeps its step as it is (no multiplication)."""
     return isinstance(schedule, Constant)
 
 
-def per_factor(schedule, build, keep=4):
+def per_factor(schedule: Schedule, build: Callable[[float], Any], keep: int = 4) -> Callable[[int], Any]:
     """``operators(t) = build(schedule.factor(t))`` with the last ``keep`` builds kept by value.
 
     For a driver whose step enters a precomputed operator (FedX, the fixed-label FedAvg): a
     piecewise-constant schedule builds each piece's operators once, a decaying one every round.
     """
-    kept = {}
+    kept: dict[float, Any] = {}
 
     def operators(t):
         f = schedule.factor(t)

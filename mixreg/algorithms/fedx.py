@@ -59,6 +59,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
+from ..problems import Problem
 from .. import kernels
 from ..local_solvers import LOCAL_SOLVERS, check_solver, local_update_operator, stacked_update_operators
 from ._driver import (
@@ -73,7 +75,7 @@ from ._driver import (
     common_fields,
     data_scales,
 )
-from ._server import check_schedule, check_server_step, is_constant, per_factor
+from ._server import ServerStep, check_schedule, check_server_step, is_constant, per_factor
 
 __all__ = [
     "FedXResult",
@@ -113,7 +115,8 @@ class FedXResult(DriverResult):
     local_steps: int
 
 
-def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, *, labels=None):
+def fedx_linear_rates(problem: Problem, step_size: float, local_solver: str = "fedavg", local_steps: int = 1, *,
+                      labels: ArrayLike | None = None) -> np.ndarray:
     """Per-cluster contraction factor of Phase 2 when the decoder is always right.
 
     With the labels fixed, model ``l`` follows the affine map
@@ -164,8 +167,10 @@ def fedx_linear_rates(problem, step_size, local_solver="fedavg", local_steps=1, 
 # --------------------------------------------------------------------------------------------
 
 
-def fedx(problem, init, step_size, *, local_solver="fedavg", local_steps=1, n_rounds=100, tol=None,
-         history=False, blowup=BLOWUP, server_step=None, schedule=None):
+def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, local_solver: str = "fedavg",
+         local_steps: int = 1, n_rounds: int = 100, tol: float | None = None, history: HistoryRequest = False,
+         blowup: float | None = BLOWUP, server_step: ServerStep | None = None,
+         schedule: ScheduleLike | None = None) -> FedXResult:
     r"""Run ``B`` replicas of Phase 2 (FedX with clustering) on one problem.
 
     Round ``t`` (slides "FedX + Clustering in Action", steps 1-4): decode

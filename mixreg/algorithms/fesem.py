@@ -54,11 +54,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_choice, check_int
 from ..clustering import squared_distances, kmeans
 from ..local_solvers import gradient_steps, local_least_squares
-from ..problems import check_rng
+from ..problems import Problem, check_rng
 from ._driver import (
     BLOWUP,
     DriverResult,
@@ -74,7 +75,7 @@ from ._driver import (
 )
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
-from ._server import check_schedule, check_server_step, is_constant
+from ._server import ServerStep, check_schedule, check_server_step, is_constant
 
 __all__ = [
     "FeSEMResult",
@@ -137,7 +138,8 @@ class FeSEMResult(DriverResult):
 # --------------------------------------------------------------------------------------------
 
 
-def warm_start_models(problem, warm_start="least_squares", *, step_size=None, local_steps=1):
+def warm_start_models(problem: Problem, warm_start: str = "least_squares", *, step_size: float | None = None,
+                      local_steps: int = 1) -> np.ndarray:
     """The local models every client trains on its own data before FeSEM starts.
 
     Algorithm 1, line 1 initialises :math:`\\{W_i\\}` without saying how; Sec. 3 (Eq. 1) trains
@@ -184,7 +186,8 @@ def warm_start_models(problem, warm_start="least_squares", *, step_size=None, lo
     return local_least_squares(problem.X, problem.y, problem.offsets, method=method)
 
 
-def initial_centres(problem, n_replicas, k=None, *, warm_start="least_squares", n_init=20, rng):
+def initial_centres(problem: Problem, n_replicas: int, k: int | None = None, *, warm_start: str = "least_squares",
+                    n_init: int = 20, rng: np.random.Generator) -> np.ndarray:
     """Initial centres as in the paper's training settings (Sec. 5.1).
 
     "For the initialization of cluster centers in FeSEM, we conducted 20 times of pure clustering
@@ -234,8 +237,11 @@ def initial_centres(problem, n_replicas, k=None, *, warm_start="least_squares", 
 # --------------------------------------------------------------------------------------------
 
 
-def fesem(problem, init, step_size, *, n_rounds=100, rng=None, tol=None, history=False, blowup=BLOWUP, local_steps=1,
-          weights="uniform", warm_start="least_squares", server_step=None, schedule=None):
+def fesem(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int = 100,
+          rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+          blowup: float | None = BLOWUP, local_steps: int = 1, weights: str = "uniform",
+          warm_start: str = "least_squares", server_step: ServerStep | None = None,
+          schedule: ScheduleLike | None = None) -> FeSEMResult:
     r"""Run ``B`` replicas of FeSEM (Algorithms 1 and 2 of Xie et al.) on one problem.
 
     Round ``t`` from centres :math:`\tilde W_t` and local models :math:`W_t`:
@@ -517,7 +523,7 @@ def _communication(problem, result, replica):
     return float(problem.d * (n_rounds + 1)), float(problem.d * n_rounds)
 
 
-def registrations():
+def registrations() -> list[Algorithm]:
     """FeSEM's registry entry: uniform (macro) M-step, one local step, least-squares warm start."""
     options = {"weights": "uniform", "local_steps": 1, "warm_start": "least_squares"}
     return [Algorithm(

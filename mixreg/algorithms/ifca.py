@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_array, check_choice, check_int, check_real
 from ..problems import Problem, check_rng
@@ -62,7 +63,7 @@ from ._driver import (
     level_scales,
 )
 from ._local_steps import local_gradient_steps
-from ._server import check_schedule, check_server_step, is_constant
+from ._server import ServerStep, check_schedule, check_server_step, is_constant
 
 __all__ = [
     "IFCAResult",
@@ -104,7 +105,16 @@ class IFCAResult(DriverResult):
     """
 
 
-def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=None, scale=1.0, alpha=0.25):
+def initial_parameters(
+    problem: Problem,
+    n_replicas: int,
+    method: str = "official",
+    *,
+    rng: np.random.Generator | None = None,
+    k: int | None = None,
+    scale: float = 1.0,
+    alpha: float = 0.25,
+) -> np.ndarray:
     """Initial parameters of shape ``(B, k, d)`` in the problem's dtype.
 
     Parameters
@@ -148,10 +158,11 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
     d = problem.d
     if method in ("close", "truth") and k != problem.k:
         raise ValueError(f"k must equal the problem's k={problem.k} for method={method!r}, got {k}")
-    if method != "truth":
-        if rng is None:
-            raise ValueError(f"rng is required for method={method!r}: pass a numpy.random.Generator")
-        check_rng(rng)
+    if method == "truth":
+        return np.array(np.broadcast_to(problem.theta_star, (B, k, d)), dtype=problem.dtype)
+    if rng is None:
+        raise ValueError(f"rng is required for method={method!r}: pass a numpy.random.Generator")
+    rng = check_rng(rng)
     if method in ("official", "gaussian"):
         scale = check_real("scale", scale, low=0.0)
     if method == "official":
@@ -166,12 +177,10 @@ def initial_parameters(problem, n_replicas, method="official", *, rng=None, k=No
         u = rng.standard_normal((B, k, d))
         u /= np.linalg.norm(u, axis=2, keepdims=True)
         theta = problem.theta_star[None] + alpha * problem.separation * u
-    else:
-        theta = np.broadcast_to(problem.theta_star, (B, k, d))
     return np.array(theta, dtype=problem.dtype)
 
 
-def closeness_directions(theta_star, direction):
+def closeness_directions(theta_star: ArrayLike, direction: str | ArrayLike) -> np.ndarray:
     """Unit vectors ``u`` (one per centre) along which to move the estimates from the truth.
 
     ``"adversarial"``: from each centre towards its nearest other centre (lowest index on ties).
@@ -213,7 +222,12 @@ def closeness_directions(theta_star, direction):
     return np.broadcast_to((star[b] - star[a]) / dist[a, b], star.shape).copy()
 
 
-def closeness_init(problem, alpha, direction, rng):
+def closeness_init(
+    problem: Problem,
+    alpha: float,
+    direction: str | ArrayLike,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """``theta_j = theta*_j + alpha Delta u_j`` (one replica) and the directions ``u``.
 
     ``alpha`` is our closeness convention (:func:`initial_parameters`'s ``"close"``): NeurIPS
@@ -322,7 +336,12 @@ def check_responses(problem, B, responses, response_of):
     return np.ascontiguousarray(Y), group.astype(np.int64)
 
 
-def training_loss(problem, theta, responses=None, response_of=None):
+def training_loss(
+    problem: Problem,
+    theta: ArrayLike,
+    responses: np.ndarray | None = None,
+    response_of: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Final objective and assignments on all data (replica ``b`` on ``responses[response_of[b]]``
     when given, see :func:`ifca`).
 
@@ -353,25 +372,25 @@ def training_loss(problem, theta, responses=None, response_of=None):
 
 
 def ifca(
-    problem,
-    init,
-    step_size,
+    problem: Problem,
+    init: ArrayLike,
+    step_size: float | ArrayLike,
     *,
-    n_rounds=300,
-    option="gradient",
-    local_steps=1,
-    resample=False,
-    participation=1.0,
-    aggregation="clients",
-    rng=None,
-    tol=None,
-    history=False,
-    blowup=BLOWUP,
-    responses=None,
-    response_of=None,
-    server_step=None,
-    schedule=None,
-):
+    n_rounds: int = 300,
+    option: str = "gradient",
+    local_steps: int = 1,
+    resample: bool = False,
+    participation: float = 1.0,
+    aggregation: str = "clients",
+    rng: np.random.Generator | None = None,
+    tol: float | None = None,
+    history: HistoryRequest = False,
+    blowup: float | None = BLOWUP,
+    responses: np.ndarray | None = None,
+    response_of: np.ndarray | None = None,
+    server_step: ServerStep | None = None,
+    schedule: ScheduleLike | None = None,
+) -> IFCAResult:
     r"""Run ``B`` replicas of IFCA (Algorithm 2 of the arXiv text) on one problem.
 
     Round ``t``, for every replica at once: each participating client :math:`i \in M_t` takes
@@ -624,7 +643,7 @@ class IdentityRound:
     n_prime: int
 
 
-def identity_round(problem, theta, step_size, rng):
+def identity_round(problem: Problem, theta: ArrayLike, step_size: float, rng: np.random.Generator) -> IdentityRound:
     """One IFCA round (option I, resampling scheme, full participation) and its identity estimates.
 
     The driver splits each worker's ``n_i`` points into a fresh identity subset and a fresh
@@ -659,6 +678,7 @@ def identity_round(problem, theta, step_size, rng):
     X, y, offsets = _resampled_rounds(problem, 1, before)
     subset = Problem.from_arrays(X[0], y[0], offsets, problem.labels, problem.theta_star, sigma=problem.sigma)
     objective, assignments = training_loss(subset, theta)
+    assert result.history is not None  # asked for
     recorded = result.history.loss[0, 0]
     if not np.isclose(objective[0], recorded, rtol=1e-9, atol=0.0):
         raise RuntimeError(f"the recovered identity subset is not the driver's: objective {objective[0]!r} "

@@ -65,6 +65,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
+from ..problems import Problem
 from .. import kernels
 from ..validation import check_int
 from ..kernels import argmin_skip_nan
@@ -82,7 +84,7 @@ from ._driver import (
 from ._fixed_labels import majority_labels
 from ._local_steps import local_gradient_steps
 from ._registry import Algorithm, _bind
-from ._server import check_schedule, check_server_step, is_constant
+from ._server import ServerStep, check_schedule, check_server_step, is_constant
 
 __all__ = ["IFCAPointsResult", "ifca_points", "point_labels"]
 
@@ -191,7 +193,7 @@ def _masked_local_residuals(Q, y, offsets, labels, counts, k, out):
                     out[o + j] = 0.0
 
 
-def point_labels(problem, theta):
+def point_labels(problem: Problem, theta: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Each point's label and the point-level objective under ``theta``.
 
     Parameters
@@ -229,8 +231,10 @@ def point_labels(problem, theta):
 # --------------------------------------------------------------------------------------------
 
 
-def ifca_points(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP,
-                local_steps=1, inner_rounds=1, server_step=None, schedule=None):
+def ifca_points(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+                rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+                blowup: float | None = BLOWUP, local_steps: int = 1, inner_rounds: int = 1,
+                server_step: ServerStep | None = None, schedule: ScheduleLike | None = None) -> IFCAPointsResult:
     r"""Run ``B`` replicas of point-level IFCA (UIFCA, the IFCA thesis, Algorithms 3-5).
 
     Round ``t``: label every point, :math:`\hat z_r = \arg\min_l (y_r - \langle x_r,
@@ -461,7 +465,7 @@ def _communication(problem, result, replica):
     return float(result.upload_floats[replica] / problem.m), float(result.download_floats[replica])
 
 
-def registrations():
+def registrations() -> list[Algorithm]:
     """The registry entry: point-level IFCA with one local step and one FedAvg round per labelling."""
     return [
         Algorithm(

@@ -60,12 +60,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_choice, check_int
 from ..clustering import ClusteringWarning, kmeans
 from ..local_solvers import grouped_rows, local_least_squares
 from ..metrics import misclustering_rate
-from ..problems import check_rng
+from ..problems import Problem, check_rng
 from ._driver import (
     BLOWUP,
     DriverResult,
@@ -76,7 +77,7 @@ from ._driver import (
 )
 from ._fixed_labels import HISTORY, clusters_held, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
-from ._server import check_schedule, check_server_step
+from ._server import ServerStep, check_schedule, check_server_step
 
 __all__ = ["KFEDResult", "kfed", "LOCAL_STEPS", "STARTS"]
 
@@ -127,9 +128,11 @@ class KFEDResult(DriverResult):
     server_centres: np.ndarray
 
 
-def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP, local="regressions",
-         local_clusters=None, n_init=10, local_restarts=10, local_max_iter=100, start=None, local_steps=1,
-         server_step=None, schedule=None):
+def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+         rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+         blowup: float | None = BLOWUP, local: str = "regressions", local_clusters: int | None = None, n_init: int = 10,
+         local_restarts: int = 10, local_max_iter: int = 100, start: str | None = None, local_steps: int = 1,
+         server_step: ServerStep | None = None, schedule: ScheduleLike | None = None) -> KFEDResult:
     r"""Run ``B`` replicas of k-FED (the IFCA thesis, Algorithm 2) followed by FedAvg on one problem.
 
     With ``local="regressions"``, client ``i`` fits ``k'`` local models (Algorithm 2, steps 1-2,
@@ -313,7 +316,7 @@ def kfed(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=Fals
         train_loss=trained.train_loss,
         **common_fields(trained.replicas, eta, t0, trained.history),
         point_assignments=point_assignments,
-        point_misclustering=misclustering_rate(point_assignments, problem.row_labels, max(k, problem.k)),
+        point_misclustering=np.asarray(misclustering_rate(point_assignments, problem.row_labels, max(k, problem.k))),
         local=local,
         local_centroids=centroids,
         centroid_labels=centroid_labels,
@@ -446,7 +449,7 @@ def _precondition(*, d, k, n_min):
                                  "into k' local groups)")
 
 
-def registrations():
+def registrations() -> list[Algorithm]:
     """The registry entry: k-FED with local regressions (``k' = k``) and a FedAvg finish."""
     return [
         Algorithm(

@@ -53,8 +53,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest
 from ..validation import check_array, check_choice, check_int, check_real
-from ..problems import check_rng
+from ..problems import Problem, check_rng
 from ..clustering import agglomerative, kmeans, single_linkage_cut
 from ._driver import (
     BLOWUP,
@@ -200,7 +201,7 @@ class MomentDescentResult:
 # --------------------------------------------------------------------------------------------
 
 
-def moment_vectors(X, y, theta):
+def moment_vectors(X: np.ndarray, y: np.ndarray, theta: ArrayLike) -> np.ndarray:
     """Residual-moment vectors :math:`\\varepsilon(x, y, \\theta) = (y - \\langle x, \\theta\\rangle) x`.
 
     Parameters
@@ -233,7 +234,8 @@ def moment_vectors(X, y, theta):
     return resid[..., None] * X
 
 
-def top_subspace(E1, E2, k, *, symmetrize=True, solver="auto"):
+def top_subspace(E1: ArrayLike, E2: ArrayLike, k: int, *, symmetrize: bool = True,
+                 solver: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` subspace of :math:`Y = E_1^\\top E_2 / s` (step 3), batched over anchors.
 
     Parameters
@@ -309,7 +311,8 @@ def top_subspace(E1, E2, k, *, symmetrize=True, solver="auto"):
     return (U, values) if batched else (U[0], values[0])
 
 
-def anchor_direction(P1, P2, *, symmetrize=True, sign="first_moment", rng=None):
+def anchor_direction(P1: ArrayLike, P2: ArrayLike, *, symmetrize: bool = True, sign: str = "first_moment",
+                     rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Leading direction :math:`\\beta` of :math:`Z = P_1^\\top P_2 / n` (step 5), batched.
 
     Parameters
@@ -379,7 +382,8 @@ def anchor_direction(P1, P2, *, symmetrize=True, sign="first_moment", rng=None):
 # --------------------------------------------------------------------------------------------
 
 
-def cluster_anchors(theta, k, *, threshold=None, on_mismatch="kmeans"):
+def cluster_anchors(theta: ArrayLike, k: int, *, threshold: float | None = None,
+                    on_mismatch: str = "kmeans") -> AnchorClustering:
     """Step 7: group the anchors' estimates by thresholding pairwise distances.
 
     The groups are the connected components of the graph joining anchors ``a, a'`` with
@@ -519,27 +523,12 @@ def _anchor_schedule(problem, anchors, T, P, sampling, order, rng):
 # --------------------------------------------------------------------------------------------
 
 
-def moment_descent(
-    problem,
-    anchors,
-    k,
-    *,
-    rng,
-    n_rounds=10,
-    clients_per_round=None,
-    anchor_pairs=None,
-    step_constant=0.5,
-    init=None,
-    sampling="fresh",
-    anchor_sampling=None,
-    symmetrize=True,
-    sign="first_moment",
-    subspace_solver="auto",
-    threshold=None,
-    on_mismatch="kmeans",
-    history=False,
-    blowup=BLOWUP,
-):
+def moment_descent(problem: Problem, anchors: ArrayLike, k: int, *, rng: np.random.Generator, n_rounds: int = 10,
+                   clients_per_round: int | None = None, anchor_pairs: int | None = None, step_constant: float = 0.5,
+                   init: ArrayLike | None = None, sampling: str = "fresh", anchor_sampling: str | None = None,
+                   symmetrize: bool = True, sign: str = "first_moment", subspace_solver: str = "auto",
+                   threshold: float | None = None, on_mismatch: str = "kmeans", history: HistoryRequest = False,
+                   blowup: float | None = BLOWUP) -> MomentDescentResult:
     """Run Phase 1 (federated moment descent) of Su, Xu and Yang and cluster the anchors.
 
     One round ``t`` for every anchor ``a`` at once (module docstring, steps 2-6):

@@ -46,10 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from ..validation import check_choice, check_int, check_real
 from ..clustering import kmeans
 from ..local_solvers import LEAST_SQUARES_METHODS, grouped_rows, local_least_squares
-from ..problems import check_rng
+from ..problems import Problem, check_rng
 from ._driver import (
     BLOWUP,
     DriverResult,
@@ -62,7 +63,7 @@ from ._driver import (
 )
 from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, _bind
-from ._server import check_schedule, check_server_step
+from ._server import ServerStep, check_schedule, check_server_step
 
 __all__ = ["OneShotResult", "oneshot", "FINISHES", "STARTS"]
 
@@ -99,9 +100,11 @@ class OneShotResult(DriverResult):
     finish: str
 
 
-def oneshot(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP, local="min_norm",
-            ridge=None, n_init=10, finish="fedavg", local_steps=1, start="centres",
-            server_step=None, schedule=None):
+def oneshot(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+            rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+            blowup: float | None = BLOWUP, local: str = "min_norm", ridge: float | None = None, n_init: int = 10,
+            finish: str = "fedavg", local_steps: int = 1, start: str = "centres", server_step: ServerStep | None = None,
+            schedule: ScheduleLike | None = None) -> OneShotResult:
     r"""Run ``B`` replicas of one-shot clustering (Algorithm 1 of Ghosh et al.) on one problem.
 
     .. math::
@@ -319,7 +322,7 @@ def _communication(problem, result, replica):
     return float(d + d * n_rounds), float(d * n_rounds)
 
 
-def registrations():
+def registrations() -> list[Algorithm]:
     """The registry entry: one-shot clustering with min-norm local models and a FedAvg finish."""
     return [
         Algorithm(

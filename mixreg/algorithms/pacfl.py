@@ -113,9 +113,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
+from ..problems import Problem
 from .. import kernels
 from ..validation import check_array, check_choice, check_int, check_real
-from ..clustering import LINKAGES, agglomerative, number_groups
+from ..clustering import LINKAGES, AgglomerativeResult, agglomerative, number_groups
 from ..local_solvers import size_groups
 from ._driver import (
     BLOWUP,
@@ -129,7 +131,7 @@ from ._driver import (
 )
 from ._fixed_labels import HISTORY, train_on_labels
 from ._registry import Algorithm, Unmet, _bind
-from ._server import check_schedule, check_server_step
+from ._server import ServerStep, check_schedule, check_server_step
 
 __all__ = [
     "PACFLResult",
@@ -235,7 +237,7 @@ class NewClientAssignment:
 # --------------------------------------------------------------------------------------------
 
 
-def client_signatures(problem, p, *, matrix="joint", small_clients="reduce"):
+def client_signatures(problem: Problem, p: int, *, matrix: str = "joint", small_clients: str = "reduce") -> np.ndarray:
     """The ``p`` leading left singular vectors of every client's data matrix (Alg. 1, line 8).
 
     .. math::
@@ -329,7 +331,7 @@ def client_signatures(problem, p, *, matrix="joint", small_clients="reduce"):
     return U
 
 
-def principal_angles(U_i, U_j):
+def principal_angles(U_i: ArrayLike, U_j: ArrayLike) -> np.ndarray:
     """Principal angles between the column spaces of ``U_i`` and ``U_j`` (Eq. 1).
 
     .. math::
@@ -380,7 +382,7 @@ def principal_angles(U_i, U_j):
     return _principal_angles(U_i, U_j, r_i, r_j)
 
 
-def proximity_matrix(signatures, measure="smallest"):
+def proximity_matrix(signatures: ArrayLike, measure: str = "smallest") -> np.ndarray:
     """The proximity matrix ``A`` of the clients' signatures (Eq. 2 or Eq. 3).
 
     .. math::
@@ -427,7 +429,8 @@ def proximity_matrix(signatures, measure="smallest"):
     return A + A.T
 
 
-def pacfl_clusters(proximity, *, n_clusters=None, threshold=None, linkage="average"):
+def pacfl_clusters(proximity: np.ndarray, *, n_clusters: int | None = None, threshold: float | None = None,
+                   linkage: str = "average") -> AgglomerativeResult:
     """Hierarchical clustering of the proximity matrix, :math:`\\{C_1, \\dots, C_Z\\} = HC(A, \\beta)`
     (Alg. 1, line 11; supplement, "Hierarchical Clustering").
 
@@ -466,7 +469,8 @@ def pacfl_clusters(proximity, *, n_clusters=None, threshold=None, linkage="avera
     return agglomerative(distances=proximity, n_clusters=n_clusters, threshold=threshold, linkage=linkage)
 
 
-def pme(proximity, signatures, new_signatures, measure="smallest"):
+def pme(proximity: np.ndarray, signatures: np.ndarray, new_signatures: np.ndarray,
+        measure: str = "smallest") -> tuple[np.ndarray, np.ndarray]:
     """Proximity matrix extension (Algorithm 2): add the rows and columns of new clients.
 
     .. math::
@@ -522,8 +526,8 @@ def pme(proximity, signatures, new_signatures, measure="smallest"):
     return A, np.concatenate([U_old, U_new])
 
 
-def assign_new_clients(proximity, signatures, labels, new_signatures, *, threshold, linkage="average",
-                       measure="smallest"):
+def assign_new_clients(proximity: np.ndarray, signatures: np.ndarray, labels: ArrayLike, new_signatures: np.ndarray, *,
+                       threshold: float, linkage: str = "average", measure: str = "smallest") -> NewClientAssignment:
     """Cluster ids of new clients, the old clients keeping theirs (Alg. 1, lines 13-17; Alg. 3).
 
     The server extends the proximity matrix (:func:`pme`) and re-runs HC at the same threshold
@@ -595,12 +599,12 @@ def assign_new_clients(proximity, signatures, labels, new_signatures, *, thresho
     kept = bool(np.array_equal(number_groups(groups[:M]), number_groups(old)))
 
     # the linkage distance of every new client to every old cluster, (B, Z) (nan: empty label)
-    reduce = {"single": np.min, "average": np.mean, "complete": np.max}[linkage]
+    reduce = getattr(np, {"single": "min", "average": "mean", "complete": "max"}[linkage])
     to_cluster = np.full((A.shape[0] - M, Z), np.nan)
     for c in np.unique(old):
         to_cluster[:, c] = reduce(A[M:, :M][:, old == c], axis=1)
     new_labels = np.empty(A.shape[0] - M, dtype=np.int64)
-    fresh = {}  # HC group without old clients -> its new label
+    fresh: dict[int, int] = {}  # HC group without old clients -> its new label
     for j, g in enumerate(groups[M:]):
         met = np.unique(old[groups[:M] == g])
         if met.size == 0:
@@ -664,9 +668,11 @@ def _cross_proximity(U, r_U, V, r_V, measure, *, upper=False):
 # --------------------------------------------------------------------------------------------
 
 
-def pacfl(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP, p=3, matrix="joint",
-          measure="smallest", linkage="average", n_clusters=None, threshold=None, local_steps=1,
-          small_clients="reduce", server_step=None, schedule=None):
+def pacfl(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+          rng: np.random.Generator | None = None, tol: float | None = None, history: HistoryRequest = False,
+          blowup: float | None = BLOWUP, p: int = 3, matrix: str = "joint", measure: str = "smallest", linkage: str = "average",
+          n_clusters: int | None = None, threshold: float | None = None, local_steps: int = 1, small_clients: str = "reduce",
+          server_step: ServerStep | None = None, schedule: ScheduleLike | None = None) -> PACFLResult:
     r"""Run ``B`` replicas of PACFL (Algorithm 1 of Vahidian et al.) on one problem.
 
     .. math::
@@ -858,7 +864,7 @@ def _precondition(matrix, p):
     return precondition
 
 
-def registrations():
+def registrations() -> list[Algorithm]:
     """The registry entries: PACFL on the joint (x, y) matrix and on the features alone."""
     common = dict(measure="smallest", linkage="average", p=3, small_clients="reduce")
     return [

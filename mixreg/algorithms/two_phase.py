@@ -37,11 +37,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, fields
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
+from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from ..validation import check_choice, check_int
 from ..local_solvers import LOCAL_SOLVERS
-from ..problems import check_rng
+from ..problems import Problem, check_rng
+from ._server import ServerStep
 from ._driver import (
     BLOWUP,
     DriverResult,
@@ -90,7 +95,7 @@ class TwoPhaseResult:
     wall_time: float
 
     @property
-    def started(self):
+    def started(self) -> bool:
         """Phase 1 gave ``k`` finite centres, so Phase 2 ran."""
         return self.phase2 is not None
 
@@ -120,10 +125,14 @@ def _replicas_of(step_size):
     return B
 
 
-def two_phase(problem, anchors, k, step_size, *, rng=None, phase1_rounds=10, sampling="fresh",
-              anchor_sampling=None, step_constant=0.5, phase1_options=None, phase1_history=False,
-              local_solver="fedavg", local_steps=1, phase2_rounds=100, tol=None, history=False, blowup=BLOWUP,
-              on_phase1_failure="skip", phase1=None, server_step=None, schedule=None):
+def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | ArrayLike, *,
+              rng: np.random.Generator | None = None, phase1_rounds: int = 10, sampling: str = "fresh",
+              anchor_sampling: str | None = None, step_constant: float = 0.5,
+              phase1_options: Mapping[str, Any] | None = None, phase1_history: HistoryRequest = False,
+              local_solver: str = "fedavg", local_steps: int = 1, phase2_rounds: int = 100, tol: float | None = None,
+              history: HistoryRequest = False, blowup: float | None = BLOWUP, on_phase1_failure: str = "skip",
+              phase1: MomentDescentResult | None = None, server_step: ServerStep | None = None,
+              schedule: ScheduleLike | None = None) -> TwoPhaseResult:
     """Run Su, Xu and Yang's two-phase method: federated moment descent, then FedX from its centres.
 
     Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`, slides "Federated Moment
@@ -272,9 +281,12 @@ def _draw_anchors(problem, n_anchors, k, rng):
     return np.sort(rng.choice(eligible, size=n_anchors, replace=False)).astype(np.int64)
 
 
-def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False, blowup=BLOWUP,
-                       n_anchors=None, phase1_rounds=10, sampling="reuse", local_solver="fedavg", local_steps=2,
-                       server_step=None, schedule=None):
+def two_phase_replicas(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_rounds: int,
+                       rng: np.random.Generator | None = None, tol: float | None = None,
+                       history: HistoryRequest = False, blowup: float | None = BLOWUP, n_anchors: int | None = None,
+                       phase1_rounds: int = 10, sampling: str = "reuse", local_solver: str = "fedavg",
+                       local_steps: int = 2, server_step: ServerStep | None = None,
+                       schedule: ScheduleLike | None = None) -> TwoPhaseRun:
     """The two-phase method as a replica driver (the registry's signature).
 
     Draws ``n_anchors`` anchors at random among the clients with at least two points (the
@@ -323,6 +335,7 @@ def two_phase_replicas(problem, init, step_size, *, n_rounds, rng=None, tol=None
     res = two_phase(problem, anchors, k, eta, rng=rng, phase1_rounds=phase1_rounds, sampling=sampling,
                     local_solver=local_solver, local_steps=local_steps, phase2_rounds=T, tol=tol, history=history,
                     blowup=blowup, on_phase1_failure="raise", server_step=server_step, schedule=schedule)
+    assert res.phase2 is not None  # on_phase1_failure="raise": Phase 2 ran
     common = {f.name: getattr(res.phase2, f.name) for f in fields(DriverResult)}
     common["wall_time"] = res.wall_time
     return TwoPhaseRun(**common, phase1=res.phase1, local_solver=res.phase2.local_solver,
@@ -358,7 +371,7 @@ def _precondition(*, d, k, n_min):
     return None
 
 
-def registrations():
+def registrations() -> list[Algorithm]:
     """The registry entry: federated moment descent, then FedAvg(2) from its centres."""
     # n_anchors=None: 2k anchors, drawn at random among the clients with n_i >= 2
     options = {"n_anchors": None, "phase1_rounds": 10, "sampling": "reuse", "local_solver": "fedavg",

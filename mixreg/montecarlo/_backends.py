@@ -18,6 +18,7 @@ import sys
 import time
 import traceback
 import warnings
+from typing import Any
 from collections.abc import Mapping
 
 import numpy as np
@@ -142,7 +143,7 @@ class _Backend:
     name = "serial"
     workers = 1
     kernel_threads = None
-    info = {}
+    info: dict[str, object] = {}
 
     def prepare(self, sweep, code):
         """Check, before any task is sent, that the workers can run ``sweep``'s trials (whose
@@ -176,7 +177,7 @@ def _leave_stops_to_the_parent():
 
 #: What the workers of loky's reusable pool were started with, as far as this process has run
 #: sweeps on them: ``sys.path`` and the source digest of every module a sweep's code fingerprint named.
-_POOL_STARTED_WITH = {"path": None, "digests": {}}
+_POOL_STARTED_WITH: dict[str, Any] = {"path": None, "digests": {}}
 
 
 def _retire_stale_pool(code):

@@ -13,6 +13,7 @@ import json
 import numbers
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ _CELL_VALUE_RULE = ("an int, float, str or bool scalar, or a non-empty tuple of 
 _INT_RE = re.compile(r"-?[0-9]+")
 
 
-def plain_scalar(value):
+def plain_scalar(value: object) -> bool | int | float | str:
     """``value`` as the engine stores a trial's field: a plain Python bool, int, float or str (NumPy
     scalars and 0-d arrays converted), or raise TypeError."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -154,7 +155,7 @@ def _cell_entropy(root_seed, cell):
     return [int(root_seed), *words]
 
 
-def trial_seed(root_seed, cell, trial):
+def trial_seed(root_seed: int, cell: Mapping[str, Any], trial: int) -> np.random.SeedSequence:
     """Return the seed sequence of one trial of one cell.
 
     .. math::
@@ -205,7 +206,7 @@ def trial_seed(root_seed, cell, trial):
     return np.random.SeedSequence(_cell_entropy(root_seed, cell), spawn_key=(trial,))
 
 
-def seed_from_record(record):
+def seed_from_record(record: Mapping[str, Any]) -> np.random.SeedSequence:
     """Return the seed sequence a record's trial ran with (from its ``seed_entropy``)."""
     entropy = json.loads(record["seed_entropy"])
     return np.random.SeedSequence(entropy, spawn_key=(int(record["trial"]),))

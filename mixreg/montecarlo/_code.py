@@ -32,12 +32,17 @@ import textwrap
 import threading
 import tokenize
 import types
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from mixreg.montecarlo._errors import AlgorithmUnavailableError
 
+if TYPE_CHECKING:
+    from mixreg.montecarlo._spec import Sweep
+
 __all__ = ["module_digest", "code_fingerprint", "code_changes", "algorithm_payloads", "install_algorithms"]
 
-_DIGESTS = {}  # (path, (mtime_ns, size)) -> digest
+_DIGESTS: dict[tuple[str, object], str] = {}  # (path, (mtime_ns, size)) -> digest
 _SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
 
 
@@ -52,7 +57,7 @@ def _source_digest(source):
     return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()[:16]
 
 
-def module_digest(name):
+def module_digest(name: str) -> str | None:
     """The digest of module ``name``'s source (16 hex digits), or ``None`` when it has no source
     file (a built-in module, an interactive session's ``__main__``).
 
@@ -216,7 +221,8 @@ def _library_roots():
                                                                            "platstdlib")})
 
 
-_SOURCES = {}  # id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
+# id(obj) -> (obj, its file's stamp, digest): a sweep's start digests each function once
+_SOURCES: dict[int, tuple[object, object, str]] = {}
 
 
 def _file_stamp(path):
@@ -271,7 +277,7 @@ def _algorithm_record(name):
     return _code_record([entry.run], tops, extra=[f"algorithm {name} uses_rng={entry.uses_rng} options={options}"])
 
 
-def sweep_algorithms(sweep):
+def sweep_algorithms(sweep: Sweep) -> list[str]:
     """The names of the algorithms ``sweep`` runs: :attr:`Sweep.algorithms`, or every registered
     one when it is ``None``.  ``ValueError`` names an unknown one."""
     from mixreg.algorithms import ALGORITHMS, get_algorithm
@@ -297,7 +303,7 @@ def _spec_modules(spec_type, tops):
     return {c.__module__ for c in classes if _top(c.__module__) in tops}
 
 
-def code_fingerprint(sweep):
+def code_fingerprint(sweep: Sweep) -> dict[str, Any]:
     """The manifest's ``code``: digests of the code that computes ``sweep``'s records.
 
     Returns
@@ -344,7 +350,7 @@ def _record_changes(what, old, new):
     return changes
 
 
-def code_changes(old, new):
+def code_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """What differs between two fingerprints (:func:`code_fingerprint`), one phrase per change
     (empty when the same), e.g. ``"the trial function mystudy:trial"``, ``"algorithm 'mine':
     module mixreg.kernels"``."""
@@ -365,7 +371,7 @@ def code_changes(old, new):
     return changes
 
 
-def algorithm_payloads(code):
+def algorithm_payloads(code: Mapping[str, Any]) -> tuple[tuple[str, str, bytes, str], ...]:
     """What a worker needs to hold the user-registered algorithms a sweep runs, from its code
     fingerprint ``code`` (:func:`code_fingerprint`, which names them and holds their digests): a
     tuple of ``(name, registering module, pickled entry, code digest)``, the entries not built
@@ -392,14 +398,14 @@ def algorithm_payloads(code):
 
 
 _INSTALL_LOCK = threading.Lock()  # a Dask worker runs tasks on threads
-_INSTALLED = {}  # name -> the code digest of the entry this worker was given
+_INSTALLED: dict[str, str] = {}  # name -> the code digest of the entry this worker was given
 
 
 def _first_line(exc):
     return (str(exc).strip().splitlines() or [""])[0]
 
 
-def install_algorithms(payloads):
+def install_algorithms(payloads: Iterable[tuple[str, str, bytes, str]]) -> None:
     """In a worker, before its trials: make every algorithm of ``payloads`` registered.
 
     An entry the worker holds already (registered when it imported the entry's module, or given

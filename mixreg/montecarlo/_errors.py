@@ -15,7 +15,10 @@ run raises :class:`SweepInterrupted` or its subclass :class:`SweepTerminated`.
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 import signal
 import threading
 
@@ -30,7 +33,7 @@ class ConfigMismatchError(ValueError):
         Dotted paths of the differing entries (``"n_trials"``, ``"config.R_grid"``, ...).
     """
 
-    def __init__(self, directory, keys):
+    def __init__(self, directory: str | os.PathLike[str], keys: Sequence[str]) -> None:
         self.directory = pathlib.Path(directory)
         self.keys = list(keys)
         super().__init__(
@@ -56,7 +59,7 @@ class CodeChangedError(ConfigMismatchError):
         ``"algorithm 'ifca_sched' (module mystudy.variants)"``.
     """
 
-    def __init__(self, directory, changes):
+    def __init__(self, directory: str | os.PathLike[str], changes: Sequence[str]) -> None:
         self.directory = pathlib.Path(directory)
         self.changes = self.keys = list(changes)
         ValueError.__init__(
@@ -83,7 +86,7 @@ class AlgorithmUnavailableError(RuntimeError):
     reason : str
     """
 
-    def __init__(self, name, module, reason):
+    def __init__(self, name: str, module: str | None, reason: str) -> None:
         self.name, self.module, self.reason = name, module, reason
         super().__init__(f"a worker process cannot get algorithm {name!r} (registered by module {module}): {reason}; "
                          "register it at the top level of a module the workers can import")
@@ -104,7 +107,7 @@ class SweepTooLargeError(ValueError):
         (or None), ``workers`` (or None).
     """
 
-    def __init__(self, message, estimate):
+    def __init__(self, message: str, estimate: Mapping[str, Any]) -> None:
         self.estimate = dict(estimate)
         super().__init__(message)
 
@@ -117,7 +120,7 @@ class DirectoryBusyError(RuntimeError):
     directory : pathlib.Path
     """
 
-    def __init__(self, directory, holder=None):
+    def __init__(self, directory: str | os.PathLike[str], holder: str | None = None) -> None:
         self.directory = pathlib.Path(directory)
         who = f" (process {holder})" if holder else ""
         super().__init__(f"another process{who} is running a sweep into '{self.directory}'; "
@@ -154,7 +157,7 @@ class SweepInterrupted(KeyboardInterrupt):
     #: The first word of the message: what stopped the run.
     stopped_by = "interrupted"
 
-    def __init__(self, outdir, kept, total):
+    def __init__(self, outdir: str | os.PathLike[str], kept: int, total: int) -> None:
         self.outdir = pathlib.Path(outdir)
         self.kept, self.total = int(kept), int(total)
         super().__init__(f"{self.stopped_by}: {self.kept} of {self.total} trials kept in "
@@ -172,7 +175,7 @@ class SweepTerminated(SweepInterrupted, Terminated):
 
 
 @contextlib.contextmanager
-def raise_on_sigterm():
+def raise_on_sigterm() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (as Ctrl-C raises
     ``KeyboardInterrupt``); the previous handler is restored on exit.
 
@@ -207,7 +210,7 @@ class EditedFileError(ValueError):
     on purpose (with a :class:`SweepWarning`).
     """
 
-    def __init__(self, directory, name, message):
+    def __init__(self, directory: str | os.PathLike[str], name: str, message: str) -> None:
         self.directory, self.name = directory, name
         super().__init__(f"results directory '{directory}': {message}")
 

@@ -12,6 +12,7 @@ too.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 import math
 import os
 import warnings
@@ -253,7 +254,7 @@ def _dry_run_workers(jobs, warn=True):
     return _cap_workers("workers", jobs) if warn else min(jobs, _available_cores())
 
 
-def check_fits(sweep, *, jobs=1):
+def check_fits(sweep: Sweep, *, jobs: int | None = 1) -> list[str]:
     """Refuse a sweep that cannot fit; return the warnings about one that may not.
 
     The checks :func:`run_sweep` makes before writing anything (see its ``Raises``): more
@@ -286,7 +287,7 @@ def check_fits(sweep, *, jobs=1):
     return list(estimate.warnings)
 
 
-def dry_run(sweep, *, jobs=1):
+def dry_run(sweep: Sweep, *, jobs: int | None = 1) -> str:
     """Describe a sweep without running it: grid, tasks, and an estimate of work, memory, time.
 
     Parameters
@@ -319,7 +320,7 @@ def dry_run(sweep, *, jobs=1):
         f"Grid: {n_cells} cells x {n_trials} trials = {n_cells * n_trials} trials",
     ]
     for key in sweep.cells[0]:
-        distinct = {}
+        distinct: dict[Any, None] = {}
         for cell in sweep.cells:
             distinct.setdefault((type(cell[key]).__name__, repr(cell[key])), cell[key])
         values = list(distinct.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class Sweep:
                                                              low_inclusive=False))
 
     @property
-    def identity(self):
+    def identity(self) -> dict[str, Any]:
         """The JSON-normalised dict compared on resume (everything that defines the results).
 
         The trial function enters by its qualified name only, not its module, so that a
@@ -199,7 +200,7 @@ class Sweep:
             "config": _normalise_json("config", self.config),
         }
 
-    def function(self, name="trial_fn"):
+    def function(self, name: str = "trial_fn") -> Callable | None:
         """``trial_fn`` (or ``cost_fn``, ``memory_fn``) as the engine calls it, with a cell dict:
         the function itself, or, with :attr:`spec_type`, the function of the spec rebuilt from the
         cell (a picklable wrapper that workers import by the names of both)."""
@@ -208,18 +209,18 @@ class Sweep:
             return fn
         return OnSpec(fn, self.spec_type)
 
-    def code(self):
+    def code(self) -> dict[str, Any]:
         """The fingerprint of the code that computes this sweep's records now
         (:func:`mixreg.montecarlo.code_fingerprint`), recorded in the manifest and compared on resume."""
         from mixreg.montecarlo._code import code_fingerprint
 
         return code_fingerprint(self)
 
-    def registered_predictions(self):
+    def registered_predictions(self) -> list[dict[str, Any]]:
         """The manifest's entries of :attr:`predictions`: ``to_json()`` plus ``sha256``."""
         return [{**prediction.to_json(), "sha256": prediction.sha256} for prediction in self.predictions]
 
     @functools.cached_property
-    def key(self):
+    def key(self) -> str:
         """Short hash of :attr:`identity`; stamped into every chunk file."""
         return sweep_key_of(self.identity)

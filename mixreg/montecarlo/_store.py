@@ -202,7 +202,7 @@ def merge_chunk(done, failures, cell_index, records, chunk_failures):
 # --------------------------------------------------------------------------- directory
 
 
-def _resolve_outdir(outdir, new_dir):
+def _resolve_outdir(outdir, new_dir) -> pathlib.Path:
     if not isinstance(outdir, (str, os.PathLike)):
         raise TypeError(f"outdir must be a path (a str or os.PathLike), got {type(outdir).__name__}")
     outdir = pathlib.Path(os.path.expanduser(os.fspath(outdir)))

@@ -7,7 +7,9 @@ import contextlib
 import dataclasses
 import logging
 import math
+import os
 import pathlib
+from typing import Any
 import warnings
 
 import numpy as np
@@ -93,7 +95,7 @@ class SweepResult:
     summary_csv: pathlib.Path
     summary: list = dataclasses.field(default_factory=list)
 
-    def column(self, name):
+    def column(self, name: str) -> np.ndarray:
         """Return one column of :attr:`records` as an array.
 
         Bool columns give a bool array, integer columns int64, numeric columns float64,
@@ -204,8 +206,10 @@ def _check_run_arguments(sweep, jobs, scheduler, dask_local, overwrite, new_dir,
     return jobs, dask_local, kernel_threads
 
 
-def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwrite=False,
-              new_dir=False, progress=None, kernel_threads=None, connect_timeout=30.0):
+def run_sweep(sweep: Sweep, outdir: str | os.PathLike[str], *, jobs: int | None = 1, scheduler: str | None = None,
+              dask_local: int | None = None, overwrite: bool = False, new_dir: bool = False,
+              progress: bool | None = None, kernel_threads: int | None = None,
+              connect_timeout: float = 30.0) -> SweepResult:
     """Run (or resume) a sweep, writing its results directory, and return the results.
 
     Parameters
@@ -304,7 +308,7 @@ def run_sweep(sweep, outdir, *, jobs=1, scheduler=None, dask_local=None, overwri
     created = not outdir.exists()
     _make_outdir(outdir)
     total = len(sweep.cells) * sweep.n_trials
-    done = {}
+    done: dict[Any, Any] = {}
     try:
         with raise_on_sigterm(), _directory_lock(outdir):
             return _run_locked(sweep, outdir, done, costs, jobs, scheduler, dask_local,
@@ -456,7 +460,7 @@ def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):
 # --------------------------------------------------------------------------- utilities
 
 
-def replay_trial(sweep, cell, trial, *, kernel_threads=1):
+def replay_trial(sweep: Sweep, cell: int, trial: int, *, kernel_threads: int | None = 1) -> dict[str, Any]:
     """Run one trial of ``sweep`` in this process and return ``trial_fn``'s output.
 
     Exceptions propagate, so a failed trial can be debugged (``python -m pdb``, breakpoints).
@@ -484,4 +488,6 @@ def replay_trial(sweep, cell, trial, *, kernel_threads=1):
         kernel_threads = check_int("kernel_threads", kernel_threads, low=1)
     params = sweep.cells[cell]
     with _kernel_threads(kernel_threads, True):
-        return sweep.function()(dict(params), trial_seed(sweep.root_seed, params, trial))
+        trial_fn = sweep.function()
+        assert trial_fn is not None  # a sweep always has its trial function
+        return trial_fn(dict(params), trial_seed(sweep.root_seed, params, trial))

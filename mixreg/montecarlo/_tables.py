@@ -10,7 +10,10 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import pathlib
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +65,8 @@ def _csv_text(columns, rows):
     return buffer.getvalue()
 
 
-def write_table(path, rows, *, record=False):
+def write_table(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]], *,
+                record: bool = False) -> pathlib.Path:
     """Write ``rows`` (dicts with the keys of the first row) as CSV, atomically.
 
     Floats are written with ``repr`` so they read back exactly; ``None`` is an empty field;

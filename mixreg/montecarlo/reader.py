@@ -317,7 +317,7 @@ class Results:
         if any(d not in columns for d in dims) or len(set(dims)) != len(dims):
             raise ValueError(f"dims must name distinct columns of table {table!r}, got {dims}; its columns are "
                              f"{columns}")
-        expected = {}  # the trials' grid is known: a cell or trial without a record is missing, not absent
+        expected: dict[str, Any] = {}  # the trials' grid is known: a cell or trial without a record is missing, not absent
         if is_trials:
             expected = {d: [cell[d] for cell in self.cells] for d in dims if d in grid_keys}
             expected["trial"] = range(self.manifest["sweep"].get("n_trials", 0))

@@ -12,7 +12,8 @@ from ._problem import Problem
 ANCHOR_MODES = ("random", "per_cluster")
 
 
-def add_anchors(problem, n_points, *, mode="random", n_anchors=None, rng):
+def add_anchors(problem: Problem, n_points: int, *, mode: str = "random", n_anchors: int | None = None,
+                rng: np.random.Generator) -> tuple[Problem, np.ndarray]:
     """Make some clients anchor clients holding at least ``n_points`` samples.
 
     Su, Xu and Yang's Phase 1 needs a few *anchor* clients with :math:`\\tilde\\Omega(k)` points

@@ -23,7 +23,7 @@ class DegenerateProblemWarning(UserWarning):
     has no client, or the separation is not finite.  :attr:`Problem.degenerate` says which."""
 
 
-def short_repr(value, limit=60) -> str:
+def short_repr(value: object, limit: int = 60) -> str:
     """``repr(value)`` when it is one short line, else the type name."""
     text = repr(value)
     if "\n" in text or len(text) > limit:
@@ -31,7 +31,7 @@ def short_repr(value, limit=60) -> str:
     return text
 
 
-def check_rng(rng, name="rng"):
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     """``rng`` itself, or ``TypeError`` unless it is a :class:`numpy.random.Generator`."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "

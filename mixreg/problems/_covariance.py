@@ -19,6 +19,7 @@ import functools
 
 import numpy as np
 
+from .._typing import ArrayLike, FloatArray
 from ..validation import check_covariance, check_int, check_real
 
 __all__ = ["ar1_covariance", "toeplitz_covariance", "check_covariance", "covariance_from_text",
@@ -28,7 +29,7 @@ __all__ = ["ar1_covariance", "toeplitz_covariance", "check_covariance", "covaria
 COVARIANCE_KINDS = ("ar1", "toeplitz")
 
 
-def ar1_covariance(d, rho, scale=1.0):
+def ar1_covariance(d: int, rho: float, scale: float = 1.0) -> FloatArray:
     r"""The covariance of a stationary AR(1) process: :math:`\Sigma_{ij} = s\, \rho^{|i - j|}`.
 
     Positive definite for :math:`|\rho| < 1`: its inverse is tridiagonal,
@@ -66,7 +67,7 @@ def ar1_covariance(d, rho, scale=1.0):
     return scale * float(rho) ** lag
 
 
-def toeplitz_covariance(first_column):
+def toeplitz_covariance(first_column: ArrayLike) -> FloatArray:
     r"""The symmetric Toeplitz matrix :math:`\Sigma_{ij} = c_{|i - j|}` of a first column ``c``,
     validated positive definite.
 
@@ -112,7 +113,7 @@ def toeplitz_covariance(first_column):
     return matrix
 
 
-def covariance_from_text(text, d):
+def covariance_from_text(text: str, d: int) -> FloatArray:
     """The ``(d, d)`` covariance a text form stands for (see the module text).
 
     Parameters
@@ -174,7 +175,7 @@ def _from_text(text, d):
     return matrix
 
 
-def cluster_covariances(covariance, k, d):
+def cluster_covariances(covariance: str | ArrayLike, k: int, d: int) -> FloatArray:
     """``covariance`` (text, a ``(d, d)`` matrix or ``(k, d, d)`` matrices) as a read-only
     ``(k, d, d)`` float64 array, each matrix validated (one line naming ``covariance`` if not)."""
     if isinstance(covariance, str):

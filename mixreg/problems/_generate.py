@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import numpy as np
 
+from .._typing import ArrayLike, DTypeLike, IntArray
 from ..validation import check_array, check_choice, check_dtype, check_int, check_real
 from ._checks import check_rng
 from ._problem import THETA_PROTOCOLS, Problem, min_separation
 
 
-def make_theta_star(k, d, scale, *, protocol="official", rng) -> np.ndarray:
+def make_theta_star(k: int, d: int, scale: float, *, protocol: str = "official",
+                    rng: np.random.Generator) -> np.ndarray:
     """Draw true parameters under a named protocol.
 
     Parameters
@@ -59,7 +64,8 @@ def make_theta_star(k, d, scale, *, protocol="official", rng) -> np.ndarray:
     return theta
 
 
-def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
+def make_labels(m: int, k: int, *, proportions: ArrayLike | None = None,
+                rng: np.random.Generator | None = None) -> IntArray:
     """Cluster labels of ``m`` clients.
 
     With ``proportions=None`` the labels are balanced and contiguous as in the official IFCA code:
@@ -80,11 +86,10 @@ def make_labels(m, k, *, proportions=None, rng=None) -> np.ndarray:
         raise ValueError(f"proportions must have length k={k}, got {p.shape[0]}")
     if np.any(p < 0) or not np.isclose(p.sum(), 1.0):
         raise ValueError(f"proportions must be non-negative and sum to 1, got {p.tolist()}")
-    check_rng(rng)
-    return rng.choice(k, size=m, p=p).astype(np.int64)
+    return check_rng(rng).choice(k, size=m, p=p).astype(np.int64)
 
 
-def exact_counts(m, k, p_min):
+def exact_counts(m: int, k: int, p_min: float) -> list[int]:
     """Cluster sizes with exactly ``round(p_min m)`` clients in cluster 0 and the rest shared evenly.
 
     Cluster 0 is the smallest (ties included) and never empty: its size is clipped to
@@ -104,7 +109,7 @@ def exact_counts(m, k, p_min):
     return [small] + [rest // (k - 1) + (1 if j < rest % (k - 1) else 0) for j in range(k - 1)]
 
 
-def exact_labels(m, k, p_min) -> np.ndarray:
+def exact_labels(m: int, k: int, p_min: float) -> IntArray:
     """Labels with exactly ``round(p_min m)`` clients in cluster 0 and the rest shared evenly
     (the sizes of :func:`exact_counts`).
 
@@ -192,7 +197,8 @@ def _draw_data(theta_star, labels, sizes, sigma, chol, dt, rng, row_labels=None)
     return X, (ys if several else ys[0]), offsets
 
 
-def mixed_point_labels(labels, sizes, main_fraction, *, proportions=None, rng):
+def mixed_point_labels(labels: np.ndarray, sizes: np.ndarray, main_fraction: float, *,
+                       proportions: Sequence[float] | np.ndarray | None = None, rng: np.random.Generator) -> IntArray:
     """Row clusters of clients that mix clusters (the IFCA thesis, section 4.1, its ``p``).
 
     Of client ``i``'s ``n_i`` rows the first :math:`\\lfloor p\\, n_i \\rfloor` belong to its
@@ -234,8 +240,10 @@ def mixed_point_labels(labels, sizes, main_fraction, *, proportions=None, rng):
 
 
 def make_problem_from_parameters(
-    theta_star, labels, n, sigma, *, rng, covariances=None, dtype=np.float64, protocol="given", point_labels=None
-) -> Problem:
+    theta_star: ArrayLike | tuple[ArrayLike, ...], labels: ArrayLike, n: int | ArrayLike,
+    sigma: float | tuple[float, ...], *, rng: np.random.Generator, covariances: ArrayLike | None = None,
+    dtype: DTypeLike = np.float64, protocol: str = "given", point_labels: ArrayLike | None = None,
+) -> Problem | list[Problem]:
     """Generate data for given true parameters and labels.
 
     Parameters
@@ -302,7 +310,7 @@ def make_problem_from_parameters(
         point_labels = point_labels.astype(np.int64)
     several = isinstance(theta_star, tuple)
     X, y, offsets = _draw_data(thetas if several else thetas[0], labels, sizes, sigma, chol, dt, rng, point_labels)
-    pairs = [(theta, level) for theta in thetas for level in (levels or (sigma,))]
+    pairs = [(theta, level) for theta in thetas for level in (levels or (cast(float, sigma),))]
     problems = [Problem(X=X, y=y_level, offsets=offsets, labels=labels.astype(np.int64), theta_star=theta,
                         sigma=level, covariances=cov, protocol=protocol, point_labels=point_labels)
                 for (theta, level), y_level in zip(pairs, y if (levels or several) else (y,))]
@@ -326,18 +334,18 @@ def _check_theta_levels(theta_star):
 
 
 def make_problem(
-    m,
-    k,
-    n,
-    d,
-    sigma,
-    scale,
+    m: int,
+    k: int,
+    n: int | ArrayLike,
+    d: int,
+    sigma: float,
+    scale: float,
     *,
-    rng,
-    protocol="official",
-    proportions=None,
-    covariances=None,
-    dtype=np.float64,
+    rng: np.random.Generator,
+    protocol: str = "official",
+    proportions: ArrayLike | None = None,
+    covariances: ArrayLike | None = None,
+    dtype: DTypeLike = np.float64,
 ) -> Problem:
     """Generate a clustered mixed linear regression problem.
 
@@ -386,6 +394,8 @@ def make_problem(
     check_real("sigma", sigma, low=0.0)
     theta_star = make_theta_star(k, d, scale, protocol=protocol, rng=rng)
     labels = make_labels(m, k, proportions=proportions, rng=rng)
-    return make_problem_from_parameters(
+    problem = make_problem_from_parameters(
         theta_star, labels, n, sigma, rng=rng, covariances=covariances, dtype=dtype, protocol=protocol
     )
+    assert isinstance(problem, Problem)  # one theta* and one sigma: one problem
+    return problem

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._typing import ArrayLike, DTypeLike
 from ..validation import check_choice, check_dtype, check_int, check_real
 from ._checks import (
     check_finite,
@@ -133,8 +134,9 @@ class Problem:
                 warn_degenerate(reason)
 
     @classmethod
-    def from_arrays(cls, X, y, offsets_or_sizes, labels, theta_star, *, sigma, covariances=None,
-                    protocol="given") -> "Problem":
+    def from_arrays(cls, X: ArrayLike, y: ArrayLike, offsets_or_sizes: ArrayLike, labels: ArrayLike,
+                    theta_star: ArrayLike, *, sigma: float, covariances: ArrayLike | None = None,
+                    protocol: str = "given") -> Problem:
         """A :class:`Problem` on your own stacked data, with clients given by sizes or offsets.
 
         Parameters
@@ -183,8 +185,9 @@ class Problem:
         else:
             raise ValueError(f"offsets_or_sizes must have length m = len(labels) = {m} (sizes) or m + 1 = {m + 1} "
                              f"(offsets), got {arr.shape[0]}")
-        return cls(X=X, y=y, offsets=offsets, labels=lab, theta_star=theta_star, sigma=sigma,
-                   covariances=covariances, protocol=protocol)
+        # the constructor converts and validates the array-likes
+        return cls(X=X, y=y, offsets=offsets, labels=lab, theta_star=theta_star,  # type: ignore[arg-type]
+                   sigma=sigma, covariances=covariances, protocol=protocol)  # type: ignore[arg-type]
 
     @property
     def degenerate(self) -> str:
@@ -273,7 +276,7 @@ class Problem:
         lo, hi = self.offsets[i], self.offsets[i + 1]
         return self.X[lo:hi], self.y[lo:hi]
 
-    def astype(self, dtype) -> "Problem":
+    def astype(self, dtype: DTypeLike) -> Problem:
         """The same problem with ``X`` and ``y`` cast to ``dtype`` (float32 or float64)."""
         dt = check_dtype("dtype", dtype)
         with np.errstate(over="ignore"):
@@ -317,7 +320,7 @@ class Problem:
         }
 
 
-def min_separation(theta_star) -> float:
+def min_separation(theta_star: ArrayLike) -> float:
     """Minimum pairwise Euclidean distance between the rows of ``theta_star`` (k, d).
 
     Returns ``inf`` for ``k = 1``, and ``inf`` when the squared distances overflow float64.

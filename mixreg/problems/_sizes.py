@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._typing import IntArray
 from ..validation import check_choice, check_int, check_real
 from ._checks import check_rng
 
@@ -54,7 +55,7 @@ class SizeLaw:
         """``E[n_i^2]``; ``E[n^2] / E[n]^2 - 1`` is the large-``M`` limit of ``chi2(w)``."""
         return float(self.pmf @ self.support.astype(np.float64) ** 2)
 
-    def sample(self, m, *, rng) -> np.ndarray:
+    def sample(self, m: int, *, rng: np.random.Generator) -> IntArray:
         """``m`` i.i.d. sizes, int64 array of shape (m,)."""
         m = check_int("m", m, low=1)
         check_rng(rng)
@@ -86,7 +87,8 @@ def _table_mean(law, support, value, other):
     return float(w @ support / total) if total > 0 else float("nan")
 
 
-def size_law(law="zipf", *, n_min=1, n_max=1000, mean=None, **params) -> SizeLaw:
+def size_law(law: str = "zipf", *, n_min: int = 1, n_max: int = 1000, mean: float | None = None,
+             **params: float) -> SizeLaw:
     r"""A named law of client sizes ``n_i`` on ``{n_min, ..., n_max}``.
 
     Su, Xu and Yang allow arbitrarily unbalanced sizes, some clients holding O(1) points, and
@@ -141,6 +143,7 @@ def size_law(law="zipf", *, n_min=1, n_max=1000, mean=None, **params) -> SizeLaw
     other = {name: check_real(name, params.get(name, _SIZE_DEFAULTS[law][name]), low=0.0,
                               low_inclusive=False) for name in _SIZE_OTHER[law]}
     support = np.arange(n_min, n_max + 1, dtype=np.int64)
+    value: float  # the law's shape parameter (an int for law='equal')
     if mean is not None:
         if shape in params:
             raise ValueError(f"give either mean or {shape} for law={law!r}, not both")
@@ -191,7 +194,8 @@ def _calibrate_size_parameter(law, support, target, other):
     return float(np.sqrt(lo * hi) if logscale else 0.5 * (lo + hi))
 
 
-def client_sizes(m, law="zipf", *, rng, n_min=1, n_max=1000, mean=None, **params) -> np.ndarray:
+def client_sizes(m: int, law: str = "zipf", *, rng: np.random.Generator, n_min: int = 1, n_max: int = 1000,
+                 mean: float | None = None, **params: float) -> IntArray:
     """Draw ``m`` client sizes i.i.d. from :func:`size_law` ``(law, n_min, n_max, mean, **params)``.
 
     Parameters
@@ -218,7 +222,8 @@ def client_sizes(m, law="zipf", *, rng, n_min=1, n_max=1000, mean=None, **params
     return size_law(law, n_min=n_min, n_max=n_max, mean=mean, **params).sample(m, rng=rng)
 
 
-def diagonal_covariances(k, d, *, rng, low=0.5, high=2.0) -> np.ndarray:
+def diagonal_covariances(k: int, d: int, *, rng: np.random.Generator, low: float = 0.5,
+                         high: float = 2.0) -> np.ndarray:
     """Random diagonal per-cluster covariances ``Sigma_l`` with spectrum in ``[low, high]``.
 
     Each diagonal entry is drawn independently and log-uniformly on ``[low, high]``, so every

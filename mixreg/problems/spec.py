@@ -19,25 +19,27 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
+from .._typing import FloatArray
 from ..validation import check_choice, check_dtype, check_int, check_real
 from ._anchors import ANCHOR_MODES, add_anchors
 from ._checks import check_rng
 from ._covariance import cluster_covariances
 from ._generate import make_labels, make_problem_from_parameters, make_theta_star, mixed_point_labels
-from ._problem import THETA_PROTOCOLS
+from ._problem import THETA_PROTOCOLS, Problem
 from ._sizes import SIZE_LAWS, diagonal_covariances, size_law
 
 __all__ = ["ProblemSpec", "CellSchema", "cluster_proportions"]
 
 
-def cluster_proportions(k, p_min):
+def cluster_proportions(k: int, p_min: float | None) -> FloatArray:
     """Label probabilities: cluster 0 gets ``p_min``, the others share the rest equally.
 
     (Our one-parameter family of unbalanced clusters; Su, Xu and Yang do not give theirs.)
@@ -205,7 +207,7 @@ class ProblemSpec:
         return hash(tuple(_hashable(getattr(self, f.name)) for f in dataclasses.fields(self)))
 
     @cached_property
-    def covariance_matrices(self):
+    def covariance_matrices(self) -> FloatArray | None:
         """The ``(k, d, d)`` float64 matrices :attr:`covariance` gives (read-only), or ``None``
         without it (the identity, or random diagonal matrices drawn by :meth:`generate`)."""
         if self.covariance is None:
@@ -230,16 +232,18 @@ class ProblemSpec:
         ``m n_max``; plus ``anchor_points`` rows per anchor (:meth:`with_anchors` tops an anchor
         up to at least that many; counted as new rows)."""
         if self.size_law is None:
+            assert self.n is not None  # a fixed size without a size law (checked when made)
             rows = self.m * self.n
         else:
             law = self._size_law
+            assert self.n_max is not None  # a size law has its bounds (checked when made)
             sd = math.sqrt(max(law.second_moment - law.mean ** 2, 0.0))
             rows = min(self.m * self.n_max, math.ceil(self.m * law.mean + 6.0 * sd * math.sqrt(self.m)))
         if self.anchor_mode is not None:
             rows += (self.k if self.anchor_mode == "per_cluster" else self.n_anchors) * self.anchor_points
         return int(rows)
 
-    def memory_bytes(self, *, levels=1):
+    def memory_bytes(self, *, levels: int = 1) -> float:
         """Upper estimate of the peak bytes of drawing the problem and holding it, from the sizes
         alone (nothing is allocated): a trial's data before any algorithm runs.
 
@@ -276,7 +280,7 @@ class ProblemSpec:
             covariances = 24 * self.k * d * d
         return float(copies * N * d + 8 * (levels + 3) * N + 24 * self.m + covariances + 16 * self.k * d)
 
-    def generate(self, rng):
+    def generate(self, rng: np.random.Generator) -> Problem:
         """Draw the problem, in the order theta*, labels, client sizes, the random diagonal
         covariances (only when ``cov_low``, ``cov_high`` are not both 1; :attr:`covariance` draws
         nothing), the mixed rows' clusters (only with ``main_fraction``), data.
@@ -318,7 +322,8 @@ class ProblemSpec:
         return make_problem_from_parameters(theta_star, labels, sizes, sigma, rng=rng, covariances=cov,
                                             dtype=self.dtype, protocol=self.protocol, point_labels=point_labels)
 
-    def generate_levels(self, rng, sigmas=None, *, scales=None):
+    def generate_levels(self, rng: np.random.Generator, sigmas: Sequence[float] | None = None, *,
+                        scales: Sequence[float] | None = None) -> list[Problem]:
         """One draw at several noise levels, or at several separation scales: a list of problems,
         one per level, that share ``X``, the labels and the noise vector, in the order of
         :meth:`generate`.
@@ -346,17 +351,18 @@ class ProblemSpec:
         """
         if (sigmas is None) == (scales is None):
             raise ValueError("give exactly one of sigmas and scales")
-        if scales is None:
+        if sigmas is not None:
             levels = tuple(float(check_real("sigmas", s, low=0.0)) for s in sigmas)
             if not levels:
                 raise ValueError("sigmas must hold at least one noise level")
             return self._generate(rng, levels)
+        assert scales is not None
         levels = tuple(float(check_real("scales", s, low=0.0)) for s in scales)
         if not levels:
             raise ValueError("scales must hold at least one separation scale")
         return self._generate(rng, self.sigma, levels)
 
-    def with_anchors(self, problem, rng):
+    def with_anchors(self, problem: Problem, rng: np.random.Generator) -> tuple[Problem, np.ndarray]:
         """``(problem, anchors)``: the spec's anchor clients topped up (:func:`add_anchors`)."""
         if self.anchor_mode is None:
             raise ValueError("this ProblemSpec has no anchors (anchor_mode is None)")
@@ -365,7 +371,7 @@ class ProblemSpec:
 
     # ---------------------------------------------------------------------------- cells
 
-    def to_cell(self, schema=None):
+    def to_cell(self, schema: CellSchema | None = None) -> dict[str, object]:
         """The spec as an engine cell: ``{key: value}`` of the fields the schema keeps.
 
         Parameters
@@ -396,7 +402,7 @@ class ProblemSpec:
         return {key: values[name] for name, key in keys.items()}
 
     @classmethod
-    def from_cell(cls, cell, schema=None):
+    def from_cell(cls, cell: Mapping[str, Any], schema: CellSchema | None = None) -> ProblemSpec:
         """The spec a cell made by :meth:`to_cell` with the same schema stands for (other keys
         of the cell, the method's parameters, are ignored)."""
         schema = _check_schema(schema)
@@ -463,5 +469,5 @@ class CellSchema:
         object.__setattr__(self, "fixed", MappingProxyType(dict(self.fixed)))
 
     @classmethod
-    def default(cls):
+    def default(cls) -> CellSchema:
         return cls()

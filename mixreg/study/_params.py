@@ -28,6 +28,8 @@ import functools
 import math
 import numbers
 import typing
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -36,9 +38,14 @@ __all__ = ["param", "Spec", "spec_fields"]
 _SCALARS = (bool, int, float, str)
 
 
-def param(help, *, default=dataclasses.MISSING, choices=None, low=None, high=None, low_open=False,
-          high_open=False, distinct=False, allow_empty=False, at_most=None, at_least=None, why=None,
-          renamed_from=(), flag=True):
+_S = TypeVar("_S", bound="Spec")
+
+
+def param(help: str, *, default: Any = dataclasses.MISSING, choices: Sequence[Any] | None = None,
+          low: float | None = None, high: float | None = None, low_open: bool = False, high_open: bool = False,
+          distinct: bool = False, allow_empty: bool = False, at_most: str | None = None,
+          at_least: str | None = None, why: str | None = None, renamed_from: str | Sequence[str] = (),
+          flag: bool = True) -> Any:
     """A spec field with its help text and constraints (also a command-line flag of a ``Config``).
 
     Parameters
@@ -184,6 +191,9 @@ class Spec:
     (``1`` and ``1.0`` are one spec, so one cell and one seed).
     """
 
+    if TYPE_CHECKING:  # every Spec is a dataclass: its subclasses are declared as ones
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
     def __post_init__(self):
         for field, hint in spec_fields(type(self)):
             value = getattr(self, field.name)
@@ -195,7 +205,7 @@ class Spec:
             object.__setattr__(self, field.name, value)
         self.validate()
 
-    def validate(self):
+    def validate(self: _S) -> _S:
         """Check every field's own constraints (in field order), then the relations between
         fields, then :meth:`check`; return ``self``.
 
@@ -209,7 +219,8 @@ class Spec:
             For a ``str`` or ``bool`` field holding another type, a field whose annotation
             :func:`param` does not support, or a relation naming no field.
         """
-        declared = [(field, hint, field.metadata["check"]) for field, hint in spec_fields(type(self))
+        klass: type = type(self)
+        declared = [(field, hint, field.metadata["check"]) for field, hint in spec_fields(klass)
                     if field.metadata.get("check") is not None]
         for field, hint, check in declared:  # each field's own range first, then the relations
             _check_field(field.name, getattr(self, field.name), hint, check)
@@ -234,19 +245,19 @@ class Spec:
         self.check()
         return self
 
-    def check(self):
+    def check(self) -> None:
         """Constraints across fields that :func:`param` cannot say; raise ``ValueError``."""
 
     # ------------------------------------------------------------------ a flat spec as a cell
 
-    def to_cell(self):
+    def to_cell(self) -> dict[str, Any]:
         """The spec as an engine cell: every field under its own name, in declaration order (a
         flat spec of scalars and tuples; :class:`mixreg.study.TrialSpec` stores its problem under
         a schema instead)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_cell(cls, cell):
+    def from_cell(cls: type[_S], cell: Mapping[str, Any]) -> _S:
         """The spec a cell made by :meth:`to_cell` stands for (other keys of the cell are left to
         whoever composes this spec with more fields)."""
         names = [f.name for f in dataclasses.fields(cls)]
@@ -256,6 +267,6 @@ class Spec:
             raise ValueError(f"cell must hold the key(s) {missing} of {cls.__name__}, got keys {sorted(cell)}")
         return cls(**{name: cell[name] for name in names if name in cell})
 
-    def replace(self, **changes):
+    def replace(self: _S, **changes: Any) -> _S:
         """A copy with ``changes`` (validated)."""
         return dataclasses.replace(self, **changes)

@@ -24,9 +24,11 @@ its command line (:mod:`mixreg.cli`): the config's flags, the engine's, ``--redr
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import pathlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .. import cli
 from ..algorithms import TRIAL_OVERHEAD
@@ -152,17 +154,19 @@ class Study:
 
     # ------------------------------------------------------------------ configs and sweeps
 
-    def preset(self, name="quick", **changes):
+    def preset(self, name: str = "quick", **changes: Any) -> Spec:
         """The validated config of preset ``name`` with ``changes``."""
         if name not in self.presets:
             raise ValueError(f"preset must be one of {', '.join(map(repr, self.presets))}; got {name!r}")
         return self.config(preset=name, **{**self.presets[name], **changes})
 
-    def trial_function(self, config):
+    def trial_function(self, config: Any) -> Callable:
         """The trial function the config runs."""
-        return self.trial if self.trial_of is None else self.trial_of(config)
+        trial = self.trial if self.trial_of is None else self.trial_of(config)
+        assert trial is not None  # a Study has a trial or a trial_of (checked when made)
+        return trial
 
-    def sweep(self, config, root_seed=None):
+    def sweep(self, config: Any, root_seed: int | None = None) -> Sweep:
         """The :class:`mixreg.montecarlo.Sweep` of ``config`` (its identity: name, trial, cells,
         trials, root seed and the recorded config)."""
         record = dataclasses.asdict(config) if self.record is None else self.record(config)
@@ -186,16 +190,16 @@ class Study:
 
     # ------------------------------------------------------------------ the command line
 
-    def parser(self):
+    def parser(self) -> argparse.ArgumentParser:
         """The study's ``argparse`` parser (:func:`mixreg.cli.parser_from_config`)."""
         return cli.parser_from_config(self.config, self.presets, prog=self.command, description=self.description,
                                       name=self.name, root_seed=self.root_seed)
 
-    def config_from_args(self, args):
+    def config_from_args(self, args: argparse.Namespace) -> Spec:
         """The validated config of parsed arguments (the preset's values replaced by the flags given)."""
         return cli.config_from_args(self.config, self.presets, args)
 
-    def main(self, argv=None, *, command_line=False):
+    def main(self, argv: Sequence[str] | None = None, *, command_line: bool = False) -> int:
         """Run the study's command line; return the exit status (see :func:`mixreg.cli.experiment_main`).
 
         ``command_line=True`` (its ``__main__``): Ctrl-C and SIGTERM end in one line and the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from ..validation import check_int, check_real
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-def fit_log_constant(observed, reference):
+def fit_log_constant(observed: ArrayLike, reference: ArrayLike) -> float:
     """Least-squares fit of ``C`` in ``observed = C * reference`` on the log scale.
 
     ``C = exp(mean(log(observed / reference)))`` over the pairs where both are finite and
@@ -42,7 +43,8 @@ def fit_log_constant(observed, reference):
     return float(np.exp(np.mean(np.log(obs[ok] / ref[ok]))))
 
 
-def fit_separation_constant(observed_delta, sigma, p, d, m, n_prime):
+def fit_separation_constant(observed_delta: ArrayLike, sigma: ArrayLike, p: ArrayLike, d: ArrayLike, m: ArrayLike,
+                            n_prime: ArrayLike) -> float:
     """Fit ``C`` in ``Delta_50 = C (sigma / p) sqrt(d / (m n'))`` by least squares in log space.
 
     ``observed_delta`` are the empirical separations at which success crosses 1/2, one per noise
@@ -99,7 +101,7 @@ def _first_rise(x, curves, level, below_grid, beyond_grid):
     return np.where(curves[:, 0] >= level, below_grid, out)
 
 
-def half_crossing(x, rate, level=0.5):
+def half_crossing(x: ArrayLike, rate: ArrayLike, level: float = 0.5) -> float:
     """Where a success curve first rises through ``level`` (log-interpolated in ``x``).
 
     Parameters
@@ -129,7 +131,8 @@ def half_crossing(x, rate, level=0.5):
     return float(_first_rise(x, rate, level, np.nan, np.nan)[0]) if x.size else float("nan")
 
 
-def crossing_draws(x, successes, trials, *, level=0.5, n_draws=4000, seed=0):
+def crossing_draws(x: ArrayLike, successes: ArrayLike, trials: ArrayLike, *, level: float = 0.5, n_draws: int = 4000,
+                   seed: int = 0) -> np.ndarray:
     """Draws of where the success curve crosses ``level``, from the cells' binomial uncertainty.
 
     Each cell's success probability is drawn from its Jeffreys posterior
@@ -169,7 +172,7 @@ def crossing_draws(x, successes, trials, *, level=0.5, n_draws=4000, seed=0):
     return _first_rise(x, curves, level, 0.0, np.inf)
 
 
-def draws_interval(draws, level=0.95):
+def draws_interval(draws: ArrayLike, level: float = 0.95) -> tuple[float, float]:
     """Central interval of draws that may hold 0 and ``inf`` (taken at observed values, no interpolation)."""
     level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False)
     draws = np.asarray(draws, dtype=float)
@@ -180,7 +183,8 @@ def draws_interval(draws, level=0.95):
     return float(low), float(high)
 
 
-def leave_group_out_constant(observed, reference, in_group):
+def leave_group_out_constant(observed: ArrayLike, reference: ArrayLike,
+                             in_group: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r"""Fit ``C`` in ``observed = C * reference`` without each group, and its residual on the group.
 
     For group ``g``, :math:`C_{-g}` is :func:`fit_log_constant` over the cells
@@ -223,7 +227,8 @@ def leave_group_out_constant(observed, reference, in_group):
     return C, residual
 
 
-def held_out_constant(observed, draws, reference, *, level=0.95):
+def held_out_constant(observed: ArrayLike, draws: ArrayLike, reference: ArrayLike, *,
+                      level: float = 0.95) -> list[dict]:
     """Leave-one-out validation of ``observed = C * reference`` across levels, with an interval.
 
     For each level ``h``, ``C`` is fitted (:func:`fit_log_constant`, via
@@ -300,7 +305,8 @@ def held_out_constant(observed, draws, reference, *, level=0.95):
     return rows
 
 
-def stratified_homogeneity_test(successes, trials, *, n_permutations=20000, seed=0):
+def stratified_homogeneity_test(successes: ArrayLike, trials: ArrayLike, *, n_permutations: int = 20000,
+                                seed: int = 0) -> dict:
     r"""Do success probabilities differ across groups?  An exact conditional test, per stratum.
 
     Rows are strata (e.g. the separation ``r``), columns groups (e.g. the noise level

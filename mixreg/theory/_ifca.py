@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, FloatOrArray
 from ..validation import check_int, check_real
 
 __all__ = [
@@ -90,7 +91,8 @@ def _proportions(proportions):
     return props
 
 
-def ifca_contraction_factors(step_size, proportions, *, d=None, m=None, n_prime=None):
+def ifca_contraction_factors(step_size: float, proportions: ArrayLike, *, d: int | None = None, m: int | None = None,
+                             n_prime: int | None = None) -> np.ndarray:
     r"""Worst linear factor of each cluster in one IFCA round (option I, right identities).
 
     IFCA's server step ``theta_j -= (gamma / m) sum_{i in S_j} grad F_i`` with the per-client
@@ -138,7 +140,8 @@ def _edges(gamma, props, shape):
     return 2.0 * gamma * props * np.maximum(1.0 - eta, 0.0) ** 2, 2.0 * gamma * props * (1.0 + eta) ** 2
 
 
-def ifca_step_size(p, c1=0.375, *, p_max=None, d=None, m=None, n_prime=None):
+def ifca_step_size(p: float, c1: float = 0.375, *, p_max: float | None = None, d: int | None = None,
+                   m: int | None = None, n_prime: int | None = None) -> float:
     """Theorem 1's step size ``gamma = c1 / p``, refused when it cannot contract every cluster by 1/2.
 
     With IFCA's per-client mean squared loss and ``x ~ N(0, I)``, a correctly clustered model
@@ -226,7 +229,7 @@ def ifca_step_size(p, c1=0.375, *, p_max=None, d=None, m=None, n_prime=None):
     return gamma
 
 
-def ifca_safe_step_size(p_max, c1=0.375):
+def ifca_safe_step_size(p_max: float, c1: float = 0.375) -> float:
     """A step size that contracts every cluster, balanced or not: ``gamma = c1 / p_max``.
 
     The largest cluster then contracts as a balanced one, by ``|1 - 2 c1 lambda|`` (at most 1/2
@@ -257,7 +260,8 @@ def ifca_safe_step_size(p_max, c1=0.375):
     return c1 / p_max
 
 
-def ifca_stationary_error(step_size, proportions, sigma, d, m, n_prime):
+def ifca_stationary_error(step_size: float, proportions: ArrayLike, sigma: float, d: int, m: int,
+                          n_prime: int) -> np.ndarray:
     r"""Root-mean-square error of each cluster at stationarity, fresh data every round (derived).
 
     With the resampling scheme, right identities and the population Hessian, one round maps the
@@ -304,7 +308,8 @@ def ifca_stationary_error(step_size, proportions, sigma, d, m, n_prime):
     return np.where(stable, value, np.inf)
 
 
-def ifca_error_floor(sigma, p, d, m, n_prime, delta, *, c2=1.0, c3=1.0, c4=1.0):
+def ifca_error_floor(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray, n_prime: FloatOrArray,
+                     delta: FloatOrArray, *, c2: float = 1.0, c3: float = 1.0, c4: float = 1.0) -> FloatOrArray:
     """Additive term of Theorem 1 / Corollary 1.
 
     ``c2 (sigma / p) sqrt(d / (m n')) + c3 exp(-c4 (rho / (rho + 1))^2 n')`` with
@@ -320,13 +325,16 @@ def ifca_error_floor(sigma, p, d, m, n_prime, delta, *, c2=1.0, c3=1.0, c4=1.0):
     return c2 * (sigma / p) * np.sqrt(d / (m * n_prime)) + c3 * np.exp(-c4 * ratio**2 * n_prime)
 
 
-def ifca_one_round_bound(dist, sigma, p, d, m, n_prime, delta, *, c2=1.0, c3=1.0, c4=1.0):
+def ifca_one_round_bound(dist: FloatOrArray, sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray,
+                         n_prime: FloatOrArray, delta: FloatOrArray, *, c2: float = 1.0, c3: float = 1.0,
+                         c4: float = 1.0) -> FloatOrArray:
     """Right-hand side of Theorem 1: ``dist / 2 + ifca_error_floor(...)``."""
     dist = check_real("dist", dist, low=0.0)
     return 0.5 * dist + ifca_error_floor(sigma, p, d, m, n_prime, delta, c2=c2, c3=c3, c4=c4)
 
 
-def ifca_separation_threshold(sigma, p, d, m, n_prime, *, C=1.0, c=1.0):
+def ifca_separation_threshold(sigma: FloatOrArray, p: FloatOrArray, d: FloatOrArray, m: FloatOrArray,
+                              n_prime: FloatOrArray, *, C: float = 1.0, c: float = 1.0) -> FloatOrArray:
     """Smallest ``Delta`` satisfying Assumption 2's separation condition with constants ``C, c``.
 
     Solves ``Delta = C [(sigma / p) sqrt(d / (m n')) + exp(-c (rho / (rho + 1))^2 n')]`` with

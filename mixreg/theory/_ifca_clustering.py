@@ -74,6 +74,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betainc
 
+from .._typing import ArrayLike, FloatOrArray
 from ..validation import check_array, check_real
 
 __all__ = [
@@ -120,7 +121,8 @@ class ResidualPair:
         check_real("cross", self.cross)
 
     @classmethod
-    def from_parameters(cls, theta_star, theta_own, theta_other, sigma):
+    def from_parameters(cls, theta_star: ArrayLike, theta_own: ArrayLike, theta_other: ArrayLike,
+                        sigma: float) -> ResidualPair:
         """The pair of a worker whose true parameter is ``theta_star``.
 
         Parameters
@@ -145,7 +147,7 @@ class ResidualPair:
         return cls(own=s2 + n1, other=s2 + n2, cross=s2 + inner, det=det)
 
     @classmethod
-    def at_truth(cls, rho):
+    def at_truth(cls, rho: float) -> ResidualPair:
         """Both estimates at the truth, in units of the noise (``sigma = 1``, ``Delta^2 = rho``).
 
         The misclustering probability depends on ``rho = Delta^2 / sigma^2`` only:
@@ -155,7 +157,7 @@ class ResidualPair:
         return cls(own=1.0, other=1.0 + rho, cross=1.0, det=rho)
 
     @property
-    def covariance(self):
+    def covariance(self) -> np.ndarray:
         """``[[a, c], [c, b]]``, ndarray of shape (2, 2)."""
         return np.array([[self.own, self.cross], [self.cross, self.other]])
 
@@ -166,7 +168,7 @@ def _check_pair(pair):
     return pair
 
 
-def misclustering_probability(n_prime, pair, *, own_first=True):
+def misclustering_probability(n_prime: int | ArrayLike, pair: ResidualPair, *, own_first: bool = True) -> np.ndarray:
     r"""Exact probability that a worker's identity estimate prefers the other model.
 
     .. math::
@@ -212,7 +214,7 @@ def misclustering_probability(n_prime, pair, *, own_first=True):
     return betainc(n / 2.0, n / 2.0, min(lam / s, 1.0))
 
 
-def misclustering_exponent(pair):
+def misclustering_exponent(pair: ResidualPair) -> float:
     r"""Exact Chernoff exponent ``-lim (1/n') log P(S_other < S_own)``.
 
     .. math:: I = \tfrac12 \log\Big(1 + \frac{(b - a)^2}{4 \det\Sigma}\Big) \quad (b > a),
@@ -235,7 +237,7 @@ def misclustering_exponent(pair):
     return 0.5 * float(np.logaddexp(0.0, 2.0 * np.log(b - a) - np.log(4.0 * det)))
 
 
-def misclustering_exponent_at_truth(rho):
+def misclustering_exponent_at_truth(rho: FloatOrArray) -> FloatOrArray:
     """``(1/2) log(1 + rho/4)``: the exact exponent when both estimates are at the truth.
 
     Parameters
@@ -249,7 +251,7 @@ def misclustering_exponent_at_truth(rho):
     return 0.5 * np.log1p(r / 4.0)
 
 
-def lemma1_exponent(rho, c4=1.0):
+def lemma1_exponent(rho: FloatOrArray, c4: float = 1.0) -> FloatOrArray:
     """The exponent of Lemma 1 / Theorem 1's third term: ``c4 (rho / (rho + 1))^2``.
 
     ``c4`` is unstated in the papers (1 by default: the shape alone).  ``rho = inf`` gives ``c4``.
@@ -263,7 +265,7 @@ def lemma1_exponent(rho, c4=1.0):
     return c4 * ratio**2
 
 
-def population_basin_edge(theta_star, directions):
+def population_basin_edge(theta_star: ArrayLike, directions: ArrayLike) -> float:
     r"""The closeness ``alpha`` at which the first round's population identity estimate fails.
 
     Initial models ``theta_l = theta*_l + alpha Delta u_l``; a worker of cluster ``j`` prefers

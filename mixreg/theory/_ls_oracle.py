@@ -71,12 +71,13 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import norm
 
+from .._typing import ArrayLike
 from ..validation import check_covariance, check_int, check_real
 
 __all__ = ["ls_error_moments", "ls_oracle_success_probability", "ls_points_needed"]
 
 
-def ls_error_moments(d, N, *, covariance=None):
+def ls_error_moments(d: int, N: int, *, covariance: ArrayLike | None = None) -> tuple[float, float]:
     r"""Exact mean and variance of :math:`\lVert\hat\theta^{LS} - \theta^*\rVert^2 / \sigma^2`.
 
     Parameters
@@ -143,7 +144,8 @@ def _norm_moments(d, N, traces=None):
     return mean, max(shape * scale - mean**2, 0.0)
 
 
-def ls_oracle_success_probability(sigma, d, cluster_sizes, threshold, *, covariance=None):
+def ls_oracle_success_probability(sigma: float, d: int, cluster_sizes: ArrayLike, threshold: float, *,
+                                  covariance: ArrayLike | None = None) -> float:
     r"""Predicted probability that known-label least squares meets the success threshold.
 
     :math:`P\big(\frac1k \sum_l \lVert\hat\theta^{LS}_l - \theta^*_l\rVert < t\big)` for
@@ -214,7 +216,7 @@ def _cluster_traces(covariance, d, k):
     return [_inverse_traces(check_covariance(arr[l], d, name=f"covariance[{l}]")) for l in range(k)]
 
 
-def ls_points_needed(sigma, d, threshold, *, covariance=None):
+def ls_points_needed(sigma: float, d: int, threshold: float, *, covariance: ArrayLike | None = None) -> float:
     r"""Smallest pooled size ``N`` per cluster whose known-label RMS error is at most ``threshold``.
 
     Solves :math:`\sigma \sqrt{d / (N - d - 1)} \le t`, i.e. :math:`N \ge d + 1 + d \sigma^2 / t^2`

@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, FloatOrArray
 from ..validation import check_choice, check_int, check_real
 
 __all__ = [
@@ -85,7 +86,7 @@ __all__ = [
 ]
 
 
-def chi_square_from_uniform(weights):
+def chi_square_from_uniform(weights: ArrayLike) -> float:
     r"""Chi-square divergence of ``weights`` from the uniform distribution on ``M`` points.
 
     .. math::
@@ -119,7 +120,7 @@ def _size_weights(sizes):
     return n.astype(np.float64), n / n.sum()
 
 
-def sxy_nu_terms(sizes, d, k, *, C3=1.0, C4=1.0):
+def sxy_nu_terms(sizes: ArrayLike, d: int, k: int, *, C3: float = 1.0, C4: float = 1.0) -> tuple[float, float]:
     r"""The two terms of Su-Xu-Yang's :math:`\nu` ("avg clustering error", "uniform deviation").
 
     .. math::
@@ -152,13 +153,13 @@ def sxy_nu_terms(sizes, d, k, *, C3=1.0, C4=1.0):
     return nu1, nu2
 
 
-def sxy_nu(sizes, d, k, *, C3=1.0, C4=1.0):
+def sxy_nu(sizes: ArrayLike, d: int, k: int, *, C3: float = 1.0, C4: float = 1.0) -> float:
     """Su-Xu-Yang's :math:`\\nu = \\nu_1 + \\nu_2` (see :func:`sxy_nu_terms`)."""
     nu1, nu2 = sxy_nu_terms(sizes, d, k, C3=C3, C4=C4)
     return nu1 + nu2
 
 
-def sxy_floor_term(nu, *, C2=1.0):
+def sxy_floor_term(nu: float, *, C2: float = 1.0) -> float:
     r"""The additive term :math:`C_2 \nu \log(1/\nu)` of the Phase-2 recursion.
 
     Returns ``+inf`` when :math:`\nu \ge 1`: the theorem is an asymptotic statement for small
@@ -175,7 +176,7 @@ def sxy_floor_term(nu, *, C2=1.0):
     return float(C2 * nu * np.log(1.0 / nu))
 
 
-def sxy_phase2_bound(dist, p_min, nu, *, C1=1.0, C2=1.0):
+def sxy_phase2_bound(dist: FloatOrArray, p_min: float, nu: float, *, C1: float = 1.0, C2: float = 1.0) -> FloatOrArray:
     """Right-hand side of the Phase-2 theorem: ``(1 - C1 p_min) dist + C2 nu log(1/nu)``.
 
     ``C1 p_min`` must lie in ``(0, 1]``.
@@ -193,7 +194,8 @@ def _contraction(p_min, C1):
     return 1.0 - C1 * p_min
 
 
-def sxy_phase2_recursion(dist0, p_min, nu, n_rounds, *, C1=1.0, C2=1.0):
+def sxy_phase2_recursion(dist0: float, p_min: float, nu: float, n_rounds: int, *, C1: float = 1.0,
+                         C2: float = 1.0) -> np.ndarray:
     r"""Iterate the Phase-2 bound :math:`d_{t+1} = (1 - C_1 p_{min}) d_t + C_2 \nu \log(1/\nu)`.
 
     Parameters
@@ -223,7 +225,7 @@ def sxy_phase2_recursion(dist0, p_min, nu, n_rounds, *, C1=1.0, C2=1.0):
     return out
 
 
-def sxy_phase2_fixed_point(p_min, nu, *, C1=1.0, C2=1.0):
+def sxy_phase2_fixed_point(p_min: float, nu: float, *, C1: float = 1.0, C2: float = 1.0) -> float:
     r"""Fixed point :math:`C_2 \nu \log(1/\nu) / (C_1 p_{min})` of the Phase-2 recursion.
 
     This is the final error of the global theorem, :math:`d(\hat\theta, \theta^*) \lesssim
@@ -252,7 +254,8 @@ def _contraction_inputs(step_size, cov_low, local_solver, sizes, cov_trace):
     return step_size, cov_low, cov_trace
 
 
-def sxy_contraction_constant(step_size, cov_low, local_solver="fedavg", *, sizes=None, cov_trace=None):
+def sxy_contraction_constant(step_size: float, cov_low: float, local_solver: str = "fedavg", *,
+                             sizes: ArrayLike | None = None, cov_trace: float | None = None) -> float:
     r"""The constant :math:`C_1` of the Phase-2 contraction :math:`1 - C_1 p_{min}`, derived in advance.
 
     See the module docstring for the derivation.
@@ -298,8 +301,9 @@ Vert^2`).
     return float(_step_per_direction(step_size, cov_low, local_solver, sizes, cov_trace))
 
 
-def sxy_predicted_contraction(step_size, fractions, cov_low, cov_high, local_solver="fedavg", *, sizes=None,
-                              cov_trace=None):
+def sxy_predicted_contraction(step_size: float, fractions: ArrayLike, cov_low: float, cov_high: float,
+                              local_solver: str = "fedavg", *, sizes: ArrayLike | None = None,
+                              cov_trace: float | None = None) -> float:
     r"""Predicted worst per-round factor of Phase 2 with the labels right, from the design alone.
 
     .. math::
@@ -345,7 +349,7 @@ def sxy_predicted_contraction(step_size, fractions, cov_low, cov_high, local_sol
     return float(np.abs(1.0 - p[:, None] * g[None, :]).max())
 
 
-def sxy_rounds_to_floor(rate, nu):
+def sxy_rounds_to_floor(rate: float, nu: float) -> float:
     r"""The global theorem's number of Phase-2 rounds, :math:`
 ho^{-1} \log(1/
 u)` (unit constant).

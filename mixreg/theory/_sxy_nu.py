@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
+
 __all__ = ["sxy_bound_shape", "sxy_axis_exponent"]
 
 
-def sxy_bound_shape(nu, p_min, *, log_factor=False):
+def sxy_bound_shape(nu: ArrayLike, p_min: ArrayLike, *, log_factor: bool = False) -> np.ndarray:
     r"""The shape of the global theorem's final error, without its constant.
 
     .. math::
@@ -55,7 +57,8 @@ def sxy_bound_shape(nu, p_min, *, log_factor=False):
         return np.where(nu < 1, nu * np.log(1.0 / np.minimum(nu, 1.0)), np.nan) / p
 
 
-def sxy_axis_exponent(x, nu, p_min, *, log_x=True, log_factor=False):
+def sxy_axis_exponent(x: ArrayLike, nu: ArrayLike, p_min: ArrayLike, *, log_x: bool = True,
+                      log_factor: bool = False) -> float:
     r"""The exponent of the theorem's final error along a sweep: the least-squares slope of
     :math:`\log b` on :math:`\log x` (or on ``x``), with :math:`b` of :func:`sxy_bound_shape`.
 
