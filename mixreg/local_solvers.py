@@ -12,14 +12,15 @@ local loss is
 
 The local steps of the clustered-FL algorithms are computed here for all clients at once:
 
-* :func:`gradient_steps`: ``s`` full-batch gradient steps (FedAvg(s), IFCA model averaging);
-* :func:`proximal_step`: the exact proximal step (FedProx);
+* :func:`gradient_steps`: ``s`` full-batch gradient steps (FedAvg(s) [1]_, IFCA model averaging);
+* :func:`proximal_step`: the exact proximal step (FedProx [2]_);
 * :func:`local_least_squares`: each client's own estimate (one-shot clustering, FeSEM, k-FED);
 * :func:`grouped_rows`: the rows regrouped by a key (an estimated cluster, a (client, group)
   pair), so that the functions above solve each key's rows as one client;
 * :func:`local_update_operator`, :func:`stacked_update_operators`: the same FedAvg(s) and
   FedProx updates written as linear operators, :math:`\\theta^{(i)} = \\theta + K_i (y_i -
-  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.algorithms.fedx.fedx` precomputes once.
+  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.algorithms.fedx.fedx` (Su, Xu and Yang [3]_)
+  precomputes once.
 
 Clients are never visited one at a time: row-wise work is a segmented sum over the stacked rows,
 and systems are solved in one batched call per distinct client size.  All results are float64.

@@ -16,6 +16,8 @@ matched_mean_distance      min_pi (1/k) sum_l ||theta_hat_pi(l) - theta*_l||    
 matched_max_distance       min_pi max_l ||theta_hat_pi(l) - theta*_l||            Su-Xu-Yang
 =========================  =====================================================  ============
 
+The sources: the IFCA paper and its official code [1]_, Su, Xu and Yang [2]_.
+
 Non-finite replicas
 -------------------
 A replica whose estimates contain any NaN or +-inf gets NaN as its metric (its distance matrix
@@ -29,7 +31,7 @@ References
 .. [1] A. Ghosh, J. Chung, D. Yin, K. Ramchandran, "An Efficient Framework for Clustered
    Federated Learning", NeurIPS 2020 (arXiv:2006.04088); official code
    github.com/jichan3751/ifca, ``synthetic/train_cluster.py`` (``min_dist``).
-.. [2] Y. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed
+.. [2] L. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed
    Regression", NeurIPS 2022 (arXiv:2206.07279).
 """
 
