@@ -185,6 +185,11 @@ def gradient_steps(X, y, offsets, theta, step_size, n_steps):
     -------
     theta : ndarray of shape (m, d), float64
 
+    References
+    ----------
+    .. [1] B. McMahan, E. Moore, D. Ramage, S. Hampson, B. Agüera y Arcas, "Communication-efficient
+       learning of deep networks from decentralized data", AISTATS 2017 (FedAvg).
+
     Examples
     --------
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
@@ -234,6 +239,11 @@ def proximal_step(X, y, offsets, theta, step_size):
     Returns
     -------
     theta : ndarray of shape (m, d), float64
+
+    References
+    ----------
+    .. [2] T. Li, A. K. Sahu, M. Zaheer, M. Sanjabi, A. Talwalkar, V. Smith, "Federated optimization
+       in heterogeneous networks", MLSys 2020 (FedProx).
 
     Examples
     --------

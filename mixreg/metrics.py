@@ -368,6 +368,12 @@ def nearest_truth_distance(theta_hat, theta_star):
     --------
     matched_mean_distance, matched_max_distance
 
+    References
+    ----------
+    .. [1] A. Ghosh, J. Chung, D. Yin, K. Ramchandran, "An Efficient Framework for Clustered
+       Federated Learning", NeurIPS 2020; official code github.com/jichan3751/ifca,
+       ``synthetic/train_cluster.py`` (``min_dist``).
+
     Examples
     --------
     >>> truth = np.array([[0.0, 0.0], [2.0, 0.0]])
@@ -440,6 +446,13 @@ def best_permutation(theta_hat, theta_star, objective="mean"):
     ValueError
         If a shape is not as above, ``k`` or ``d`` differ, ``theta_star`` is not finite, or
         ``objective`` is not one of ``"mean"``, ``"max"``.
+
+    References
+    ----------
+    .. [1] A. Ghosh, J. Chung, D. Yin, K. Ramchandran, "An Efficient Framework for Clustered
+       Federated Learning", NeurIPS 2020 (arXiv:2006.04088).
+    .. [2] L. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed
+       Regression", NeurIPS 2022 (arXiv:2206.07279).
 
     Examples
     --------
