@@ -80,10 +80,16 @@ html_title = f"mixreg {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 8,
+    "header_links_before_dropdown": 5,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": [],
 }
+# The theme reads its light/dark mode from the browser's storage, or from this default on a first
+# visit: without it the theme logs "Got invalid theme mode" as a console error on every first visit.
+html_context = {"default_mode": "auto"}
 html_static_path = []
+# No left sidebar on the pages without sub-pages (it would be empty).
+html_sidebars = {page: [] for page in ("index", "getting_started", "tutorial", "studies", "decisions", "engine",
+                                       "benchmark", "tests", "claims", "figures")}
 html_show_sourcelink = False
