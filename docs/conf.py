@@ -9,6 +9,7 @@ then open ``docs/_build/html/index.html``.  The build needs no network: intersph
 the gallery's examples draw the committed figures from ``figures/data/`` without recomputing.
 """
 
+import inspect
 import os
 import pathlib
 import sys
@@ -93,3 +94,15 @@ html_static_path = []
 html_sidebars = {page: [] for page in ("index", "getting_started", "tutorial", "studies", "decisions", "engine",
                                        "benchmark", "tests", "claims", "figures")}
 html_show_sourcelink = False
+
+
+def _drop_builtin_docstrings(app, what, name, obj, options, lines):
+    """A module constant without a ``#:`` comment would show the docstring of its type ("Built-in
+    immutable sequence.", "str(object='') -> str"): show nothing rather than that."""
+    inherited = inspect.getdoc(type(obj)) or ""
+    if what in ("data", "attribute") and inherited and " ".join(lines).split()[:6] == inherited.split()[:6]:
+        lines.clear()
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _drop_builtin_docstrings, priority=100)   # before numpydoc's
