@@ -89,7 +89,8 @@ html_theme_options = {
 # The theme reads its light/dark mode from the browser's storage, or from this default on a first
 # visit: without it the theme logs "Got invalid theme mode" as a console error on every first visit.
 html_context = {"default_mode": "auto"}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["mixreg.css"]
 # No left sidebar on the pages without sub-pages (it would be empty).
 html_sidebars = {page: [] for page in ("index", "getting_started", "tutorial", "studies", "decisions", "engine",
                                        "benchmark", "tests", "claims", "figures")}
