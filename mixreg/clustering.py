@@ -1,18 +1,18 @@
 """Clustering building blocks shared by the clustered-FL algorithms: k-means and agglomerative.
 
 Several algorithms cluster vectors on the server: one-shot clustering of the clients' local
-least-squares estimates (Ghosh et al. 2020, Algorithm 1), k-FED, FeSEM, the anchor clustering of
+least-squares estimates (Ghosh et al. 2020, Algorithm 1 [5]_), k-FED, FeSEM, the anchor clustering of
 step 7 of federated moment descent (:func:`mixreg.algorithms.moment_descent.cluster_anchors`), and PACFL,
 which clusters a proximity matrix of principal angles.  This module gives them one
 implementation of each rule:
 
-* :func:`kmeans`: Lloyd's algorithm from a k-means++ start (best of ``n_init`` restarts), from
-  the deterministic farthest-point start of the anchor clustering, or from given centres;
+* :func:`kmeans`: Lloyd's algorithm [1]_ from a k-means++ start [2]_ (best of ``n_init`` restarts),
+  from the deterministic farthest-point start [3]_ of the anchor clustering, or from given centres;
 * :func:`agglomerative`: single, average or complete linkage on points or on a precomputed
   distance matrix, cut into a number of groups or at a distance threshold (SciPy's
   :func:`scipy.cluster.hierarchy.linkage` and :func:`~scipy.cluster.hierarchy.fcluster`);
 * :func:`single_linkage_cut`: the default threshold of the anchor clustering, the middle of
-  the largest gap of the minimum spanning tree that leaves ``k`` groups;
+  the largest gap of the minimum spanning tree [4]_ that leaves ``k`` groups;
 * :func:`number_groups`: the one labelling convention of the package, groups numbered by their
   lowest member, so that labels do not depend on the internal order of the algorithm.
 

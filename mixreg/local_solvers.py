@@ -12,14 +12,15 @@ local loss is
 
 The local steps of the clustered-FL algorithms are computed here for all clients at once:
 
-* :func:`gradient_steps`: ``s`` full-batch gradient steps (FedAvg(s), IFCA model averaging);
-* :func:`proximal_step`: the exact proximal step (FedProx);
+* :func:`gradient_steps`: ``s`` full-batch gradient steps (FedAvg(s) [1]_, IFCA model averaging);
+* :func:`proximal_step`: the exact proximal step (FedProx [2]_);
 * :func:`local_least_squares`: each client's own estimate (one-shot clustering, FeSEM, k-FED);
 * :func:`grouped_rows`: the rows regrouped by a key (an estimated cluster, a (client, group)
   pair), so that the functions above solve each key's rows as one client;
 * :func:`local_update_operator`, :func:`stacked_update_operators`: the same FedAvg(s) and
   FedProx updates written as linear operators, :math:`\\theta^{(i)} = \\theta + K_i (y_i -
-  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.algorithms.fedx.fedx` precomputes once.
+  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.algorithms.fedx.fedx` (Su, Xu and Yang [3]_)
+  precomputes once.
 
 Clients are never visited one at a time: row-wise work is a segmented sum over the stacked rows,
 and systems are solved in one batched call per distinct client size.  All results are float64.
@@ -188,6 +189,11 @@ def gradient_steps(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, theta: Arr
     -------
     theta : ndarray of shape (m, d), float64
 
+    References
+    ----------
+    .. [1] B. McMahan, E. Moore, D. Ramage, S. Hampson, B. Agüera y Arcas, "Communication-efficient
+       learning of deep networks from decentralized data", AISTATS 2017 (FedAvg).
+
     Examples
     --------
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
@@ -237,6 +243,11 @@ def proximal_step(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, theta: Arra
     Returns
     -------
     theta : ndarray of shape (m, d), float64
+
+    References
+    ----------
+    .. [2] T. Li, A. K. Sahu, M. Zaheer, M. Sanjabi, A. Talwalkar, V. Smith, "Federated optimization
+       in heterogeneous networks", MLSys 2020 (FedProx).
 
     Examples
     --------

@@ -16,6 +16,8 @@ matched_mean_distance      min_pi (1/k) sum_l ||theta_hat_pi(l) - theta*_l||    
 matched_max_distance       min_pi max_l ||theta_hat_pi(l) - theta*_l||            Su-Xu-Yang
 =========================  =====================================================  ============
 
+The sources: the IFCA paper and its official code [1]_, Su, Xu and Yang [2]_.
+
 Non-finite replicas
 -------------------
 A replica whose estimates contain any NaN or +-inf gets NaN as its metric (its distance matrix
@@ -29,7 +31,7 @@ References
 .. [1] A. Ghosh, J. Chung, D. Yin, K. Ramchandran, "An Efficient Framework for Clustered
    Federated Learning", NeurIPS 2020 (arXiv:2006.04088); official code
    github.com/jichan3751/ifca, ``synthetic/train_cluster.py`` (``min_dist``).
-.. [2] Y. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed
+.. [2] L. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed
    Regression", NeurIPS 2022 (arXiv:2206.07279).
 """
 
@@ -368,6 +370,12 @@ def nearest_truth_distance(theta_hat: ArrayLike, theta_star: ArrayLike) -> np.nd
     --------
     matched_mean_distance, matched_max_distance
 
+    References
+    ----------
+    .. [1] A. Ghosh, J. Chung, D. Yin, K. Ramchandran, "An Efficient Framework for Clustered
+       Federated Learning", NeurIPS 2020; official code github.com/jichan3751/ifca,
+       ``synthetic/train_cluster.py`` (``min_dist``).
+
     Examples
     --------
     >>> truth = np.array([[0.0, 0.0], [2.0, 0.0]])
@@ -440,6 +448,13 @@ def best_permutation(theta_hat: ArrayLike, theta_star: ArrayLike, objective: str
     ValueError
         If a shape is not as above, ``k`` or ``d`` differ, ``theta_star`` is not finite, or
         ``objective`` is not one of ``"mean"``, ``"max"``.
+
+    References
+    ----------
+    .. [1] A. Ghosh, J. Chung, D. Yin, K. Ramchandran, "An Efficient Framework for Clustered
+       Federated Learning", NeurIPS 2020 (arXiv:2006.04088).
+    .. [2] L. Su, J. Xu, P. Yang, "Global Convergence of Federated Learning for Mixed
+       Regression", NeurIPS 2022 (arXiv:2206.07279).
 
     Examples
     --------

@@ -1,5 +1,6 @@
 """The README and the documentation pages: the example runs, every relative link resolves, every
-study has its page and is in the README's study index, and the README stays short."""
+study has its page in ``docs/studies/`` (and none is left in its folder), the README's study index
+and the site's studies page link each, and the README stays short."""
 
 import contextlib
 import io
@@ -19,8 +20,8 @@ LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
 def _markdown_files():
-    return [README, *sorted((ROOT / "docs").glob("*.md")),
-            *sorted((ROOT / "experiments").glob("*/README.md")), ROOT / "figures" / "README.md"]
+    return [README, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "studies").glob("*.md")),
+            ROOT / "figures" / "README.md"]
 
 
 def _links(path):
@@ -65,9 +66,22 @@ def test_relative_links_resolve(path):
 def test_every_study_has_a_page_in_the_index():
     index = _section(README.read_text(encoding="utf-8"), "Studies")
     linked = set(_links_in(index))
+    site_index = ROOT / "docs" / "studies" / "index.md"
+    on_site = set(_links_in(site_index.read_text(encoding="utf-8")))
     for name in STUDIES:
-        assert (ROOT / "experiments" / name / "README.md").is_file(), f"experiments/{name}/README.md is missing"
-        assert f"experiments/{name}/README.md" in linked, f"README.md's study index does not link {name}"
+        assert (ROOT / "docs" / "studies" / f"{name}.md").is_file(), f"docs/studies/{name}.md is missing"
+        assert f"docs/studies/{name}.md" in linked, f"README.md's study index does not link {name}"
+        assert f"{name}.md" in on_site, f"docs/studies/index.md does not link {name}"
+
+
+def test_no_study_page_is_left_in_its_folder():
+    stale = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*/README.md"))
+    assert not stale, f"study pages live in docs/studies/, found stale copies {stale}"
+
+
+def test_every_study_folder_is_a_study_with_a_page():
+    folders = {p.parent.name for p in (ROOT / "experiments").glob("*/__main__.py")}
+    assert folders == set(STUDIES), f"studies without a page or pages without a study: {folders ^ set(STUDIES)}"
 
 
 def _links_in(text):

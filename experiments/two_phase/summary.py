@@ -20,7 +20,7 @@ DEFAULT_SEED = 20220614  # the paper's arXiv submission month; any fixed integer
 CONTROL_METHODS = ("ifca", "oracle", "ifca_data", "oracle_data", "fedavg", "fedprox", "fmd", "ls", "cwls")
 #: Record column of each control's final error.
 _FINAL = {**{m: f"{m}_final" for m in CURVE_METHODS}, "fmd": "fmd_err", "ls": "ls_err", "cwls": "cwls_err"}
-#: Tolerances of the checks (stated in the checks table and the README).
+#: Tolerances of the checks (stated in the checks table and on the study's page, docs/studies/two_phase.md).
 CLOSE_TO_LS = 0.10  # "within 10%" of the known-label least squares
 GAP_TOLERANCE = 0.25  # measured 1 - rho within 25% of the predicted C1 p_min
 ROUNDS_SPREAD = 2.0  # rounds to the floor / rho^-1 log(1/nu): the same constant across cells, within x2

@@ -102,8 +102,8 @@ HISTORY = ("matched_max", "theta", "misclustering")
 
 @dataclass(frozen=True, kw_only=True)
 class FeSEMResult(DriverResult):
-    """Outcome of a batched FeSEM run: the common fields of :class:`mixreg.algorithms.
-    DriverResult` (``theta`` are the centres) and FeSEM's own.
+    """Outcome of a batched FeSEM run: the common fields of
+    :class:`mixreg.algorithms.DriverResult` (``theta`` are the centres) and FeSEM's own.
 
     ``assignments`` are the E-step (Eq. 7) of the final local models against the final centres,
     and ``train_loss`` is :math:`\\frac{1}{2N} \\sum_i \\lVert y_i - X_i \\tilde W^{(z_i)}

@@ -262,23 +262,21 @@ def sxy_contraction_constant(step_size: float, cov_low: float, local_solver: str
 
     .. math::
 
-        C_1^{	ext{FedAvg(1)}} = \eta \lambda_-, \qquad
-        C_1^{	ext{FedProx}} = \sum_i w_i rac{\eta \lambda_-}{1 + \eta(\lambda_- + \operatorname{tr}\Sigma / n_i)},
-        \quad w_i = n_i / 	extstyle\sum n .
+        C_1^{\text{FedAvg(1)}} = \eta \lambda_-, \qquad
+        C_1^{\text{FedProx}} = \sum_i w_i \frac{\eta \lambda_-}{1 + \eta(\lambda_- + \operatorname{tr}\Sigma / n_i)},
+        \quad w_i = n_i / \textstyle\sum n .
 
     Parameters
     ----------
     step_size : float > 0
         :math:`\eta` of the local solver (FedAvg's gradient step on
-        :math:`\ell_i = rac{1}{2n_i}\lVert X_i	heta - y_i
-Vert^2`, or FedProx's proximal
+        :math:`\ell_i = \frac{1}{2n_i}\lVert X_i\theta - y_i\rVert^2`, or FedProx's proximal
         parameter), as in :func:`mixreg.algorithms.fedx.fedx`.
     cov_low : float > 0
         :math:`\lambda_-`, a lower bound on the eigenvalues of every :math:`\Sigma_l`.
     local_solver : {"fedavg", "fedprox"}
         FedAvg with one local step (the derivation for ``s > 1`` steps is not made: with
-        one-point clients their local steps are unstable for :math:`\eta > 2/\lVert x
-Vert^2`).
+        one-point clients their local steps are unstable for :math:`\eta > 2/\lVert x\rVert^2`).
     sizes : int array of shape (M,), optional
         Client sizes; needed by FedProx.
     cov_trace : float > 0, optional
@@ -309,9 +307,9 @@ def sxy_predicted_contraction(step_size: float, fractions: ArrayLike, cov_low: f
     .. math::
 
         \max_l \max_{\lambda \in \{\lambda_-, \lambda_+\}} |1 - p_l\, g(\lambda)|,
-        \qquad g(\lambda) = \eta\lambda \ 	ext{(FedAvg(1))}, \quad
-        g(\lambda) = \sum_i w_i rac{\eta\lambda}{1 + \eta(\lambda + \operatorname{tr}\Sigma/n_i)}
-        \ 	ext{(FedProx)},
+        \qquad g(\lambda) = \eta\lambda \ \text{(FedAvg(1))}, \quad
+        g(\lambda) = \sum_i w_i \frac{\eta\lambda}{1 + \eta(\lambda + \operatorname{tr}\Sigma/n_i)}
+        \ \text{(FedProx)},
 
     with :math:`p_l = N_l / N` the data fractions.  It equals :math:`1 - C_1 p_{min}`
     (:func:`sxy_contraction_constant`) unless a large cluster overshoots
@@ -350,23 +348,18 @@ def sxy_predicted_contraction(step_size: float, fractions: ArrayLike, cov_low: f
 
 
 def sxy_rounds_to_floor(rate: float, nu: float) -> float:
-    r"""The global theorem's number of Phase-2 rounds, :math:`
-ho^{-1} \log(1/
-u)` (unit constant).
+    r"""The global theorem's number of Phase-2 rounds, :math:`\rho^{-1} \log(1/\nu)` (unit constant).
 
     Parameters
     ----------
     rate : float in (0, 1)
-        Per-round contraction factor; :math:`
-ho = 1 - 	ext{rate}` (:math:`= C_1 p_{min}`).
+        Per-round contraction factor; :math:`\rho = 1 - \text{rate}` (:math:`= C_1 p_{min}`).
     nu : float >= 0
 
     Returns
     -------
     float
-        ``nan`` when :math:`
-u \ge 1` (the theorem says nothing there) or :math:`
-u = 0`.
+        ``nan`` when :math:`\nu \ge 1` (the theorem says nothing there) or :math:`\nu = 0`.
 
     Examples
     --------
