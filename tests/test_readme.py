@@ -91,3 +91,15 @@ def _links_in(text):
 def test_readme_is_short():
     n_lines = len(README.read_text(encoding="utf-8").splitlines())
     assert n_lines <= 200, f"README.md has {n_lines} lines, at most 200 allowed"
+
+
+def test_readme_names_the_public_face():
+    """Every name ``import mixreg`` gives is in the README's "Where to start" table, and exists."""
+    import mixreg
+
+    section = _section(README.read_text(encoding="utf-8"), "Where to start: the public API")
+    missing = [name for name in mixreg.__all__ if name != "__version__" and f"`{name}" not in section
+               and f"{name}(" not in section and f", {name}" not in section]
+    assert not missing, f"README's public API section does not name {missing}"
+    for name in mixreg.__all__:
+        assert getattr(mixreg, name) is not None
