@@ -224,9 +224,13 @@ def plot_two_phase_rounds(panels, *, switch_round=None, ax=None, title=None, foo
             if show.any():
                 a.plot(np.asarray(line["rounds"])[show], values[show], ls=line.get("linestyle", "--"),
                        color=method_style(line.get("key")).color, lw=0.9, alpha=0.9, label=line["label"])
-        _rounds_axis(a, panel.get("switch_round", switch_round))
+        marked = panel.get("switch_round", switch_round)
+        _rounds_axis(a, marked)
         a.grid(True, which="both", alpha=0.25)
-        a.set_title(panel.get("title", ""))
+        pad = mpl.rcParams["axes.titlepad"]
+        if marked is not None:   # the title above the phase mark
+            pad += 1.3 * mpl.font_manager.FontProperties(size="x-small").get_size_in_points()
+        a.set_title(panel.get("title", ""), pad=pad)
         for h, lab in zip(*a.get_legend_handles_labels()):
             if lab not in labels:
                 handles.append(h)
