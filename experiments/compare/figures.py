@@ -101,7 +101,8 @@ def plot_comparison(rows, *, ax=None, title=None, footnote=None):
             a.set_xscale("log")
             lo, hi = a.get_xlim()
             wide = a.get_position().width * fig.get_figwidth() >= 2.0
-            a.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if hi / lo < 300 and wide else (1.0,)))
+            subs = ((1.0, 2.0, 5.0) if wide else (1.0, 3.0)) if hi / lo < 300 else (1.0,)
+            a.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
             a.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
             a.xaxis.set_minor_formatter(NullFormatter())
         a.grid(axis="x", alpha=0.3)

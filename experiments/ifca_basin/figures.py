@@ -99,7 +99,7 @@ def plot_ifca_basin(rates, edges, *, ax=None, title=None, footnote=None):
     directions = [d for d in DIRECTION_COLOURS if any(r["direction"] == d for r in rates)]
     fig, flat, own = panels(ax, 3 * len(ks), aspect=0.62, max_cols=len(ks), sharex=True)
     axes = flat.reshape(3, len(ks))
-    notions = (("success", "success (matched)"), ("same_success", "no-perm. success"))
+    notions = (("success", "matched\nsuccess"), ("same_success", "no-perm.\nsuccess"))
     n_series = len(directions) * len(VARIANT_STYLES)
     for col, k in enumerate(ks):
         for i_dir, direction in enumerate(directions):
