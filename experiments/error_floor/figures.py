@@ -295,7 +295,8 @@ def draw(config, tables, outdir):
         "fitted constant (Thm-1 setting: max_j stationary RMS σ√(γd / (m n' (1 − γ p_j))); practical and LS: "
         "max_j σ√(d / (N_j − d − 1))). Hollow markers: the theorem's setting not contracting (a triangle at the "
         "top: off the scale), left out of the fit. Last panel: fitted exponents (95% bootstrap) against the "
-        "predicted ones (black bars), one group of rows per swept axis in the legend's order of settings; a red ✗ at the right edge: the row contradicts its prediction (? : not tested). On the p axis the "
+        "predicted ones (black bars), one group of rows per swept axis in the legend's order of settings; a red "
+        "✗ at the right edge: the row contradicts its prediction (? : not tested). On the p axis the "
         "proportions are exact; the practical setting has n = n'. " + slopes + "\n"
         + _footnote(config, tables["points"])
     )

@@ -27,7 +27,8 @@ def draw(config, tables, outdir):
     caption = (
         f"{title}. (a) P(S₂ < S₁) at θ = θ* against n' (semi-log): measured fraction of workers misclustered "
         "(dots, 95% Wilson bars; a downward triangle: none misclustered, at the interval's top), the exact "
-        "probability (line, a prediction with no fitted constant; colour: ρ) and the Chernoff bound exp(−I n') with the "
+        "probability (line, a prediction with no fitted constant; colour: ρ) and the Chernoff bound exp(−I n') "
+        "with the "
         "exact I (dotted). (b) The decay exponent −d log P / dn' against ρ = Δ²/σ²: the exact Chernoff exponent "
         "½ log(1 + ρ/4) (n' → ∞, black line), Lemma 1's shape c4 (ρ/(ρ+1))² with c4 = "
         f"{float(fit['c4_fitted']):.3g} fitted to the filled points (dashed) and with c4 = "
@@ -125,7 +126,8 @@ def plot_misclustering_exponent(rates, curves, exponents, *, ax=None, title=None
     bx.set_title("(b) the exponent")
     bx.grid(True, which="both", alpha=0.25)
     grey = "0.3"
-    handles = [matplotlib.lines.Line2D([], [], color=colour, label=f"ρ = {rho:g}") for colour, rho in zip(colours, rhos)]
+    handles = [matplotlib.lines.Line2D([], [], color=colour, label=f"ρ = {rho:g}")
+               for colour, rho in zip(colours, rhos)]
     handles += [
         matplotlib.lines.Line2D([], [], color=grey, marker="o", ls="none", label="measured"),
         matplotlib.lines.Line2D([], [], color=grey, ls="-", label="exact probability"),

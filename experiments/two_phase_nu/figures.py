@@ -161,7 +161,8 @@ def plot_nu_sweeps(panels, forest, holdout, *, ax=None, title=None, footnote=Non
     for a, panel in zip(axes, panels):
         theory = _sweep_panel(a, panel) or theory
     axes[0].set_ylabel("final d(θ̂, θ*)")
-    handles = [h for h in axes[0].get_legend_handles_labels()[0] if theory is None or h.get_label() != theory.get_label()]
+    handles = [h for h in axes[0].get_legend_handles_labels()[0]
+               if theory is None or h.get_label() != theory.get_label()]
     if theory is not None:
         handles.append(theory)
     handles += _forest_panel(axes[-2], forest)
@@ -268,6 +269,7 @@ def draw(config, tables, outdir):
         "cells (FedAvg, dashed); a red title: the sweep contradicts the bound's shape. Exponent panel: fitted "
         "exponents (95% bootstrap) against the exponent of ν/p_min (black bar) and of the known-label LS scale "
         "σ√(d/(N_min−d−1)) (grey dotted); tiny sweep: log-slope per unit fraction. Held-out panel: observed / "
-        "(C₋ₛ ν/p_min) (observed / predicted), C fitted without the sweep s and checked on the sweep's own cells (dotted: x2 and /2). "
+        "(C₋ₛ ν/p_min) (observed / predicted), C fitted without the sweep s and checked on the sweep's own cells "
+        "(dotted: x2 and /2). "
         + sweeps + " " + held["text"].replace("\n", "; ") + ". " + _footnote(config))
     return save_figure(drawn["figure"], pathlib.Path(outdir) / NAME, caption=caption)
