@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import pathlib
 
-import matplotlib.pyplot as plt
+import matplotlib as mpl
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from mixreg.methods import COMPARE, styles_for
-from mixreg.plotting import save_figure
+from mixreg.plotting import MIN_PANEL_WIDTH, figure_width, save_figure
 
+from ..ifca_mechanism.figures import finish, panels, result, wrap
 from .summary import NAME
 from .trial import REGIMES, STEPS, TOL, spec_of
 
@@ -26,16 +27,20 @@ __all__ = ["draw", "plot_comparison"]
 
 # (column of the summary, x label, log scale) of each panel; a panel may draw two columns
 _PANELS = (
-    (("err_mean", "err_max"), "permutation-matched error\n● mean over clusters, × max", True),
+    (("err_mean", "err_max"), "matched error\n● mean, × max", True),
     (("mis_clients", "mis_points"), "misclustering\n● clients, × points", False),
-    (("rounds",), "rounds run (to tol or the cap)", False),
-    (("floats",), "floats per client, up + down", True),
-    (("time",), "wall time of the batched call (s)", True),
+    (("rounds",), "rounds run", False),
+    (("floats",), "floats per client", True),
+    (("time",), "wall time (s)", True),
 )
+# What each panel shows, for the caption
+_CAPTIONS = ("permutation-matched error (dot: mean over clusters, cross: max)",
+             "misclustering (dot: clients, cross: points)", "rounds run (to the tolerance or the cap)",
+             "floats per client, upload + download", "wall time of the batched call in seconds")
 
 
-def plot_comparison(rows, *, title, footnote=""):
-    """One row of panels for one regime: every method's error, misclustering, rounds,
+def plot_comparison(rows, *, ax=None, title=None, footnote=None):
+    """One panel per metric for one regime: every method's error, misclustering, rounds,
     communication and wall time, from the study's summary table.
 
     Parameters
@@ -45,19 +50,31 @@ def plot_comparison(rows, *, title, footnote=""):
         ``c`` of the panels, ``c_mean`` with ``c_low`` / ``c_high`` (95% interval of the mean;
         drawn as a bar when present).  ``floats`` is ``upload_mean + download_mean``.
         ``refused`` (trials the method refused, noted on its row) and ``refusal`` (the reason,
-        added to the footnote) when present.
-    title, footnote : str
+        returned as ``notes`` and added to the footnote of a new figure) when present.
+    ax : sequence of 5 Axes, optional
+        The panels (error, misclustering, rounds, floats, wall time); default: a new figure with
+        the methods named on the left of each row of panels.
+    title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend`` (None: the methods are named on the y axis),
+        ``methods`` (top to bottom) and ``notes`` (one sentence per refusal with its reason).
     """
     order = {method: i for i, method in enumerate(COMPARE)}
     rows = sorted(rows, key=lambda row: order.get(row["method"], len(order)))  # stable: others in table order
     styles = styles_for([row["method"] for row in rows], view=COMPARE)
     y = np.arange(len(rows))[::-1]
-    fig, axes = plt.subplots(1, len(_PANELS), figsize=(17, 0.42 * len(rows) + 2.3), sharey=True)
-    for ax, (columns, xlabel, log) in zip(axes, _PANELS):
+    n = len(_PANELS)
+    cols = max(1, min(n, int(figure_width() // MIN_PANEL_WIDTH)))
+    cols = -(-n // -(-n // cols))               # as few empty cells as the rows allow
+    line = mpl.font_manager.FontProperties(size=mpl.rcParams["ytick.labelsize"]).get_size_in_points() / 72.0
+    aspect = max(0.5, 1.9 * line * (len(rows) + 1) / (figure_width() / cols))
+    fig, axes, own = panels(ax, n, aspect=aspect, sharey=ax is None)
+    ms = mpl.rcParams["lines.markersize"]
+    for a, (columns, xlabel, log) in zip(axes, _PANELS):
         for j, column in enumerate(columns):
             for yi, row in zip(y, rows):
                 style = styles[row["method"]]
@@ -67,9 +84,9 @@ def plot_comparison(rows, *, title, footnote=""):
                 low, high = row.get(f"{column}_low"), row.get(f"{column}_high")
                 if low is not None and high is not None and np.isfinite(low) and np.isfinite(high):
                     low = max(low, value / 10) if log else low  # a normal interval may reach below 0
-                    ax.plot([low, high], [yi + 0.15 * j, yi + 0.15 * j], color=style.color, lw=1.2)
-                ax.plot(value, yi + 0.15 * j, marker="o" if j == 0 else "x", color=style.color, ms=6, mew=1.6,
-                        ls="none")
+                    a.plot([low, high], [yi + 0.15 * j, yi + 0.15 * j], color=style.color, lw=0.9)
+                a.plot(value, yi + 0.15 * j, marker="o" if j == 0 else "x", color=style.color, ms=ms, mew=1.2,
+                       ls="none")
         if columns[0] == "err_mean":  # say why a method has no point
             for yi, row in zip(y, rows):
                 refused, diverged = int(float(row.get("refused") or 0)), int(float(row.get("all_diverged") or 0))
@@ -77,32 +94,40 @@ def plot_comparison(rows, *, title, footnote=""):
                                  if count)
                 if note:
                     below = " (why: below)" if refused and row.get("refusal") else ""
-                    ax.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials{below}", (0.02, yi),
-                                xycoords=("axes fraction", "data"), fontsize=7, va="center", color="0.3")
-        ax.set_xlabel(xlabel, fontsize=9)
+                    a.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials{below}", (0.02, yi),
+                               xycoords=("axes fraction", "data"), fontsize="x-small", va="center", color="0.3")
+        a.set_xlabel(xlabel)
         if log:
-            ax.set_xscale("log")
-            lo, hi = ax.get_xlim()
-            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if hi / lo < 300 else (1.0,)))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y)
+            a.set_xscale("log")
+            lo, hi = a.get_xlim()
+            wide = a.get_position().width * fig.get_figwidth() >= 2.0
+            subs = ((1.0, 2.0, 5.0) if wide else (1.0, 3.0)) if hi / lo < 300 else (1.0,)
+            a.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
+            a.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+            a.xaxis.set_minor_formatter(NullFormatter())
+        a.grid(axis="x", alpha=0.3)
     names = {method: style.short or style.label for method, style in styles.items()}
-    axes[0].set_yticklabels([names[row["method"]] for row in rows], fontsize=9)
-    for tick, row in zip(axes[0].get_yticklabels(), rows):
-        style = styles[row["method"]]
-        tick.set_color("0.3" if style.kind == "reference" else style.color)
+    for i, a in enumerate(axes):
+        spec = a.get_subplotspec()
+        first = spec.is_first_col() if spec is not None else i == 0
+        a.set_yticks(y)
+        a.set_ylim(y.min() - 0.6, y.max() + 0.6)
+        if first:
+            a.set_yticklabels([names[row["method"]] for row in rows])
+            for tick, row in zip(a.get_yticklabels(), rows):
+                style = styles[row["method"]]
+                tick.set_color("0.3" if style.kind == "reference" else style.color)
+        else:
+            a.tick_params(labelleft=False)
     axes[1].set_xlim(-0.02, 0.62)
-    axes[1].axvline(0.5, color="0.6", ls=":", lw=1)
-    fig.suptitle(title, fontsize=11)
-    reasons = [f"{names[row['method']]} refused: {row['refusal']}." for row in rows
-               if int(float(row.get("refused") or 0)) and row.get("refusal")]
-    footnote = " ".join([footnote, *reasons]).strip()
-    if footnote:
-        fig.text(0.01, 0.01, footnote, fontsize=7.5, wrap=True, va="bottom")
-    fig.tight_layout(rect=(0, 0.12 if footnote else 0, 1, 0.95))
-    return fig
+    axes[1].axvline(0.5, color="0.6", ls=":", lw=0.8)
+    notes = [f"{names[row['method']]} refused: {row['refusal']}." for row in rows
+             if int(float(row.get("refused") or 0)) and row.get("refusal")]
+    if own:
+        text = " ".join([footnote or "", *notes]).strip()
+        finish(fig, axes, [], own=True, title=title,
+               footnote=wrap(text, int(figure_width() / (0.56 * line))) if text else None)
+    return result(fig, axes, None, methods=[row["method"] for row in rows], notes=notes)
 
 
 def _value(row, column):
@@ -116,7 +141,7 @@ def _value(row, column):
 
 
 def draw(config, tables, outdir):
-    """One figure per regime, from ``summary`` alone; returns the paths written."""
+    """One figure per regime, from ``summary`` alone; returns the paths written (figures, captions)."""
     paths = []
     for regime in config.regimes:
         rows = [row for row in tables["summary"] if row["regime"] == regime]
@@ -126,12 +151,14 @@ def draw(config, tables, outdir):
                        separation=config.separation)
         title = (f"{regime}: {REGIMES[regime][0]}  (m = {spec.m}, k = {spec.k}, d = {spec.d}, σ = {spec.sigma:g}, "
                  f"Δ = {config.separation:g}; {rows[0]['trials']} trials)")
-        footnote = (f"Every method: {config.n_inits} random starts (FeSEM (k-means start): {config.n_inits} of its paper's "
-                    f"best-of-20 k-means starts) x steps {list(STEPS)}, the replica with the lowest "
-                    f"final training objective (never the distance to θ*); at most {config.n_rounds} rounds, stop when no "
-                    f"coordinate moves more than {TOL:g} x the data's parameter scale. Bars: 95% intervals of the mean. "
-                    f"Floats: per client, counted from each protocol. Misclustering at 0.5 (dotted) is chance for k = 2. "
-                    f"Grey: reference points (known-label LS knows every point's cluster; local only has no clustering).")
-        fig = plot_comparison(rows, title=title, footnote=footnote)
-        paths += save_figure(fig, pathlib.Path(outdir) / f"{NAME}_{regime}")
+        notes = (f"Every method: {config.n_inits} random starts (FeSEM (k-means start): {config.n_inits} of its paper's "
+                 f"best-of-20 k-means starts) x steps {list(STEPS)}, the replica with the lowest "
+                 f"final training objective (never the distance to θ*); at most {config.n_rounds} rounds, stop when no "
+                 f"coordinate moves more than {TOL:g} x the data's parameter scale. Bars: 95% intervals of the mean. "
+                 f"Floats: per client, counted from each protocol. Misclustering at 0.5 (dotted) is chance for k = 2. "
+                 f"Grey: reference points (known-label LS knows every point's cluster; local only has no clustering).")
+        drawn = plot_comparison(rows, title=title)
+        caption = " ".join([f"{title}. Panels: " + "; ".join(_CAPTIONS)
+                            + ".", notes, *drawn["notes"]])
+        paths += save_figure(drawn["figure"], pathlib.Path(outdir) / f"{NAME}_{regime}", caption=caption)
     return paths

@@ -169,3 +169,11 @@ def test_a_method_that_did_not_run_is_an_error_not_divergence(run):
     records = [{key: value for key, value in rec.items() if not key.startswith("kfed_")} for rec in run["records"]]
     with pytest.raises(RuntimeError, match=r"no record of 'kfed': those methods did not run, which is not divergence"):
         summarise(config, records)
+
+
+def test_figures_draw_into_given_axes_and_write_captions(run, tmp_path):
+    """Each plot function draws into the axes it is given and returns what it drew; ``draw``
+    writes a caption file beside each figure."""
+    from experiments.ifca_mechanism.testing import check_figures
+
+    check_figures(compare, run["out"], tmp_path, ["plot_comparison"])

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import pathlib
 
+import matplotlib as mpl
 import matplotlib.lines
 import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import METHODS, MethodStyle
 from mixreg.plotting import plain_tick, save_figure
-import matplotlib.pyplot as plt
 
+from ..ifca_mechanism.figures import finish, panels, result
 from .summary import NAME
 
 __all__ = ["draw", "plot_error_floor", "ERROR_FLOOR_SERIES"]
@@ -42,11 +43,14 @@ ERROR_FLOOR_SERIES = {
 
 _AXES = {
     "m": ("clients m", "m"),
-    "n_prime": ("points per client and round n' (practical: n = n')", "n'"),
+    "n_prime": ("points n' per round", "n'"),
     "d": ("dimension d", "d"),
-    "sigma": ("noise level σ", "σ"),
-    "p": ("smallest cluster proportion p (exact proportions)", "p"),
+    "sigma": ("noise σ", "σ"),
+    "p": ("smallest proportion p", "p"),
 }
+# The settings' names on the exponent panel's rows
+_FOREST_NAMES = {"theorem": "Thm 1", "theorem_safe_step": "safe step", "practical": "practical",
+                 "known_label_ls": "LS"}
 # Markers of the series are drawn side by side on the log x axis, so that equal values stay visible.
 _SHIFT = {"theorem": 1.0, "theorem_safe_step": 1.0, "practical": 0.965, "known_label_ls": 1.035}
 
@@ -58,6 +62,11 @@ def _fraction(value):
             num = int(round(value * den))
             return f"{num:+d}" if den == 1 else f"{num:+d}/{den}"
     return f"{value:+.3g}"
+
+
+def _tick_inches():
+    size = mpl.font_manager.FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
+    return size / 72.0
 
 
 def _finite(value):
@@ -95,7 +104,7 @@ def _panel(ax, axis, points, exponents):
     if failures and init:  # the initial distance, the failures just above it, room for the legend on top
         top = max(top, float(np.mean(init)) * 12)
     bottom = min(ok_lows) / 1.6 if ok_lows else top / 1e3
-    xs_all = []
+    xs_all, failed, slopes = [], {}, []
     for name in series:
         style = ERROR_FLOOR_SERIES[name]
         sel = sorted((r for r in rows if r["series"] == name), key=lambda r: r["x"])
@@ -106,85 +115,101 @@ def _panel(ax, axis, points, exponents):
         failing = np.array([bool(r["diverged"] or r["not_contracting"]) for r in sel]) & name.startswith("theorem")
         good = ~failing & np.isfinite(mean)
         exp_row = _row(exponents, axis, name)
+        slopes.append(f"{style.short}: {_slope_text(exp_row, [float(f'{r:.3g}') for r in x[failing]])}")
         ax.errorbar(x[good], mean[good], yerr=[mean[good] - low[good], high[good] - mean[good]],
-                    marker=style.marker, ms=5, ls="none", color=style.color, capsize=2, lw=1.2,
+                    marker=style.marker, ls="none", color=style.color, capsize=1.5, lw=0.9,
                     label=f"{style.short}: {_slope_text(exp_row, [float(f'{r:.3g}') for r in x[failing]])}")
         if exp_row is not None and _finite(exp_row["fitted"]) and good.any():
             grid = np.geomspace(x[good].min(), x[good].max(), 20)
             ax.plot(grid, np.exp(exp_row["intercept"]) * (grid / _SHIFT[name]) ** exp_row["fitted"], ls="-",
-                    color=style.color, lw=1.0, alpha=0.8)
+                    color=style.color, lw=0.8, alpha=0.8)
         derived = np.array([np.nan if r.get("derived") is None else r["derived"] for r in sel], dtype=float)
         shown = np.isfinite(derived) & (derived > 0)
         if shown.sum() >= 2:
-            ax.plot(x[shown], derived[shown], ls=":", color=style.color, lw=1.1, alpha=0.9)
+            ax.plot(x[shown], derived[shown], ls=":", color=style.color, lw=0.9, alpha=0.9)
         for xi, m, r in zip(x[failing], mean[failing], [r for r, f in zip(sel, failing) if f]):
             off = not (np.isfinite(m) and (not init or m < float(np.mean(init))))
             y = float(np.mean(init)) * 1.6 if off and init else (top / 1.35 if off else m)
-            ax.plot([xi], [y], marker="^" if y != m else style.marker, ms=7, color=style.color, mfc="white", mew=1.5)
-            what = (f"diverged {r['diverged']}/{r['trials']}" if r["diverged"]
-                    else f"not contracting {r['not_contracting']}/{r['trials']}") + (" (off scale)" if off else "")
-            ax.annotate(what, (xi, y), textcoords="offset points", xytext=(5, 3), fontsize=6.5, color=style.color)
+            ax.plot([xi], [y], marker="^" if y != m else style.marker, ms=1.3 * mpl.rcParams["lines.markersize"],
+                    color=style.color, mfc="white", mew=1.2)
+            what = "diverged" if r["diverged"] else "not contracting"
+            failed.setdefault((what, style.color), []).append(f"{r['x']:g}")
     # The predictions: slopes fixed in advance, drawn through the centre of the points they compare with.
     xs = np.array(sorted(set(xs_all)), dtype=float)
     theorem = _row(exponents, axis, "theorem")
     if theorem is not None and _finite(theorem["anchor_x"]) and xs.size:
         grid = np.geomspace(xs.min(), xs.max(), 20)
-        ax.plot(grid, theorem["anchor_y"] * (grid / theorem["anchor_x"]) ** theorem["predicted"], "k--", lw=1.3,
+        ax.plot(grid, theorem["anchor_y"] * (grid / theorem["anchor_x"]) ** theorem["predicted"], "k--", lw=1.0,
                 label=f"Corollary 1's slope {_fraction(theorem['predicted'])}, through the Thm-1 points' centre "
                       "(slope comparison)")
     ls = _row(exponents, axis, "known_label_ls")
     if (ls is not None and theorem is not None and _finite(ls["anchor_x"])
             and abs(ls["predicted"] - theorem["predicted"]) > 1e-12):
         grid = np.geomspace(xs.min(), xs.max(), 20)
-        ax.plot(grid, ls["anchor_y"] * (grid / ls["anchor_x"]) ** ls["predicted"], ls=":", color="0.2", lw=1.4,
+        ax.plot(grid, ls["anchor_y"] * (grid / ls["anchor_x"]) ** ls["predicted"], ls=(0, (1, 1)), color="0.2",
                 label=f"minimax slope {_fraction(ls['predicted'])} with known labels, through the LS points' centre")
     if failures and init and np.mean(init) < top:
-        ax.axhline(float(np.mean(init)), color="0.5", ls="-.", lw=0.9)
-        ax.text(xs.min(), float(np.mean(init)) * 1.1, "initial distance αΔ (theorem's setting)", fontsize=6.5,
-                color="0.35")
+        ax.axhline(float(np.mean(init)), color="0.5", ls="-.", lw=0.8)
+        ax.text(0.98, float(np.mean(init)) / 1.1, "initial distance αΔ", fontsize="x-small", color="0.35",
+                transform=ax.get_yaxis_transform(), ha="right", va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(bottom, top)
     if xs.size:
         ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
         ax.set_xticks(xs)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
+    width = ax.get_position().width * ax.figure.get_figwidth()
+    chars = sum(len(plain_tick(x)) + 2 for x in xs) * 0.6 * _tick_inches()
+    step = 2 if chars > width else 1      # every other value named where they would touch
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda value, pos: plain_tick(value) if pos is None or pos % step == 0 else ""))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    decades = np.log10(top / bottom)
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0) if decades < 2.5 else (1.0,)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(label)
-    ax.set_ylabel("final error: matched max_j ‖θ̂_j − θ*_j‖ (mean)")
     pred = theorem["predicted"] if theorem is not None else np.nan
-    ax.set_title(f"against {short_axis}  (Corollary 1: {short_axis}^{_fraction(pred)})", fontsize=10)
+    ax.set_title(f"{short_axis} (Cor. 1: {short_axis}^{_fraction(pred)})")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=6.6, loc="upper right" if failures else "best", framealpha=0.85)
+    for j, ((what, colour), where) in enumerate(failed.items()):   # the failures, said in the panel's top
+        text = ax.text(0.03, 0.97 - 0.15 * j, f"{what} at\n{short_axis} = " + ", ".join(where), transform=ax.transAxes,
+                       fontsize="x-small", color=colour, va="top", ha="left")
+        text.set_in_layout(False)
+    return slopes
 
 
 def _forest(ax, exponents):
     """Fitted exponents with their intervals against the predicted ones, one row per axis and setting."""
     rows = list(exponents)
     y = np.arange(len(rows))[::-1].astype(float)
-    labels = []
     for yi, row in zip(y, rows):
         style = ERROR_FLOOR_SERIES[row["setting"]]
-        labels.append(f"{_AXES[row['axis']][1]} · {style.short}")
         if _finite(row["fitted"]):
             lo = row["fitted"] - row["low"] if _finite(row["low"]) else 0.0
             hi = row["high"] - row["fitted"] if _finite(row["high"]) else 0.0
-            ax.errorbar([row["fitted"]], [yi], xerr=[[lo], [hi]], marker=style.marker, color=style.color, ms=5,
-                        capsize=2, lw=1.2)
-        ax.plot([row["predicted"]], [yi], marker="|", color="k", ms=12, mew=2)
-        verdict = str(row["verdict"])
-        mark = {"consistent": "consistent", "contradicts": "CONTRADICTS"}.get(verdict, verdict)
-        ax.annotate(mark, (1.0, yi), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=6.8, color="#b2182b" if verdict != "consistent" else "0.3")
-    ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=6.8)
-    ax.axvline(0.0, color="0.7", lw=0.8)
+            ax.errorbar([row["fitted"]], [yi], xerr=[[lo], [hi]], marker=style.marker, color=style.color,
+                        capsize=1.5, lw=0.9)
+        ax.plot([row["predicted"]], [yi], marker="|", color="k", ms=1.6 * mpl.rcParams["lines.markersize"], mew=1.3)
+        if str(row["verdict"]) != "consistent":     # a red mark at the right edge (the caption says)
+            ax.annotate("✗" if str(row["verdict"]) == "contradicts" else "?", (1.0, yi),
+                        xycoords=("axes fraction", "data"), xytext=(-2, 0), textcoords="offset points",
+                        ha="right", va="center", fontsize="small", color="#b2182b")
+    # one label per swept axis, the settings told apart by their markers (the legend's)
+    groups = list(dict.fromkeys(row["axis"] for row in rows))
+    centres = [float(np.mean([yi for yi, row in zip(y, rows) if row["axis"] == g])) for g in groups]
+    ax.set_yticks(centres)
+    ax.set_yticklabels([_AXES[g][1] for g in groups])
+    for g in groups[1:]:
+        ax.axhline(max(yi for yi, row in zip(y, rows) if row["axis"] == g) + 0.5, color="0.8", lw=0.5)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.axvline(0.0, color="0.7", lw=0.7)
     ax.set_xlabel("exponent")
-    ax.set_title("fitted exponents (95% bootstrap) vs predicted (black bar)", fontsize=10)
+    ax.set_title("exponents (|: predicted)")
     ax.grid(True, axis="x", alpha=0.25)
 
 
-def plot_error_floor(points, exponents, *, title=None, footnote=None):
+def plot_error_floor(points, exponents, *, ax=None, title=None, footnote=None):
     """Final error against each axis on log-log axes, one panel per axis, and the exponents.
 
     Parameters
@@ -201,41 +226,38 @@ def plot_error_floor(points, exponents, *, title=None, footnote=None):
         ``high``, ``verdict``, ``intercept`` (the fitted line is ``exp(intercept) x^fitted``) and
         ``anchor_x``/``anchor_y`` (the predicted slope is drawn through this point; for the
         ``theorem`` row, and for ``known_label_ls`` where its prediction differs).
+    ax : sequence of n + 1 Axes, optional
+        One panel per swept axis of ``points`` (``n`` of them, in the order m, n', d, σ, p), then
+        the exponents; default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend``, ``handles`` and ``slopes`` (per swept axis, one line per
+        series: its fitted slope, interval, prediction and verdict, for the caption).
     """
-    fig, axes = plt.subplots(2, 3, figsize=(18.0, 12.0))
     order = [a for a in _AXES if any(r["axis"] == a for r in points)]
-    for ax, axis in zip(axes.flat, order):
-        _panel(ax, axis, points, exponents)
-    _forest(axes.flat[5], exponents)
-    for ax in list(axes.flat)[len(order):5]:
-        ax.set_visible(False)
-    handles = [matplotlib.lines.Line2D([], [], color=s.color, marker=s.marker, ls="none", ms=6, label=s.label)
+    fig, axes, own = panels(ax, len(order) + 1, aspect=0.85)
+    slopes = {}
+    for a, axis in zip(axes, order):
+        slopes[axis] = _panel(a, axis, points, exponents)
+    axes[0].set_ylabel("final error (mean)")
+    _forest(axes[-1], exponents)
+    ms = mpl.rcParams["lines.markersize"]
+    handles = [matplotlib.lines.Line2D([], [], color=s.color, marker=s.marker, ls="none", ms=ms, label=s.short)
                for key, s in ERROR_FLOOR_SERIES.items() if any(r["series"] == key for r in points)]
     handles += [
-        matplotlib.lines.Line2D([], [], color="0.3", ls="-", lw=1.0, label="fitted slope (least squares on the "
-                                "points; legend: slope [95% bootstrap interval])"),
-        matplotlib.lines.Line2D([], [], color="k", ls="--", lw=1.3, label="predicted slope, fixed in advance, drawn "
-                                "through the centre of the points it is compared with (constants unknown)"),
-        matplotlib.lines.Line2D([], [], color="0.3", ls=":", lw=1.1, label="our derivation, no fitted constant: "
-                                "Thm-1 setting, max_j stationary RMS σ√(γd / (m n' (1 − γ p_j))); practical and "
-                                "LS, "
-                                "max_j σ√(d / (N_j − d − 1))"),
-        matplotlib.lines.Line2D([], [], color="0.3", marker="^", mfc="white", ls="none", label="theorem's setting "
-                                "not contracting (hollow; arrow = off the scale), left out of the fit"),
+        matplotlib.lines.Line2D([], [], color="0.3", ls="-", lw=0.8, label="fitted slope"),
+        matplotlib.lines.Line2D([], [], color="k", ls="--", lw=1.0, label="predicted slope (Cor. 1)"),
+        matplotlib.lines.Line2D([], [], color="0.2", ls=(0, (1, 1)), label="minimax slope, known labels"),
+        matplotlib.lines.Line2D([], [], color="0.3", ls=":", lw=0.9, label="our derivation, no fitted constant"),
+        matplotlib.lines.Line2D([], [], color="0.3", marker="^", mfc="white", ls="none",
+                                label="not contracting (hollow; ▲ off the scale)"),
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7.5, frameon=False,
-               bbox_to_anchor=(0.5, 0.045 if footnote else 0.0))
-    if title:
-        fig.suptitle(title, fontsize=12)
-    if footnote:
-        fig.text(0.01, 0.004, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, 0.12 if footnote else 0.08, 1, 0.97))
-    return fig
+    legend = finish(fig, axes, handles, own=own, title=title, footnote=footnote, ncol=None if own else 1)
+    return result(fig, axes, legend, handles=handles, slopes=slopes)
 
 
 def _footnote(config, points):
@@ -258,11 +280,24 @@ def _footnote(config, points):
 
 
 def draw(config, tables, outdir):
-    """The figure, from the tables of :func:`summarise` only; returns the paths written."""
-    fig = plot_error_floor(
-        tables["points"], tables["exponents"],
-        title=(f"IFCA's final error against m, n', d, σ and p (k = {config.k}): Corollary 1's exponents "
-               "against fitted slopes"),
-        footnote=_footnote(config, tables["points"]),
+    """The figure, from the tables of :func:`summarise` only; returns the paths written (figure, caption)."""
+    title = (f"IFCA's final error against m, n', d, σ and p (k = {config.k}): Corollary 1's exponents "
+             "against fitted slopes")
+    drawn = plot_error_floor(tables["points"], tables["exponents"], title=title,
+                             footnote=f"{config.preset} preset, {config.trials} trials per point")
+    series = "; ".join(f"{style.short}: {style.label}" for key, style in ERROR_FLOOR_SERIES.items()
+                       if any(r["series"] == key for r in tables["points"]))
+    slopes = " ".join(f"Against {_AXES[axis][1]}: " + "; ".join(lines) + "." for axis, lines in drawn["slopes"].items())
+    caption = (
+        f"{title}. Series: {series}. Lines: fitted slope (least squares on the points); predicted slope, fixed in "
+        "advance, drawn through the centre of the points it is compared with (constants unknown); the minimax "
+        "slope with known labels through the LS points' centre where it differs; dotted, our derivation with no "
+        "fitted constant (Thm-1 setting: max_j stationary RMS σ√(γd / (m n' (1 − γ p_j))); practical and LS: "
+        "max_j σ√(d / (N_j − d − 1))). Hollow markers: the theorem's setting not contracting (a triangle at the "
+        "top: off the scale), left out of the fit. Last panel: fitted exponents (95% bootstrap) against the "
+        "predicted ones (black bars), one group of rows per swept axis in the legend's order of settings; a red "
+        "✗ at the right edge: the row contradicts its prediction (? : not tested). On the p axis the "
+        "proportions are exact; the practical setting has n = n'. " + slopes + "\n"
+        + _footnote(config, tables["points"])
     )
-    return save_figure(fig, pathlib.Path(outdir) / NAME)
+    return save_figure(drawn["figure"], pathlib.Path(outdir) / NAME, caption=caption)

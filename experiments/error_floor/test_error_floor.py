@@ -117,3 +117,11 @@ def test_redraw_works_on_the_directory(run, capsys):
     png.unlink()
     assert error_floor.STUDY.main(["--redraw", str(run["out"])]) == 0
     assert png.is_file() and "wrote" in capsys.readouterr().out
+
+
+def test_figures_draw_into_given_axes_and_write_captions(run, tmp_path):
+    """Each plot function draws into the axes it is given and returns what it drew; ``draw``
+    writes a caption file beside each figure."""
+    from experiments.ifca_mechanism.testing import check_figures
+
+    check_figures(error_floor, run["out"], tmp_path, ["plot_error_floor"])

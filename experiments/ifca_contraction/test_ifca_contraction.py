@@ -71,3 +71,11 @@ def test_bad_options_exit_with_a_clear_message(argv, message, capsys, tmp_path):
 
 def test_paper_preset_plans(capsys, tmp_path):
     check_paper_plan(study, capsys, tmp_path)
+
+
+def test_figures_draw_into_given_axes_and_write_captions(contraction, tmp_path):
+    """Each plot function draws into the axes it is given and returns what it drew; ``draw``
+    writes a caption file beside each figure."""
+    from experiments.ifca_mechanism.testing import check_figures
+
+    check_figures(study, contraction, tmp_path, ["plot_one_round_contraction"])

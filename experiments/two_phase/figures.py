@@ -10,13 +10,17 @@ are the family's other figures.
 from __future__ import annotations
 
 import pathlib
-import textwrap
 
+import matplotlib as mpl
+import matplotlib.lines
+import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import METHODS, method_label
 from mixreg.plotting import median_errorbars, method_style, save_figure, series_label
-import matplotlib.pyplot as plt
+
+from ..ifca_mechanism.figures import finish, result
+from ..ifca_mechanism.figures import panels as axes_for
 
 from .summary import FLOOR_FACTOR, GAP_TOLERANCE, NAME, ROUNDS_SPREAD
 from .trial import SOLVERS
@@ -25,7 +29,7 @@ __all__ = ["draw", "plot_error_vs_rounds", "plot_two_phase_rounds", "plot_two_ph
            "plot_two_phase_scaling"]
 
 
-def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, title=None, footnote=None):
+def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, ax=None, title=None, footnote=None):
     """``log d(theta_t, theta*)`` against communication rounds, median and quartile band per method.
 
     Parameters
@@ -44,40 +48,32 @@ def plot_error_vs_rounds(curves, *, floor=None, switch_round=None, theory=None, 
         Round where Phase 1 hands over to Phase 2 (dotted vertical line).
     theory : tuple (rounds, values, label), optional
         A theory curve (dashed black).
+    ax : Axes, optional
+        Where to draw; default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend``, ``lines`` (the drawn median lines).
     """
-    fig, ax = plt.subplots(figsize=(9.0, 7.4))
-    for c in curves:
-        style = method_style(c.get("key"), among=[c.get("key") for c in curves])
-        med, lo, hi = (np.asarray(c[key], dtype=float) for key in ("median", "low", "high"))
-        show = med > 0
-        ax.plot(np.asarray(c["rounds"])[show], med[show], ls=style.linestyle, color=style.color,
-                marker=style.marker, ms=3.5, lw=1.8, label=series_label(c.get("key"), c.get("label")))
-        band = show & (lo > 0)
-        ax.fill_between(np.asarray(c["rounds"])[band], lo[band], hi[band], color=style.color, alpha=0.15, lw=0)
+    fig, axes, own = axes_for(ax, 1)
+    a = axes[0]
+    lines = _draw_curves(a, curves)
     if floor is not None and np.isfinite(floor[0]) and floor[0] > 0:
-        ax.axhline(floor[0], color=METHODS["ls"].color, ls="-.", lw=1.2, label=series_label("ls", floor[1]))
+        a.axhline(floor[0], color=METHODS["ls"].color, ls="-.", lw=0.9, label=series_label("ls", floor[1]))
     if theory is not None:
-        ax.plot(theory[0], theory[1], "k--", lw=1.3, label=theory[2])
-    _rounds_axis(ax, switch_round)
-    ax.set_ylabel("d(θ_t, θ*) = min_π max_l ‖θ_π(l) − θ*_l‖")
-    ax.grid(True, which="both", alpha=0.25)
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.07 if footnote else 0.0), ncol=1,
-               fontsize=8, frameon=False, title="median over trials, band = quartiles", title_fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=10)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, 0.31 if footnote else 0.25, 1, 1))
-    return fig
+        a.plot(theory[0], theory[1], "k--", lw=1.0, label=theory[2])
+    _rounds_axis(a, switch_round)
+    a.set_ylabel("d(θ_t, θ*) (median, quartiles)")
+    a.grid(True, which="both", alpha=0.25)
+    handles, _ = a.get_legend_handles_labels()
+    legend = finish(fig, axes, handles, own=own, title=title, footnote=footnote)
+    return result(fig, axes, legend, lines=lines)
 
 
-def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
+def plot_two_phase_scaling(by_M, by_law, rates, *, ax=None, title=None, footnote=None):
     """Final error against ``M`` and against the client-size law, and the Phase-2 contraction.
 
     Parameters
@@ -94,46 +90,50 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
         (per-trial realised ``p_min``), ``measured`` (per-trial ``1 - rate``), ``linear``
         (per-trial ``1 - exact linear rate``), ``C1`` and ``C1_label`` (the line
         ``1 - rate = C1 p_min`` and its legend text).
+    ax : sequence of 3 Axes, optional
+        The panels (against ``M``, against the law, the contraction); default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend`` (the methods'), ``legends`` (the panels' own).
     """
-    fig, axes = plt.subplots(1, 3, figsize=(17.0, 6.0))
-    ax = axes[0]
-    median_errorbars(ax, by_M["M"], by_M["series"])
-    handles, labels = ax.get_legend_handles_labels()  # the methods: one shared legend
+    fig, axes, own = axes_for(ax, 3, aspect=0.85)
+    small = "small"
+    a = axes[0]
+    median_errorbars(a, by_M["M"], by_M["series"])
+    handles, labels = a.get_legend_handles_labels()  # the methods: one shared legend
+    legends = []
     if by_M.get("theory") is not None:
-        line, = ax.plot(by_M["M"], by_M["theory"][0], "k--", lw=1.3)
-        ax.legend([line], [by_M["theory"][1]], fontsize=7.5, loc="upper right", framealpha=0.9)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(by_M["M"])
-    ax.set_xticklabels([str(int(m)) for m in by_M["M"]])
-    ax.minorticks_off()
-    ax.set_xlabel("number of clients M")
-    ax.set_ylabel("final d(θ_T, θ*)  (median, quartile bars)")
-    ax.set_title("final error against M", fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
+        line, = a.plot(by_M["M"], by_M["theory"][0], "k--", lw=1.0)
+        legends.append(a.legend([line], [by_M["theory"][1]], fontsize=small, loc="upper right"))
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.set_xticks(by_M["M"])
+    a.set_xticklabels([str(int(m)) for m in by_M["M"]])
+    a.minorticks_off()
+    a.set_xlabel("number of clients M")
+    a.set_ylabel("final d(θ_T, θ*) (median, quartiles)")
+    a.set_title("against M")
+    a.grid(True, which="both", alpha=0.25)
 
-    ax = axes[1]
+    a = axes[1]
     x = np.arange(1, len(by_law["laws"]) + 1, dtype=float)
-    median_errorbars(ax, x, by_law["series"], spread=0.08)
+    median_errorbars(a, x, by_law["series"], spread=0.08)
     if by_law.get("theory") is not None:
-        cross, = ax.plot(x, by_law["theory"][0], "kx", ms=9, mew=2)
-        ax.legend([cross], [by_law["theory"][1]], fontsize=7.5, loc="upper left", framealpha=0.9)
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{law}\nχ²(w) = {c:.2g}" for law, c in zip(by_law["laws"], by_law["chi2"])],
-                       fontsize=8.5)
-    ax.set_xlim(0.5, len(x) + 0.5)
-    ax.set_yscale("log")
-    ax.set_xlabel("client-size law (same mean size), ordered by χ²(w)")
-    ax.set_ylabel("final d(θ_T, θ*)  (median, quartile bars)")
-    ax.set_title("final error against the client-size law", fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
+        cross, = a.plot(x, by_law["theory"][0], "kx", ms=1.6 * mpl.rcParams["lines.markersize"], mew=1.5)
+        legends.append(a.legend([cross], [by_law["theory"][1]], fontsize=small, loc="upper left"))
+    a.set_xticks(x)
+    a.set_xticklabels([f"{law}\nχ²(w) = {c:.2g}" for law, c in zip(by_law["laws"], by_law["chi2"])], fontsize=small)
+    a.set_xlim(0.5, len(x) + 0.5)
+    a.set_yscale("log")
+    a.set_xlabel("client-size law (same mean size)")
+    a.set_title("against the size law")
+    a.grid(True, which="both", alpha=0.25)
 
-    ax = axes[2]
+    a = axes[2]
     p_max = 0.0
     for r in rates:
         p = np.asarray(r["p"], dtype=float)
@@ -143,49 +143,48 @@ def plot_two_phase_scaling(by_M, by_law, rates, *, title=None, footnote=None):
         style = method_style(r["key"], among=[r["key"] for r in rates])
         label = series_label(r["key"], r.get("label"))
         p = np.asarray(r["p"], dtype=float)
-        ax.scatter(p, r["measured"], s=14, color=style.color, marker=style.marker or "o",
-                   alpha=0.7, label=f"{label}: measured 1 − ρ")
-        ax.scatter(p, r["linear"], s=24, facecolors="none", edgecolors=style.color,
-                   marker=style.marker or "o", alpha=0.6, label=f"{label}: exact linear rate")
+        a.scatter(p, r["measured"], s=10, color=style.color, marker=style.marker or "o",
+                  alpha=0.7, label=f"{label}: measured 1 − ρ")
+        a.scatter(p, r["linear"], s=18, facecolors="none", edgecolors=style.color,
+                  marker=style.marker or "o", alpha=0.6, label=f"{label}: exact linear rate")
         if np.isfinite(r["C1"]):
             grid = np.linspace(0.0, 1.1 * max(p_max, 1e-3), 50)
-            ax.plot(grid, r["C1"] * grid, "--", color=style.color, lw=1.3, label=r.get("C1_label", "C₁ p_min"))
-    ax.set_xlim(left=0.0)
-    ax.set_ylim(bottom=0.0)
-    ax.set_xlabel("realised p_min (fraction of clients in the smallest cluster)")
-    ax.set_ylabel("1 − ρ, ρ = per-round contraction factor of Phase 2")
-    ax.set_title("Phase-2 contraction against the theorem's 1 − C₁ p_min", fontsize=10)
-    ax.legend(fontsize=7, framealpha=0.9, loc="lower right")
-    ax.grid(True, alpha=0.25)
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 0.075 if footnote else 0.0))
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, 0.13 if footnote else 0.06, 1, 1))
-    return fig
-
-
-def _wrap(text, width=95):
-    return "\n".join(textwrap.wrap(text, width)) if text else text
+            a.plot(grid, r["C1"] * grid, "--", color=style.color, lw=1.0, label=r.get("C1_label", "C₁ p_min"))
+    a.set_xlim(left=0.0)
+    a.set_ylim(bottom=0.0)
+    a.set_xlabel("realised p_min")
+    a.set_ylabel("1 − ρ (Phase-2 factor ρ)")
+    a.set_title("Phase-2 contraction")
+    legends.append(a.legend(fontsize=small, loc="lower right"))
+    a.grid(True, alpha=0.25)
+    if own:
+        legend = finish(fig, axes, handles, own=True, labels=labels, title=title, footnote=footnote)
+    else:
+        legend = axes[0].legend(handles, labels, fontsize=small, loc="lower left")
+        if legends and legends[0].axes is axes[0]:
+            axes[0].add_artist(legends[0])
+    return result(fig, axes, legend, legends=legends)
 
 
 def _draw_curves(ax, curves):
-    """Median line and quartile band per curve (values <= 0 left out of the log scale)."""
+    """Median line and quartile band per curve (values <= 0 left out of the log scale); the lines."""
+    lines = []
     for c in curves:
         style = method_style(c.get("key"), among=[c.get("key") for c in curves])
         med, lo, hi = (np.asarray(c[key], dtype=float) for key in ("median", "low", "high"))
         rounds = np.asarray(c["rounds"])
         show = np.isfinite(med) & (med > 0)
-        ax.plot(rounds[show], med[show], ls=style.linestyle, color=style.color, marker=style.marker, ms=3.5,
-                lw=1.8, label=_wrap(series_label(c.get("key"), c.get("label"))))
+        label = series_label(c.get("key"), c.get("label"))
+        line, = ax.plot(rounds[show], med[show], ls=style.linestyle, color=style.color, marker=style.marker,
+                        ms=0.75 * mpl.rcParams["lines.markersize"], label=label)
+        lines.append(line)
         band = show & np.isfinite(lo) & (lo > 0) & np.isfinite(hi)
         ax.fill_between(rounds[band], lo[band], hi[band], color=style.color, alpha=0.15, lw=0)
+    return lines
 
 
-def plot_two_phase_rounds(panels, *, switch_round=None, title=None, footnote=None):
-    """``log d(theta_t, theta*)`` against rounds, one panel per group of methods, each with its legend.
+def plot_two_phase_rounds(panels, *, switch_round=None, ax=None, title=None, footnote=None):
+    """``log d(theta_t, theta*)`` against rounds, one panel per group of methods.
 
     Parameters
     ----------
@@ -194,43 +193,59 @@ def plot_two_phase_rounds(panels, *, switch_round=None, title=None, footnote=Non
         ``key``, optional ``label``, ``rounds``, ``median``, ``low``, ``high``); optional
         ``floors``, a list of ``(key, value, label)`` horizontal lines in the colour of method
         ``key`` (``label=None``: the registry's); optional ``theory``, a list of dict with
-        ``key`` (colour), ``rounds``, ``values``, ``linestyle`` and ``label``, drawn thin.
-        Non-finite and non-positive values are left out.
+        ``key`` (colour), ``rounds``, ``values``, ``linestyle`` and ``label``, drawn thin;
+        optional ``switch_round``: the round where Phase 1 hands over to Phase 2 in this
+        panel (``None``: a method without phases, no mark).  Non-finite and non-positive
+        values are left out.
     switch_round : int, optional
-        Round where Phase 1 hands over to Phase 2 (dotted vertical line in every panel).
+        The switch of the panels that do not give their own ``switch_round``.
+    ax : sequence of len(panels) Axes, optional
+        Where to draw; default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend`` (the figure's, above the panels: every label once; on
+        the caller's axes the first panel's), ``legends`` (one per panel on the caller's axes).
     """
     n = len(panels)
-    fig, axes = plt.subplots(1, n, figsize=(7.6 * n, 9.0), sharey=True, squeeze=False)
-    for ax, panel in zip(axes[0], panels):
-        _draw_curves(ax, panel["curves"])
+    fig, axes, own = axes_for(ax, n, aspect=0.9, sharey=ax is None)
+    handles, labels, legends = [], [], []
+    for a, panel in zip(axes, panels):
+        _draw_curves(a, panel["curves"])
         for key, value, label in panel.get("floors", ()):
             if value is not None and np.isfinite(value) and value > 0:
-                ax.axhline(value, color=method_style(key).color, ls="-.", lw=1.2, label=_wrap(series_label(key, label)))
+                a.axhline(value, color=method_style(key).color, ls="-.", lw=0.9, label=series_label(key, label))
         for line in panel.get("theory", ()):
             values = np.asarray(line["values"], dtype=float)
             show = np.isfinite(values) & (values > 0)
             if show.any():
-                ax.plot(np.asarray(line["rounds"])[show], values[show], ls=line.get("linestyle", "--"),
-                        color=method_style(line.get("key")).color, lw=1.3, alpha=0.9, label=_wrap(line["label"]))
-        _rounds_axis(ax, switch_round)
-        ax.grid(True, which="both", alpha=0.25)
-        ax.set_title(panel.get("title", ""), fontsize=10)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=7.5, frameon=False, ncol=1)
-    axes[0][0].set_ylabel("d(θ_t, θ*) = min_π max_l ‖θ_π(l) − θ*_l‖")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, _wrap(footnote, 115 * n), fontsize=7, va="bottom", ha="left")
-    fig.subplots_adjust(left=0.07 / n * 2, right=0.99, top=0.91, bottom=0.45, wspace=0.06)
-    return fig
+                a.plot(np.asarray(line["rounds"])[show], values[show], ls=line.get("linestyle", "--"),
+                       color=method_style(line.get("key")).color, lw=0.9, alpha=0.9, label=line["label"])
+        marked = panel.get("switch_round", switch_round)
+        _rounds_axis(a, marked)
+        a.grid(True, which="both", alpha=0.25)
+        pad = mpl.rcParams["axes.titlepad"]
+        if marked is not None:   # the title above the phase mark
+            pad += 1.3 * mpl.font_manager.FontProperties(size="x-small").get_size_in_points()
+        a.set_title(panel.get("title", ""), pad=pad)
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+        if not own:
+            legends.append(a.legend(fontsize="small", loc="best"))
+    axes[0].set_ylabel("d(θ_t, θ*)")
+    if own:
+        legend = finish(fig, axes, handles, own=True, labels=labels, title=title, footnote=footnote)
+    else:
+        legend = legends[0] if legends else None
+    return result(fig, axes, legend, legends=legends)
 
 
-def plot_two_phase_contraction(solvers, *, title=None, footnote=None):
+def plot_two_phase_contraction(solvers, *, ax=None, title=None, footnote=None):
     r"""Phase 2's measured contraction against the prediction, and the rounds to the floor.
 
     Three panels: (a) measured per-round factor against the predicted :math:`1 - C_1 p_{min}`
@@ -246,91 +261,110 @@ def plot_two_phase_contraction(solvers, *, title=None, footnote=None):
         and per-trial lists ``predicted``, ``measured``, ``exact`` (factors), ``p`` (realised
         :math:`p_{min}`), ``C1`` (derived), ``rounds`` and ``rounds_predicted``.  Non-finite
         values are left out.
+    ax : sequence of 3 Axes, optional
+        Where to draw; default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend``, ``handles``, ``C1`` (per solver, the median derived
+        :math:`C_1` drawn) and ``reached`` (per solver, ``(trials at the floor, trials)``).
     """
-    fig, axes = plt.subplots(1, 3, figsize=(18.0, 8.0))
+    fig, axes, own = axes_for(ax, 3, aspect=0.9)
     lows, highs = [], []
     p_max, r_max = 0.0, 0.0
+    C1s, reached, handles = {}, {}, []
+    keys = [s["key"] for s in solvers]
     for s in solvers:
-        style = method_style(s["key"], among=[s["key"] for s in solvers])
+        style = method_style(s["key"], among=keys)
         label = series_label(s["key"], s.get("label"))
+        marker = style.marker or "o"
+        handles.append(matplotlib.lines.Line2D([], [], color=style.color, marker=marker, ls="none", label=label))
         pred, meas, exact, p = (np.asarray(s[key], dtype=float) for key in ("predicted", "measured", "exact", "p"))
         ok = np.isfinite(pred) & np.isfinite(meas)
-        axes[0].scatter(pred[ok], meas[ok], s=18, color=style.color, marker=style.marker or "o", alpha=0.8,
+        axes[0].scatter(pred[ok], meas[ok], s=12, color=style.color, marker=marker, alpha=0.8,
                         label=f"{label}: measured")
         okx = np.isfinite(pred) & np.isfinite(exact)
-        axes[0].scatter(pred[okx], exact[okx], s=34, facecolors="none", edgecolors=style.color,
-                        marker=style.marker or "o", alpha=0.6, label=f"{label}: exact factor of the settled map")
+        axes[0].scatter(pred[okx], exact[okx], s=22, facecolors="none", edgecolors=style.color, marker=marker,
+                        alpha=0.6, label=f"{label}: exact factor of the settled map")
         for v in (pred[ok], meas[ok], exact[okx]):
             if v.size:
                 lows.append(v.min())
                 highs.append(v.max())
         okp = np.isfinite(p) & np.isfinite(meas)
-        axes[1].scatter(p[okp], 1 - meas[okp], s=18, color=style.color, marker=style.marker or "o", alpha=0.8,
+        axes[1].scatter(p[okp], 1 - meas[okp], s=12, color=style.color, marker=marker, alpha=0.8,
                         label=f"{label}: measured 1 − ρ")
         okq = np.isfinite(p) & np.isfinite(pred)
-        axes[1].scatter(p[okq], 1 - pred[okq], s=90, color=style.color, marker="_", alpha=0.8,
+        axes[1].scatter(p[okq], 1 - pred[okq], s=50, color=style.color, marker="_", alpha=0.8,
                         label=f"{label}: predicted 1 − ρ, per trial")
         if okq.any():
             p_max = max(p_max, float(p[okq].max()))
         C1 = np.asarray(s["C1"], dtype=float)
         C1 = C1[np.isfinite(C1)]
         if C1.size:
+            C1s[s["key"]] = float(np.median(C1))
             grid = np.linspace(0.0, 1.15 * max(p_max, 1e-3), 50)
-            axes[1].plot(grid, float(np.median(C1)) * grid, "--", color=style.color, lw=1.1,
-                         label=f"{label}: C₁ p_min, C₁ = {float(np.median(C1)):.3g} (median derived)")
+            axes[1].plot(grid, C1s[s["key"]] * grid, "--", color=style.color, lw=0.9,
+                         label=f"{label}: C₁ p_min, C₁ = {C1s[s['key']]:.3g} (median derived)")
         rounds, rpred = np.asarray(s["rounds"], dtype=float), np.asarray(s["rounds_predicted"], dtype=float)
         okr = np.isfinite(rounds) & np.isfinite(rpred)
-        axes[2].scatter(rpred[okr], rounds[okr], s=18, color=style.color, marker=style.marker or "o", alpha=0.8,
+        reached[s["key"]] = (int(okr.sum()), int(rounds.size))
+        axes[2].scatter(rpred[okr], rounds[okr], s=12, color=style.color, marker=marker, alpha=0.8,
                         label=f"{label}: {int(okr.sum())} of {rounds.size} trials reached 2x the floor")
         if okr.any():
             r_max = max(r_max, float(rpred[okr].max()), float(rounds[okr].max()))
-    ax = axes[0]
+    a = axes[0]
     if lows:
         lo, hi = min(lows), max(highs)
         pad = 0.05 * max(hi - lo, 1e-3)
-        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k-", lw=0.8, label="measured = predicted")
-        ax.set_xlim(lo - pad, hi + pad)
-        ax.set_ylim(lo - pad, hi + pad)
-    ax.set_xlabel("predicted worst factor 1 − C₁ p_min (C₁ from η and cov_low, p_min = min data fraction)")
-    ax.set_ylabel("per-round factor ρ from the round the labels settle")
-    ax.set_title("(a) measured factor against the prediction", fontsize=10)
-    ax = axes[1]
-    ax.set_xlim(left=0.0)
-    ax.set_ylim(bottom=0.0)
-    ax.set_xlabel("realised p_min = smallest data fraction N_l / N")
-    ax.set_ylabel("1 − ρ")
-    ax.set_title("(b) 1 − ρ against p_min", fontsize=10)
-    ax = axes[2]
+        a.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k-", lw=0.7)
+        a.set_xlim(lo - pad, hi + pad)
+        a.set_ylim(lo - pad, hi + pad)
+    a.set_xlabel("predicted 1 − C₁ p_min")
+    a.set_ylabel("measured factor ρ")
+    a.set_title("(a) factor")
+    a = axes[1]
+    a.set_xlim(left=0.0)
+    a.set_ylim(bottom=0.0)
+    a.set_xlabel("realised p_min")
+    a.set_ylabel("1 − ρ")
+    a.set_title("(b) 1 − ρ")
+    a = axes[2]
     if r_max > 0:
-        ax.plot([0, 1.05 * r_max], [0, 1.05 * r_max], "k-", lw=0.8, label="measured = ρ⁻¹ log(1/ν)")
-        ax.set_xlim(0, 1.05 * r_max)
-        ax.set_ylim(0, 1.05 * r_max)
-    ax.set_xlabel("ρ⁻¹ log(1/ν), ρ = C₁ p_min predicted, ν with C₃ = C₄ = 1")
-    ax.set_ylabel("Phase-2 rounds until d(θ_t, θ*) stays ≤ 2 d(θ^∞, θ*)")
-    ax.set_title("(c) rounds to the floor against the global theorem's", fontsize=10)
-    for ax in axes:
-        ax.grid(True, alpha=0.25)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=7.5, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, _wrap(footnote, 300), fontsize=7, va="bottom", ha="left")
-    fig.subplots_adjust(left=0.05, right=0.99, top=0.9, bottom=0.42, wspace=0.22)
-    return fig
+        a.plot([0, 1.05 * r_max], [0, 1.05 * r_max], "k-", lw=0.7)
+        a.set_xlim(0, 1.05 * r_max)
+        a.set_ylim(0, 1.05 * r_max)
+    else:
+        a.text(0.5, 0.5, "no trial reached\n2x the floor", transform=a.transAxes, ha="center", va="center",
+               color="0.3")
+    a.set_xlabel("ρ⁻¹ log(1/ν)")
+    a.set_ylabel("Phase-2 rounds to the floor")
+    a.set_title("(c) rounds to the floor")
+    for a in axes:
+        a.grid(True, alpha=0.25)
+    grey = "0.3"
+    handles += [
+        matplotlib.lines.Line2D([], [], color=grey, marker="o", ls="none", label="measured"),
+        matplotlib.lines.Line2D([], [], color=grey, marker="o", mfc="none", ls="none",
+                                label="(a) exact factor of the settled map"),
+        matplotlib.lines.Line2D([], [], color=grey, marker="_", ms=8, ls="none", label="(b) predicted, per trial"),
+        matplotlib.lines.Line2D([], [], color=grey, ls="--", label="(b) C₁ p_min, median derived C₁"),
+        matplotlib.lines.Line2D([], [], color="k", lw=0.7, label="(a, c) measured = predicted"),
+    ]
+    legend = finish(fig, axes, handles, own=own, title=title, footnote=footnote, legend_ax=axes[0])
+    return result(fig, axes, legend, handles=handles, C1=C1s, reached=reached)
 
 
 def _rounds_axis(ax, switch_round):
     """A log error axis against the communication rounds, the phase switch marked (if any)."""
     if switch_round is not None:
-        ax.axvline(switch_round, color="0.5", ls=":", lw=1.0)
-        ax.text(switch_round, 0.99, "Phase 1 | Phase 2", transform=ax.get_xaxis_transform(), fontsize=8,
-                va="top", ha="center", color="0.3", backgroundcolor="white")
+        ax.axvline(switch_round, color="0.5", ls=":", lw=0.8)
+        ax.text(switch_round, 1.0, "Phase 1 | Phase 2", transform=ax.get_xaxis_transform(), fontsize="x-small",
+                va="bottom", ha="center", color="0.3")
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("communication round t")
 
 
@@ -359,6 +393,10 @@ def _footnote(config):
     )
 
 
+def _short_footnote(config):
+    return f"{config.preset} preset, {config.trials} trials per cell"
+
+
 def _short(config, method):
     return method_label(method, short=True, **({"s": config.fedavg_steps} if method == "fedavg" else {}))
 
@@ -382,30 +420,31 @@ def _check(tables, start):
 def _rounds_figure(config, tables, labels):
     rows, theory = tables["curves"], tables["theory"]
     first = {s: [t for t in theory if t["solver"] == s][0] for s in SOLVERS}
+    labels = {m: _short(config, m) for m in labels}       # the legend's; the caption has the long names
     floors = [("ls", first["fedavg"]["ls_floor"], f"{labels['ls']} (median)"),
               ("cwls", first["fedavg"]["cwls_floor"], f"{labels['cwls']} (median)")]
-    left = dict(title="IFCA: Algorithm 2's client weights 1/m against data weights n_i/N",
+    left = dict(title="IFCA (no phases)",
                 curves=[_curve(rows, m, labels[m]) for m in ("ifca", "oracle", "ifca_data", "oracle_data")],
                 floors=floors)
-    lines = []
+    lines, notes = [], []
     for s in SOLVERS:
         th = [t for t in theory if t["solver"] == s]
         t_rounds = np.array([t["round"] for t in th])
         head = first[s]
         lines.append(dict(key=s, rounds=t_rounds, values=np.array([t["unit"] for t in th], dtype=float),
-                          linestyle="--",
-                          label=f"{_short(config, s)}: theorem's recursion from the FMD output, 1 − C₁p_min "
-                                f"with C₁ = {head['C1']:.3g} derived, C₂ = C₃ = C₄ = 1; prediction (constants "
-                                f"fixed before the data); fixed point {head['unit_fixed_point']:.3g}"))
+                          linestyle="--", label=f"{_short(config, s)}: theorem's recursion, C₂ = 1"))
         lines.append(dict(key=s, rounds=t_rounds, values=np.array([t["fitted"] for t in th], dtype=float),
-                          linestyle=":",
-                          label=f"the same with C₂ = {head['C2_fitted']:.3g}: fit on the {head['fit_cells']} other "
-                                f"cells (worst in-sample ratio x{head['fit_worst_ratio']:.2f}), held-out residual "
-                                f"at this cell: measured floor / fitted fixed point = {head['heldout_ratio']:.2f}"))
-    right = dict(title="Two-phase: FMD, then FedAvg / FedProx, against the Phase-2 theorem",
+                          linestyle=":", label=f"{_short(config, s)}: the same, C₂ = {head['C2_fitted']:.3g} fitted"))
+        notes.append(f"{_short(config, s)}: the theorem's recursion from the FMD output, 1 − C₁p_min with C₁ = "
+                     f"{head['C1']:.3g} derived, C₂ = C₃ = C₄ = 1 (a prediction: constants fixed before the data), "
+                     f"fixed point {head['unit_fixed_point']:.3g} (dashed); the same with C₂ = "
+                     f"{head['C2_fitted']:.3g} fitted on the {head['fit_cells']} other cells (worst in-sample ratio "
+                     f"x{head['fit_worst_ratio']:.2f}; held-out residual at this cell: measured floor / fitted fixed "
+                     f"point = {head['heldout_ratio']:.2f}) (dotted)")
+    right = dict(title="two-phase", switch_round=config.fmd_rounds,
                  curves=[_curve(rows, m, labels[m]) for m in SOLVERS], floors=floors[:1], theory=lines)
-    title = (f"Error against rounds at M = {config.M_ref}, {config.law_ref} sizes, p_min = {config.p_ref:g} "
-             "(median over trials, band = quartiles)")
+    left["switch_round"] = None     # IFCA has no phases
+    title = (f"Error against rounds at M = {config.M_ref}, {config.law_ref} sizes, p_min = {config.p_ref:g}")
     verdicts = []
     for s in SOLVERS:
         c = _check(tables, f"{s}: recursion fixed point with C2")
@@ -420,8 +459,15 @@ def _rounds_figure(config, tables, labels):
     if cw is not None:
         verdicts.append(f"client weights alone cost x{cw['measured']:.2f} over the known-label LS (client-weighted "
                         "LS, both IFCA's exact true-label limits)")
-    footnote = _footnote(config) + " Findings: " + "; ".join(verdicts) + "."
-    return plot_two_phase_rounds([left, right], switch_round=config.fmd_rounds, title=title, footnote=footnote)
+    names = "; ".join(f"{_short(config, m)}: {long}" for m, long in _labels(config).items()
+                      if m in ("ifca", "oracle", "ifca_data", "oracle_data", "ls", "cwls", *SOLVERS))
+    caption = (f"{title} (median over trials, band = quartiles). Left: IFCA with Algorithm 2's client weights 1/m "
+               "against data weights n_i/N (no phases). Right: FMD (Phase 1), then FedAvg / FedProx (Phase 2, after "
+               f"the dotted line at round {config.fmd_rounds}), against the Phase-2 theorem. "
+               + "; ".join(notes) + ". Methods: " + names + ". " + _footnote(config) + " Findings: "
+               + "; ".join(verdicts) + ".")
+    drawn = plot_two_phase_rounds([left, right], title=title, footnote=_short_footnote(config))
+    return drawn, caption
 
 
 def _contraction_figure(config, tables, labels):
@@ -447,16 +493,26 @@ def _contraction_figure(config, tables, labels):
         if r is not None and np.isfinite(r["measured"]):
             notes.append(f"{s}: rounds/(ρ⁻¹ log(1/ν)) median {r['reference']:.2g}, spread x{r['measured']:.2g} "
                          f"over cells ({r['verdict']} within x{ROUNDS_SPREAD:g})")
-    title = ("Phase-2 contraction from the round the labels settle (≤ 0.1% of the data still to flip), against "
-             "1 − C₁p_min with C₁ derived in advance\n(one point per trial and cell; predictions made before the "
-             "data)")
-    footnote = _footnote(config) + " " + "; ".join(notes) + "."
-    return plot_two_phase_contraction(solvers, title=title, footnote=footnote)
+    title = "Phase-2 contraction against 1 − C₁p_min, C₁ derived in advance"
+    drawn = plot_two_phase_contraction(solvers, title=title, footnote=_short_footnote(config))
+    reached = "; ".join(f"{labels[s]}: {done} of {total} trials reached 2x the floor"
+                        for s, (done, total) in drawn["reached"].items())
+    caption = (f"{title}, from the round the labels settle (≤ 0.1% of the data still to flip); one point per trial "
+               "and cell, predictions made before the data. (a) Measured per-round factor ρ against the predicted "
+               "worst factor 1 − C₁ p_min (C₁ from η and cov_low, p_min = the smallest data fraction N_l / N); open "
+               "markers: the exact factor of the settled map computed from the data; line: measured = predicted. "
+               "(b) 1 − ρ against the realised p_min: measured, and predicted per trial (bars), with the line C₁ p_min "
+               "at the median derived C₁. (c) Phase-2 rounds until d(θ_t, θ*) stays ≤ 2 d(θ^∞, θ*) against "
+               f"ρ⁻¹ log(1/ν) (ρ = C₁ p_min predicted, ν with C₃ = C₄ = 1); {reached}. "
+               + _footnote(config) + " " + "; ".join(notes) + ".")
+    return drawn, caption
 
 
 def draw(config, tables, outdir):
-    """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
+    """The two figures, from the tables of :func:`summarise` only; returns the paths written (figures, captions)."""
     outdir, labels = pathlib.Path(outdir), _labels(config)
-    paths = save_figure(_rounds_figure(config, tables, labels), outdir / f"{NAME}_rounds")
-    paths += save_figure(_contraction_figure(config, tables, labels), outdir / f"{NAME}_contraction")
+    paths = []
+    for name, figure in (("rounds", _rounds_figure), ("contraction", _contraction_figure)):
+        drawn, caption = figure(config, tables, labels)
+        paths += save_figure(drawn["figure"], outdir / f"{NAME}_{name}", caption=caption)
     return paths

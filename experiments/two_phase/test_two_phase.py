@@ -166,6 +166,10 @@ def test_end_to_end(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     # redrawn from the tables alone
     assert two_phase.STUDY.main(["--redraw", str(out)]) == 0
+    # each plot function draws into the axes it is given; draw writes the captions
+    from experiments.ifca_mechanism.testing import check_figures
+
+    check_figures(two_phase, out, tmp_path / "figures", ["plot_two_phase_rounds", "plot_two_phase_contraction"])
 
 
 def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):

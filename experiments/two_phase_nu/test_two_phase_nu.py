@@ -140,3 +140,11 @@ def test_presets_are_valid():
     for name, values in two_phase_nu.PRESETS.items():
         config = two_phase_nu.Config(preset=name, **values).validate()
         assert len(two_phase_nu.cells_of(config)) >= 15
+
+
+def test_figures_draw_into_given_axes_and_write_captions(run, tmp_path):
+    """Each plot function draws into the axes it is given and returns what it drew; ``draw``
+    writes a caption file beside each figure."""
+    from experiments.ifca_mechanism.testing import check_figures
+
+    check_figures(two_phase_nu, run[1], tmp_path, ["plot_nu_sweeps"])

@@ -9,14 +9,17 @@ series they are given.
 from __future__ import annotations
 
 import pathlib
-import textwrap
 
+import matplotlib as mpl
+import matplotlib.lines
 import matplotlib.ticker
 import numpy as np
 
 from mixreg.plotting import plain_tick, save_figure
-import matplotlib.pyplot as plt
 from mixreg.stats import SlopeFit
+
+from ..ifca_mechanism.figures import finish, result
+from ..ifca_mechanism.figures import panels as axes_for
 
 from .summary import _num
 from .trial import clients_for
@@ -33,35 +36,37 @@ _P_MARKERS = ("o", "s", "^", "D", "v", "P")
 _TARGET_STYLES = (":", (0, (5, 2, 1, 2)), (0, (1, 3)), "-.")
 
 
-def _wrap(text, width=70):
-    return "\n".join(textwrap.wrap(text, width)) if text else text
-
-
 def _arrays(*values):
     return (np.asarray([np.nan if v is None else float(v) for v in vals], dtype=float) for vals in values)
 
 
 def _targets(ax, targets):
-    """Horizontal accuracy lines, each named at the right edge of the panel."""
+    """Horizontal accuracy lines, one line style each, named in the legend."""
     for j, (value, label) in enumerate(targets):
         if np.isfinite(value) and value > 0:
-            ax.axhline(value, color="0.45", lw=0.9, ls=_TARGET_STYLES[j % len(_TARGET_STYLES)])
-            ax.text(1.005, value, label, transform=ax.get_yaxis_transform(), fontsize=7.5, va="center",
-                    ha="left", color="0.3", clip_on=False)
+            ax.axhline(value, color="0.45", lw=0.8, ls=_TARGET_STYLES[j % len(_TARGET_STYLES)],
+                       label=f"target {label}")
 
 
 def _plain_log_axis(axis):
-    """Plain tick labels (0.3, 2, 500) on a log axis, minor ticks unlabelled."""
+    """Plain tick labels (0.3, 2, 500) on a log axis, as many as its length holds, minor ticks unlabelled."""
     axis.axes.autoscale_view()
     low, high = sorted(axis.get_view_interval())
     decades = np.log10(high / low) if low > 0 and high > low else 1.0
-    subs = (1.0,) if decades > 2.5 else (1.0, 2.0, 5.0) if decades > 1.2 else (1.0, 2.0, 3.0, 5.0)
+    box = axis.axes.get_position()
+    fig = axis.axes.figure
+    length = box.width * fig.get_figwidth() if axis is axis.axes.xaxis else box.height * fig.get_figheight()
+    size = mpl.font_manager.FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points() / 72.0
+    per_label = 4.5 * 0.6 * size if axis is axis.axes.xaxis else 1.6 * size
+    for subs in ((1.0, 2.0, 3.0, 5.0), (1.0, 2.0, 5.0), (1.0,)):
+        if decades * len(subs) * per_label <= length:
+            break
     axis.set_major_locator(matplotlib.ticker.LogLocator(base=10.0, subs=subs))
-    axis.set_major_formatter(plt.FuncFormatter(plain_tick))
-    axis.set_minor_formatter(plt.NullFormatter())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
-def plot_phase1_error(panels, *, targets=(), title=None, footnote=None):
+def plot_phase1_error(panels, *, targets=(), ax=None, title=None, footnote=None):
     """Phase 1's error beside the anchors' own least squares, one log-log panel per swept axis.
 
     Parameters
@@ -73,31 +78,38 @@ def plot_phase1_error(panels, *, targets=(), title=None, footnote=None):
         estimate 0); ``start`` (``(value, label)``: the distance of the start, dashed red;
         medians more than 3 times above the higher of the two are drawn as a triangle at the top
         edge with their value); ``diagonal`` (x of a vertical line, e.g. ``n_A = d``) and
-        ``diagonal_label``; ``title``, ``xlabel``; ``note`` (text in the panel's corner).
+        ``diagonal_label``; ``title``, ``xlabel``; ``note`` (for the caption, not drawn).
     targets : sequence of (value, label)
         Horizontal accuracy lines (grey, one style each).
+    ax : sequence of len(panels) Axes, optional
+        Where to draw; default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend`` (the figure's, every label once; on the caller's axes
+        the first panel's), ``legends`` (one per panel on the caller's axes).
     """
-    fig, axes = plt.subplots(1, len(panels), figsize=(7.6 * len(panels), 7.4), squeeze=False)
-    for ax, panel in zip(axes[0], panels):
+    fig, flat, own = axes_for(ax, len(panels), aspect=0.9)
+    handles, labels, legends = [], [], []
+    ms = mpl.rcParams["lines.markersize"]
+    for ax, panel in zip(flat, panels):
         for s in panel["series"]:
             x, med, lo, hi = _arrays(s["x"], s["median"], s["low"], s["high"])
             ls, marker = _METHOD_STYLES.get(s["method"], ("-", "o"))
             colour = _MODE_COLOURS.get(s["mode"], None)
             show = np.isfinite(med) & (med > 0)
             ax.errorbar(x[show], med[show], yerr=[np.clip(med - lo, 0, None)[show], np.clip(hi - med, 0, None)[show]],
-                        ls=ls, marker=marker, color=colour, ms=5, lw=1.6, capsize=2,
-                        mfc="white" if s["method"] == "ls" else colour, label=_wrap(s["label"], 48))
+                        ls=ls, marker=marker, color=colour, capsize=1.5,
+                        mfc="white" if s["method"] == "ls" else colour, label=s["label"])
         value, label = panel.get("reference", (np.nan, ""))
         if value is not None and np.isfinite(value) and value > 0:
-            ax.axhline(value, color="k", ls="-.", lw=1.1, label=label)
+            ax.axhline(value, color="k", ls="-.", lw=0.9, label=label)
         start, start_label = panel.get("start", (np.nan, ""))
         if start is not None and np.isfinite(start) and start > 0:
-            ax.axhline(start, color="#b2182b", ls=(0, (6, 3)), lw=1.1, label=start_label)
+            ax.axhline(start, color="#b2182b", ls=(0, (6, 3)), lw=0.9, label=start_label)
         _targets(ax, targets)
         finite = [float(v) for s in panel["series"] for v in s["median"] if v is not None and np.isfinite(v) and v > 0]
         tops = [v for v in (value, start) if v is not None and np.isfinite(v) and v > 0]
@@ -113,14 +125,14 @@ def plot_phase1_error(panels, *, targets=(), title=None, footnote=None):
                         row = stacked.setdefault(xi, 0)
                         stacked[xi] += 1
                         colour = _MODE_COLOURS.get(s["mode"])
-                        ax.plot([xi], [top / 1.15], marker="^", ms=7, color=colour,
+                        ax.plot([xi], [top / 1.15], marker="^", ms=1.2 * ms, color=colour,
                                 mfc="white" if s["method"] == "ls" else colour)
-                        ax.annotate(f"median {mi:.3g}", (xi, top / 1.15), textcoords="offset points",
-                                    xytext=(7, -4 - 10 * row), fontsize=7, color=colour)
+                        ax.annotate(f"{mi:.3g}", (xi, top / 1.15), textcoords="offset points",
+                                    xytext=(5, -3 - 8 * row), fontsize="x-small", color=colour)
         if panel.get("diagonal") is not None:
-            ax.axvline(panel["diagonal"], color="0.6", lw=1.0, ls="--")
-            ax.text(panel["diagonal"], 0.07, " " + panel.get("diagonal_label", ""), transform=ax.get_xaxis_transform(),
-                    fontsize=8, va="bottom", ha="left", color="0.35")
+            ax.axvline(panel["diagonal"], color="0.6", lw=0.8, ls="--")
+            ax.text(panel["diagonal"], 0.02, " " + panel.get("diagonal_label", ""), transform=ax.get_xaxis_transform(),
+                    fontsize="x-small", va="bottom", ha="left", color="0.35")
         ax.set_xscale("log")
         ax.set_yscale("log")
         xs = sorted({float(v) for s in panel["series"] for v in s["x"]})
@@ -129,23 +141,23 @@ def plot_phase1_error(panels, *, targets=(), title=None, footnote=None):
         ax.minorticks_off()
         _plain_log_axis(ax.yaxis)
         ax.set_xlabel(panel.get("xlabel", ""))
-        ax.set_ylabel("error (median over trials, quartile bars)\n"
-                      "matched max distance min_π max_l ‖θ̂_π(l) − θ*_l‖")
-        ax.set_title(panel.get("title", ""), fontsize=10)
+        ax.set_title(panel.get("title", ""))
         ax.grid(True, which="both", alpha=0.25)
-        if panel.get("note"):
-            ax.text(0.01, 0.01, panel["note"], transform=ax.transAxes, fontsize=7.5, va="bottom", ha="left",
-                    color="0.3")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, 0.04 if footnote else 0.0, 1, 1))
-    return fig
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+        if not own:
+            legends.append(ax.legend(fontsize="small", loc="best"))
+    flat[0].set_ylabel("error d(θ̂, θ*)")
+    if own:
+        legend = finish(fig, flat, handles, own=True, labels=labels, title=title, footnote=footnote)
+    else:
+        legend = legends[0] if legends else None
+    return result(fig, flat, legend, legends=legends)
 
 
-def plot_clients_needed(cells, crossings, *, main_target, targets=(), title=None, footnote=None):
+def plot_clients_needed(cells, crossings, *, main_target, targets=(), ax=None, title=None, footnote=None):
     """Phase 1's error and success against the number of clients, and the clients needed.
 
     Three panels: (1) the median error against ``M`` for each ``(d, p_min)`` cell, with the
@@ -167,13 +179,18 @@ def plot_clients_needed(cells, crossings, *, main_target, targets=(), title=None
         ``M_grid_max``, ``label``.
     main_target : (value, label)
     targets : sequence of (value, label)
+    ax : sequence of 3 Axes, optional
+        Where to draw; default: a new figure.
     title, footnote : str, optional
+        Drawn on a new figure only.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend``, ``handles``.
     """
-    fig, axes = plt.subplots(1, 3, figsize=(19.0, 6.8))
+    fig, axes, own = axes_for(ax, 3, aspect=0.9)
+    ms = mpl.rcParams["lines.markersize"]
     ds = sorted({c["d"] for c in cells})
     ps = sorted({float(c["p_min"]) for c in cells})
     colour = {d: _D_COLOURS[j % len(_D_COLOURS)] for j, d in enumerate(ds)}
@@ -183,32 +200,30 @@ def plot_clients_needed(cells, crossings, *, main_target, targets=(), title=None
     for c in cells:
         M, med, lo, hi = _arrays(c["M"], c["err"], c["err_low"], c["err_high"])
         ax.errorbar(M, med, yerr=[np.clip(med - lo, 0, None), np.clip(hi - med, 0, None)], color=colour[c["d"]],
-                    marker=marker[float(c["p_min"])], ms=4.5, lw=1.3, capsize=2,
-                    label=f"d = {c['d']}, p_min = {float(c['p_min']):.3g}")
+                    marker=marker[float(c["p_min"])], capsize=1.5)
     _targets(ax, targets)
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log_axis(ax.xaxis)
     _plain_log_axis(ax.yaxis)
     ax.set_xlabel("non-anchor clients M")
-    ax.set_ylabel("Phase-1 error d(θ̂, θ*)  (median, quartile bars)")
-    ax.set_title("error against M", fontsize=10)
+    ax.set_ylabel("Phase-1 error d(θ̂, θ*)")
+    ax.set_title("error against M")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, ncol=2, loc="lower left", framealpha=0.9)
 
     ax = axes[1]
     for c in cells:
         M, rate, lo, hi = _arrays(c["M"], c["rate"], c["rate_low"], c["rate_high"])
         x = M * float(c["p_min"]) ** 2 / c["d"]
         ax.errorbar(x, rate, yerr=[np.clip(rate - lo, 0, None), np.clip(hi - rate, 0, None)], color=colour[c["d"]],
-                    marker=marker[float(c["p_min"])], ms=4.5, lw=1.3, capsize=2, alpha=0.9)
+                    marker=marker[float(c["p_min"])], capsize=1.5, alpha=0.9)
     ax.axhline(0.5, color="0.45", lw=0.9, ls=":")
     ax.set_xscale("log")
     _plain_log_axis(ax.xaxis)
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("M p_min² / d  (the theorem's unit)")
-    ax.set_ylabel(f"success rate: d(θ̂, θ*) < {main_target[1]}  (95% Wilson bars)")
-    ax.set_title("success against M in the theorem's unit: the curves coincide if M* ∝ d / p_min²", fontsize=10)
+    ax.set_xlabel("M p_min² / d")
+    ax.set_ylabel(f"success rate (< {main_target[1]})")
+    ax.set_title("success (Thm unit)")
     ax.grid(True, which="both", alpha=0.25)
 
     ax = axes[2]
@@ -218,43 +233,40 @@ def plot_clients_needed(cells, crossings, *, main_target, targets=(), title=None
         status = np.asarray(cr["status"])
         found = status == "found"
         shade = str(0.15 + 0.55 * j / max(len(crossings) - 1, 1))
-        ax.plot(x[found], M[found], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=7, color=shade,
-                label=_wrap(cr["label"], 60))
+        ax.plot(x[found], M[found], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=1.3 * ms, color=shade,
+                label=f"M* for Δ/{cr['divisor']}")
         above = status == "above_grid"
         if above.any():
-            ax.plot(x[above], top[above], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=7, mfc="white",
-                    color=shade)
+            ax.plot(x[above], top[above], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=1.3 * ms,
+                    mfc="white", color=shade)
             for xi, ti in zip(x[above], top[above]):
                 ax.annotate("", xy=(xi, ti * 1.6), xytext=(xi, ti), arrowprops=dict(arrowstyle="->", color=shade))
         below = status == "below_grid"
         if below.any():
-            ax.plot(x[below], M[below], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=7, mfc="white",
-                    color=shade)
+            ax.plot(x[below], M[below], ls="none", marker=_P_MARKERS[j % len(_P_MARKERS)], ms=1.3 * ms,
+                    mfc="white", color=shade)
             for xi, mi in zip(x[below], M[below]):
                 ax.annotate("", xy=(xi, mi / 1.6), xytext=(xi, mi), arrowprops=dict(arrowstyle="->", color=shade))
         if found.sum() >= 1:
             grid = np.array([x.min() / 1.3, x.max() * 1.3])
             scale = np.exp(np.mean(np.log(M[found] / x[found])))
-            ax.plot(grid, scale * grid, color=shade, lw=1.0, ls="--")
-    ax.plot([], [], color="0.4", lw=1.0, ls="--",
-            label="slope 1 (M* ∝ d / p_min², the claim), through each target's points")
-    ax.plot([], [], color="0.4", ls="none", marker="o", mfc="white",
-            label="open marker + arrow: crossing outside the grid (above its largest M, or below its smallest)")
+            ax.plot(grid, scale * grid, color=shade, lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log_axis(ax.xaxis)
     _plain_log_axis(ax.yaxis)
     ax.set_xlabel("d / p_min²")
-    ax.set_ylabel("clients M* needed for success in half the trials (log-interpolated)")
-    ax.set_title("clients needed against d / p_min²; fitted exponents of d and p_min (95% bootstrap)", fontsize=10)
+    ax.set_ylabel("clients needed M*")
+    ax.set_title("clients needed")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, 0.03 if footnote else 0.0, 1, 1))
-    return fig
+    line = matplotlib.lines.Line2D
+    handles = [line([], [], color=colour[d], label=f"d = {d}") for d in ds]
+    handles += [line([], [], color="0.3", marker=marker[p], ls="none", label=f"p_min = {p:.3g}") for p in ps]
+    handles += list(axes[0].get_legend_handles_labels()[0]) + list(axes[2].get_legend_handles_labels()[0])
+    handles += [line([], [], color="0.4", lw=0.8, ls="--", label="slope 1 (M* ∝ d / p_min²)"),
+                line([], [], color="0.4", ls="none", marker="o", mfc="white", label="crossing outside the grid")]
+    legend = finish(fig, axes, handles, own=own, title=title, footnote=footnote, legend_ax=axes[0], loc="lower left")
+    return result(fig, axes, legend, handles=handles)
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,6 +290,10 @@ def _footnote(config):
             f"reuse their n_A points; {config.trials} trials per cell; median and quartiles.")
 
 
+def _short_footnote(config):
+    return f"{_run_name(config)}, {config.trials} trials per cell"
+
+
 def _fit_of(rows, axis, prefix):
     row = next((r for r in rows if r["axis"] == axis and str(r["setting"]).startswith(prefix)), None)
     if row is None:
@@ -288,47 +304,47 @@ def _fit_of(rows, axis, prefix):
 
 def _error_figure(config, tables):
     errors, exponents = tables["errors"], tables["exponents"]
-    panels = []
+    panels, slopes = [], []
     for axis, fixed in (("n_A", f"d = {config.d_ref}"), ("d", f"n_A = {config.nA_ref}")):
         series = []
         for mode in config.anchor_modes:
             rows = sorted((r for r in errors if r["axis"] == axis and r["anchor_mode"] == mode), key=lambda r: r[axis])
             x = [r[axis] for r in rows]
-            slope = ""
             if axis == "d":
                 fit = _fit_of([e for e in exponents if f"{mode} anchors" in e["setting"]], "d", "Phase-1 error")
                 if fit is not None:
-                    slope = f", slope {fit[0].slope:+.2f} [{fit[0].low:+.2f}, {fit[0].high:+.2f}] ({fit[1]})"
+                    slopes.append(f"Phase 1 (FMD), {mode.replace('_', ' ')} anchors: slope in d {fit[0].slope:+.2f} "
+                                  f"[{fit[0].low:+.2f}, {fit[0].high:+.2f}] ({fit[1]})")
             series.append(dict(key=f"fmd_{mode}", mode=mode, method="fmd", x=x,
                                median=[r["fmd_err_median"] for r in rows], low=[r["fmd_err_q25"] for r in rows],
                                high=[r["fmd_err_q75"] for r in rows],
-                               label=f"Phase 1 (FMD), {mode.replace('_', ' ')} anchors{slope}"))
+                               label=f"Phase 1 (FMD), {mode.replace('_', ' ')} anchors"))
             if mode == "random":  # with one anchor per cluster the output is the anchors themselves
                 series.append(dict(key=f"anchor_{mode}", mode=mode, method="anchor", x=x,
                                    median=[r["anchor_err_max_median"] for r in rows],
                                    low=[r["anchor_err_max_q25"] for r in rows],
                                    high=[r["anchor_err_max_q75"] for r in rows],
-                                   label="Phase 1, worst single anchor max_a ‖θ_a,T − θ*_z_a‖, random anchors "
-                                         "(per cluster: equal to the output)"))
+                                   label="worst single anchor, random anchors"))
             series.append(dict(key=f"ls_{mode}", mode=mode, method="ls", x=x,
                                median=[r["ls_err_median"] for r in rows], low=[r["ls_err_q25"] for r in rows],
                                high=[r["ls_err_q75"] for r in rows],
-                               label=f"least squares on each anchor, {mode.replace('_', ' ')} anchors"))
+                               label=f"LS on each anchor, {mode.replace('_', ' ')} anchors"))
         rows = [r for r in errors if r["axis"] == axis]
         covered = {m: min((r["covered_rate"] for r in rows if r["anchor_mode"] == m), default=float("nan"))
                    for m in config.anchor_modes}
         panels.append(dict(
             axis=axis, series=series,
             reference=(float(np.nanmedian([_num(r["theta_norm_median"]) for r in rows])),
-                       "error of the estimate 0 (max ‖θ*_l‖, median)"),
+                       "error of the estimate 0"),
             start=(float(np.nanmin([_num(r["init_distance_min"]) for r in rows])) * config.separation,
-                   f"the start: min_l ‖θ₀ − θ*_l‖ (≥ {config.far:g}Δ)"),
+                   "the start's distance"),
             diagonal=(config.d_ref if axis == "n_A" else config.nA_ref),
             diagonal_label=("n_A = d" if axis == "n_A" else "d = n_A"),
-            title=(f"error against n_A ({fixed}, M = {clients_for(config.c_ref, config.d_ref, config.p_ref)})"
-                   if axis == "n_A" else f"error against d ({fixed}, M = {config.c_ref:g} d / p_min² = "
-                   f"{config.c_ref / config.p_ref ** 2:.0f} d)"),
-            xlabel=("points per anchor n_A (k = %d)" % config.k) if axis == "n_A" else "dimension d",
+            title=f"against n_A ({fixed})" if axis == "n_A" else f"against d ({fixed})",
+            long_title=(f"error against n_A ({fixed}, M = {clients_for(config.c_ref, config.d_ref, config.p_ref)})"
+                        if axis == "n_A" else f"error against d ({fixed}, M = {config.c_ref:g} d / p_min² = "
+                        f"{config.c_ref / config.p_ref ** 2:.0f} d)"),
+            xlabel="points per anchor n_A" if axis == "n_A" else "dimension d",
             note=("random anchors covered every cluster in ≥ "
                   f"{covered.get('random', float('nan')):.0%} of the trials of each point"
                   if "random" in covered else ""),
@@ -336,7 +352,16 @@ def _error_figure(config, tables):
     targets = [(config.separation / q, f"Δ/{q}") for q in config.target_divisors]
     title = (f"Phase 1 with small anchors from a far start (θ₀ at {config.far:g}Δ): k = {config.k}, "
              f"p_min = {config.p_ref:.3g}, Δ = {config.separation:g}")
-    return plot_phase1_error(panels, targets=targets, title=title, footnote=_footnote(config))
+    drawn = plot_phase1_error(panels, targets=targets, title=title, footnote=_short_footnote(config))
+    caption = (f"{title}. Panels: " + "; ".join(p["long_title"] for p in panels) + ". Error: matched max distance "
+               "min_π max_l ‖θ̂_π(l) − θ*_l‖, median over trials with quartile bars. Series: Phase 1 (FMD) for each "
+               "anchor version (colour); the worst single anchor max_a ‖θ_a,T − θ*_z_a‖ with random anchors (with "
+               "one anchor per cluster it equals the output); least squares on each anchor (open markers). Lines: "
+               "the error of the estimate 0 (max ‖θ*_l‖, median; dash-dot), the start's distance min_l ‖θ₀ − θ*_l‖ "
+               f"(≥ {config.far:g}Δ; red dashed), the accuracy targets (grey), n_A = d (vertical). "
+               "Medians far above the panel: a triangle at its top edge with the value. "
+               + "; ".join(slopes + [p["note"] for p in panels if p.get("note")]) + ". " + _footnote(config))
+    return drawn, caption
 
 
 def _clients_figure(config, tables):
@@ -366,14 +391,24 @@ def _clients_figure(config, tables):
                               label=f"Δ/{qq}: exponents {text}"))
     title = (f"Clients needed by Phase 1 against d and p_min (predicted M ∝ d / p_min²): k = {config.k}, "
              f"{config.need_anchor_mode.replace('_', ' ')} anchors of n_A = {config.need_nA} points")
-    return plot_clients_needed(cells, crossings, main_target=(config.separation / q, f"Δ/{q}"),
-                               targets=[(config.separation / qq, f"Δ/{qq}") for qq in config.target_divisors],
-                               title=title, footnote=_footnote(config))
+    drawn = plot_clients_needed(cells, crossings, main_target=(config.separation / q, f"Δ/{q}"),
+                                targets=[(config.separation / qq, f"Δ/{qq}") for qq in config.target_divisors],
+                                title=title, footnote=_short_footnote(config))
+    caption = (f"{title}. Left: the median Phase-1 error against the number of non-anchor clients M for each "
+               "(d, p_min) cell (colour: d, marker: p_min; quartile bars), with the accuracy targets. Middle: the "
+               f"success rate d(θ̂, θ*) < Δ/{q} (95% Wilson bars) against M p_min² / d, the theorem's unit, on which "
+               "the cells' curves coincide if M* ∝ d / p_min². Right: the clients M* needed for success in half the "
+               "trials (log-interpolated) against d / p_min², one marker series per target, with a line of slope 1 "
+               "(the claim) through each target's points; an open marker with an arrow: the crossing lies outside "
+               "the cell's grid (above its largest M, or below its smallest). Fitted exponents of d and p_min (95% "
+               "bootstrap): " + "; ".join(cr["label"] for cr in crossings) + ". " + _footnote(config))
+    return drawn, caption
 
 
 def draw(config, tables, outdir):
     """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
-    outdir = pathlib.Path(outdir)
-    paths = save_figure(_error_figure(config, tables), outdir / "phase1_error")
-    paths += save_figure(_clients_figure(config, tables), outdir / "phase1_clients")
+    outdir, paths = pathlib.Path(outdir), []
+    for name, figure in (("phase1_error", _error_figure), ("phase1_clients", _clients_figure)):
+        drawn, caption = figure(config, tables)
+        paths += save_figure(drawn["figure"], outdir / name, caption=caption)
     return paths

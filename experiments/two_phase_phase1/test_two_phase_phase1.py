@@ -115,3 +115,11 @@ def test_cells_follow_the_theorems_unit():
         anchors = cell["k"] if cell["anchor_mode"] == "per_cluster" else cell["n_anchors"]
         assert cell["m"] == phase1.clients_for(max(cell["cs"]), cell["d"], cell["p_min"]) + anchors
         assert np.all(np.diff(cell["cs"]) > 0)
+
+
+def test_figures_draw_into_given_axes_and_write_captions(run, tmp_path):
+    """Each plot function draws into the axes it is given and returns what it drew; ``draw``
+    writes a caption file beside each figure."""
+    from experiments.ifca_mechanism.testing import check_figures
+
+    check_figures(phase1, run, tmp_path, ["plot_phase1_error", "plot_clients_needed"])
