@@ -26,8 +26,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
-__all__ = ["STYLES", "DEFAULT_STYLE", "MIN_PANEL_WIDTH", "use_style", "new_figure", "add_footnote",
-           "figure_width"]
+__all__ = ["STYLES", "DEFAULT_STYLE", "MIN_PANEL_WIDTH", "use_style", "current_style", "new_figure",
+           "add_footnote", "figure_width"]
 
 #: The Okabe-Ito palette (Okabe and Ito, "Color Universal Design", 2008), black last: the colour
 #: cycle of every style.  :func:`mixreg.methods.styles_for` extends it to any number of methods.
@@ -88,18 +88,40 @@ DEFAULT_STYLE = "two-column"
 MIN_PANEL_WIDTH = 1.6
 
 
+#: The name of the style last applied by :func:`use_style` (see :func:`current_style`).
+_current = [None]
+
+
+def current_style():
+    """The style last applied by :func:`use_style`, as a name for the figures' metadata.
+
+    A name of :data:`STYLES`, ``"file <name>.mplstyle"`` for a style file, ``"custom"`` for a dict
+    or when ``use_style`` was given overrides, ``None`` when no style was applied (matplotlib's
+    rcParams as they are).  :func:`mixreg.plotting.save_figure` writes it into every PNG and PDF.
+    """
+    return _current[0]
+
+
 class _Applied:
     """What :func:`use_style` returns: the style stays applied, or, in a ``with`` block, until its end."""
 
-    def __init__(self, saved):
+    def __init__(self, saved, name):
         self._saved = saved
+        self._name = name
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info):
         dict.update(mpl.rcParams, self._saved)   # as matplotlib's rc_context restores: no re-validation
+        _current[0] = self._name
         return False
+
+
+def _style_name(style, overrides):
+    if overrides or isinstance(style, Mapping):
+        return "custom"
+    return str(style) if str(style) in STYLES else f"file {os.path.basename(os.fspath(style))}"
 
 
 def _style_params(style):
@@ -150,7 +172,8 @@ def use_style(style=DEFAULT_STYLE, **overrides):
     """
     params = _style_params(style)
     params.update({key.replace("_", "."): value for key, value in overrides.items()})
-    saved = mpl.rcParams.copy()
+    name = _style_name(style, overrides)
+    saved, saved_name = mpl.rcParams.copy(), _current[0]
     backend = mpl.rcParams["backend"] if "backend" in dict.keys(mpl.rcParams) else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # deprecated keys among the defaults
@@ -158,8 +181,13 @@ def use_style(style=DEFAULT_STYLE, **overrides):
         dict.update(mpl.rcParams, defaults)
     if backend is not None:
         dict.__setitem__(mpl.rcParams, "backend", backend)
-    mpl.rcParams.update(params)     # validated: a wrong key or value fails here, naming it
-    return _Applied(saved)
+    try:
+        mpl.rcParams.update(params)     # validated: a wrong key or value fails here, naming it
+    except Exception:
+        dict.update(mpl.rcParams, saved)
+        raise
+    _current[0] = name
+    return _Applied(saved, saved_name)
 
 
 def figure_width():
