@@ -25,14 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy.stats import norm
 
 from ..methods import COMPARE, styles_for
 from ..stats import fit_slope, wilson_interval
-from ._style import add_footnote, new_figure
+from ._style import add_footnote, legend_above, new_figure
 
 __all__ = ["success_plot", "error_plot", "PREDICTION_LABEL", "CROWDED"]
 
@@ -412,17 +411,8 @@ def _legend(ax, own, n_series, title):
         return ax.legend(title=title)
     if not own:
         return ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig = ax.figure
     handles, labels = ax.get_legend_handles_labels()
-    renderer = fig.canvas.get_renderer()
-    for ncol in range(min(len(handles), 4), 0, -1):  # as many columns as fit in the figure's width
-        legend = fig.legend(handles, labels, title=title, loc="outside upper center", ncol=ncol)
-        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
-            break
-        legend.remove()
-    rows = -(-len(handles) // ncol) + 1  # and the title
-    fig.set_figheight(fig.get_figheight() + rows * 1.45 * _points("legend.fontsize") / 72.0)
-    return legend
+    return legend_above(ax.figure, handles, labels, title=title)
 
 
 def _title_footnote(ax, own, title, footnote):
@@ -430,8 +420,3 @@ def _title_footnote(ax, own, title, footnote):
         ax.set_title(title)
     if own and footnote:
         add_footnote(ax.figure, footnote)
-
-
-def _points(key):
-    """The size in points of the font size ``rcParams[key]`` (a number or "small", ...)."""
-    return mpl.font_manager.FontProperties(size=mpl.rcParams[key]).get_size_in_points()
