@@ -234,7 +234,7 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
                     grid[ns.index(row["n"]), ms.index(row["m"])] = row[f"{rule}_success_rate"]
             image = drawn["images"][rule, r] = drawn["image"] = panel.imshow(
                 grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-            cell = 0.85 * axes_width(panel) * 72.0 / len(ms)  # points across a cell (a colour bar beside)
+            cell = 0.85 * axes_width(panel) * 72.0 / len(ms)  # points across a cell (a colour bar may be beside)
             size = min(small, cell / 2.2)  # three characters and a margin
             for a, n in enumerate(ns):
                 for b, m in enumerate(ms):
@@ -258,7 +258,9 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
     if own:
         drawn["legend"] = legend_above(fig, drawn["handles"])
         if drawn["image"] is not None:
-            drawn["colorbar"] = fig.colorbar(drawn["image"], ax=axes, label="success rate", shrink=0.9)
+            beside = fig.get_figwidth() >= 5.0  # on a narrow figure, under the panels: they keep the width
+            drawn["colorbar"] = fig.colorbar(drawn["image"], ax=axes, label="success rate", shrink=0.9 if beside else 0.7,
+                                             location="right" if beside else "bottom", aspect=20 if beside else 30)
     _finish(fig, axes, own, title, footnote)
     return drawn
 
