@@ -232,7 +232,7 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
             for row in summary:
                 if row["r"] == r:
                     grid[ns.index(row["n"]), ms.index(row["m"])] = row[f"{rule}_success_rate"]
-            image = drawn["images"][rule, r] = drawn["image"] = panel.imshow(
+            drawn["images"][rule, r] = drawn["image"] = panel.imshow(
                 grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
             cell = 0.85 * axes_width(panel) * 72.0 / len(ms)  # points across a cell (a colour bar may be beside)
             size = min(small, cell / 2.2)  # three characters and a margin

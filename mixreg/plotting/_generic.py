@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib.pyplot as plt
+import matplotlib.pyplot as plt  # noqa: F401 - the examples close their figures with it
 import numpy as np
 from scipy.stats import norm
 
