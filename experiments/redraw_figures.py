@@ -4,7 +4,13 @@
 ``figures/data/<experiment>/<preset>/`` (its manifest, ``trials.csv`` and tables, committed with the
 figure) and calls that experiment's ``--redraw``, which draws the figures from the tables and,
 for a complete unchanged paper preset, writes them into ``figures/`` as
-``<figure>_<preset>.{png,pdf}``.  Takes seconds per figure.
+``<figure>_<preset>.{png,pdf}`` (and ``.caption.txt``).  Takes seconds per figure.
+
+``--style NAME|FILE`` draws in another style (:data:`mixreg.plotting.STYLES`: ``two-column``, the
+default, ``one-column``, ``slides``, or a ``.mplstyle`` file).  The copies in ``figures/`` are the
+default style's only: in any other style the figures are written into each results directory
+under ``figures/data/`` (beside its tables) and ``figures/`` is left as it is.  Every PNG and PDF
+records the style it was drawn in (``mixreg figure, style <name>``, in its Description / Subject).
 
 A paper preset too long for one sitting is committed unfinished: its manifest and its chunk files
 (the trials done so far), so that it can be resumed on another machine with the command this
@@ -23,6 +29,7 @@ import sys
 
 from mixreg import cli as _cli
 from mixreg.montecarlo.reader import read_results
+from mixreg.plotting import DEFAULT_STYLE, STYLES
 from mixreg.provenance import openblas_coretype, run_blas_kernels
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -96,6 +103,10 @@ def main(argv=None):
     parser = _cli.OneLineParser(prog="python -m experiments.redraw_figures",
                                  description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=pathlib.Path, default=DATA, help="where the results directories are kept")
+    parser.add_argument("--style", type=_cli._style_argument, default=DEFAULT_STYLE, metavar="NAME|FILE",
+                        help=f"the figures' style: {', '.join(STYLES)} or a .mplstyle file (default: {DEFAULT_STYLE}); "
+                             "in another style than the default, the figures are written into each results "
+                             "directory only, never over the copies in figures/")
     args = parser.parse_args(argv)
     runs = results_directories(args.data)
     if not runs:
@@ -117,7 +128,7 @@ def main(argv=None):
                   "skipped", file=sys.stderr)
             status = max(status, 1)
             continue
-        status = max(status, module.STUDY.main(["--redraw", str(run)]))
+        status = max(status, module.STUDY.main(["--redraw", str(run), "--style", args.style]))
     return status
 
 

@@ -20,10 +20,16 @@ Of the experiment, from its ``Config`` (:func:`parser_from_config`):
                         is ``--<field>`` / ``--no-<field>``.  A flag that an earlier version used
                         (``renamed_from``) is refused with a message naming its new spelling.
 ``--redraw DIR``        redraw every figure of results directory DIR from its ``manifest.json``
-                        and tables, running nothing; takes no other flag but
+                        and tables, running nothing; takes no other flag but ``--style`` and
 ``--accept-edited F``   with ``--redraw``: draw from the files F (``rates.csv``, ...) although
                         they differ from what the run wrote (its manifest records the sha256 of
                         every table; an edited one is otherwise refused, naming it)
+``--style NAME|FILE``   the figures' style, on a run and with ``--redraw``: a name of
+                        :data:`mixreg.plotting.STYLES` (``two-column``, the default, 6.9 in;
+                        ``one-column``, 3.3 in; ``slides``) or a ``.mplstyle`` file.  Only the
+                        default style's figures of a paper preset are copied into ``figures/``;
+                        another style's stay in the results directory.  Each PNG and PDF records
+                        its style (``mixreg figure, style <name>`` in its Description / Subject).
 
 Of the Monte Carlo engine (:func:`add_engine_arguments`):
 
@@ -101,7 +107,7 @@ from mixreg.montecarlo import (
     write_table,
 )
 from mixreg.montecarlo.reader import read_results
-from mixreg.plotting import FigureNotDrawn
+from mixreg.plotting import DEFAULT_STYLE, STYLES, FigureNotDrawn, use_style
 
 __all__ = [
     "config_flag",
@@ -249,6 +255,10 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
         help="redraw every figure of the results directory DIR from its manifest and tables, running "
              "nothing (the paper presets' copies in figures/ too)")
     figures.add_argument(
+        "--style", type=_style_argument, default=DEFAULT_STYLE, metavar="NAME|FILE",
+        help=f"the figures' style: {', '.join(STYLES)} or a .mplstyle file (default: {DEFAULT_STYLE}); "
+             "a paper preset's figures are copied into figures/ only in the default style")
+    figures.add_argument(
         "--accept-edited", nargs="+", default=None, metavar="FILE",
         help="with --redraw: draw from these files of DIR (rates.csv, ...; manifest.json for its config) "
              "although they differ from what the run wrote; without it an edited file is refused")
@@ -260,6 +270,13 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
 def _default_out(name, preset):
     """Where an experiment's run writes without ``--out``."""
     return pathlib.Path("results") / name / preset
+
+
+def _style_argument(value):
+    """``--style``: a name of :data:`mixreg.plotting.STYLES` or an existing ``.mplstyle`` file."""
+    if value in STYLES or os.path.isfile(value):
+        return value
+    raise argparse.ArgumentTypeError(f"must be one of {', '.join(STYLES)} or a .mplstyle file; got {value!r}")
 
 
 def _shown(value):
@@ -563,14 +580,24 @@ def _is_preset_run(manifest, config, presets, build_sweep, paper_presets):
 
 
 def _draw(config, outdir, manifest, *, draw, tables, presets, build_sweep, paper_presets, figures_dir,
-          accept_edited=()):
-    """Draw from the tables as written (so a redraw repeats it exactly); copy a paper run's figures."""
-    paths = list(draw(config, _read_tables(outdir, tables, accept_edited), outdir))
+          accept_edited=(), style=DEFAULT_STYLE, prog=None):
+    """Draw from the tables as written (so a redraw repeats it exactly), in ``style``; copy a paper
+    run's figures into ``figures_dir`` when drawn in the default style (another style's figures stay
+    in the results directory, so that the committed copies are always the default style's)."""
+    tables = _read_tables(outdir, tables, accept_edited)
+    with use_style(style):
+        paths = list(draw(config, tables, outdir))
     if figures_dir is not None and _is_preset_run(manifest, config, presets, build_sweep, paper_presets):
+        if style != DEFAULT_STYLE:
+            if prog is not None:
+                say(prog, f"note: figures drawn in style {style}, not copied into {figures_dir} (only the default "
+                          f"style, {DEFAULT_STYLE}, is)")
+            return paths
         figures_dir = pathlib.Path(figures_dir)
         figures_dir.mkdir(parents=True, exist_ok=True)
         for path in list(paths):
-            copy = figures_dir / f"{path.stem}_{config.preset}{path.suffix}"
+            suffix = ".caption.txt" if path.name.endswith(".caption.txt") else path.suffix
+            copy = figures_dir / f"{path.name[:-len(suffix)]}_{config.preset}{suffix}"
             shutil.copyfile(path, copy)
             paths.append(copy)
     return paths
@@ -580,7 +607,7 @@ def _redraw(parser, args, *, name, config_cls, debug=False, **drawing):
     """``--redraw DIR``: draw every figure of DIR from its manifest and tables; run nothing."""
     defaults = vars(parser.parse_args(["--redraw", str(args.redraw)]))
     others = [config_flag(dest) for dest, value in vars(args).items()
-              if value != defaults[dest] and dest not in ("debug", "accept_edited")]
+              if value != defaults[dest] and dest not in ("debug", "accept_edited", "style")]
     if others:
         parser.exit(2, f"{parser.prog}: error: --redraw takes the config from the directory's manifest; "
                        f"drop {', '.join(others)}\n")
@@ -740,9 +767,11 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
     tables : sequence of str
         Names of the tables, written as ``<outdir>/<name>.csv`` by ``write_table``.
     paper_presets : sequence of str
-        Presets whose figures are also copied to ``figures_dir`` as ``<figure>_<preset>.{png,pdf}``,
-        when the run is the complete, failure-free, unchanged preset (its sweep is the preset's,
-        with the default seed).
+        Presets whose figures are also copied to ``figures_dir`` as ``<figure>_<preset>.{png,pdf}``
+        (and ``.caption.txt``), when the run is the complete, failure-free, unchanged preset (its
+        sweep is the preset's, with the default seed) drawn in the default style
+        (:data:`mixreg.plotting.DEFAULT_STYLE`; ``--style`` chooses another, whose figures stay in
+        the results directory).
     figures_dir : path-like, optional
     command_line : bool, default=False
         Whether this is the command (``python -m experiments.<study>``, see
@@ -779,7 +808,8 @@ def experiment_main(parser, argv, *, name, config_cls, presets, build_sweep, sum
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     drawing = dict(draw=draw, tables=tuple(tables), presets=presets, build_sweep=build_sweep,
-                   paper_presets=tuple(paper_presets), figures_dir=figures_dir)
+                   paper_presets=tuple(paper_presets), figures_dir=figures_dir,
+                   style=getattr(args, "style", DEFAULT_STYLE), prog=parser.prog)
     state = {}  # what exists when a fault ends the command: the sweep, the result
     sigterm = raise_on_sigterm() if command_line else contextlib.nullcontext()
     with _one_line_warnings(parser.prog, debug), sigterm:

@@ -72,7 +72,7 @@ def test_every_field_has_exactly_one_flag_named_after_it(name):
         assert len(owners) == 1 and owners[0].option_strings in booleans, field
     engine = {a.dest for a in _cli.add_engine_arguments(argparse.ArgumentParser())._actions}
     named = {a.dest for a in actions if a.dest != argparse.SUPPRESS}  # renamed flags only refuse
-    assert named == fields | {"preset", "redraw", "accept_edited"} | engine
+    assert named == fields | {"preset", "redraw", "accept_edited", "style"} | engine
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -289,7 +289,8 @@ def test_redraw_reproduces_the_figures_without_running_a_trial(name, runs, monke
     for png, pixels in first.items():
         assert np.array_equal(matplotlib.image.imread(out / png), pixels), png
         assert (out / png).with_suffix(".pdf").stat().st_size > 0
-    assert capsys.readouterr().out.count("wrote") == 2 * len(first)
+    captions = len(list(out.glob("*.caption.txt")))  # a figure's caption file, when it has one
+    assert capsys.readouterr().out.count("wrote") == 2 * len(first) + captions
 
 
 def _copy_run(runs, tmp_path, name="success_vs_R"):

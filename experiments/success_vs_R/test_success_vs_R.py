@@ -204,19 +204,21 @@ def test_figures_never_credit_theorem_1_outside_its_regime(tmp_path, monkeypatch
 
     real_save = figures.save_figure
 
-    def capture(fig, *paths):
+    def capture(fig, *paths, caption=None):
         for artist in fig.findobj(lambda a: hasattr(a, "get_text")):
-            texts.append(artist.get_text())
-        return real_save(fig, *paths)
+            texts.append(artist.get_text().replace("\n", " "))
+        texts.extend(sentence for sentence in (caption or "").split(". "))  # the caption's sentences
+        return real_save(fig, *paths, caption=caption)
 
     monkeypatch.setattr(figures, "save_figure", capture)
     records = _synthetic_records(SYNTHETIC, lambda s: 2.8)
     paths = exp.draw(SYNTHETIC, exp.summarise(SYNTHETIC, records), tmp_path)
-    assert [p.name for p in paths] == ["success_vs_R.png", "success_vs_R.pdf", "success_vs_R_collapse.png",
-                                       "success_vs_R_collapse.pdf"]
+    assert [p.name for p in paths] == ["success_vs_R.png", "success_vs_R.pdf", "success_vs_R.caption.txt",
+                                       "success_vs_R_collapse.png", "success_vs_R_collapse.pdf",
+                                       "success_vs_R_collapse.caption.txt"]
     named = [t for t in texts if "Thm 1" in t or "Theorem 1" in t]
     assert named and all("outside" in t for t in named), named
-    # the oracle met the threshold everywhere and was predicted to: said in the footnote, not drawn
+    # the oracle met the threshold everywhere and was predicted to: said in the caption, not drawn
     assert any("is not drawn" in t for t in texts)
     assert not any(t == "known-label LS oracle (ceiling)" for t in texts)
 

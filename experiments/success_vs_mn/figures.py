@@ -1,28 +1,37 @@
 """success_vs_mn's figures: success against m per n, and the (m, n) heatmap, with the prediction shaded.
 
 :func:`draw` makes them from the tables of :func:`.summary.summarise` alone (so ``--redraw``
-repeats them exactly).
+repeats them exactly), each with its caption file (``<figure>.caption.txt``: the setup, what is
+predicted and what the predicted region holds); :func:`plot_success_vs_m` and
+:func:`plot_success_heatmap` draw in the current style (:func:`mixreg.plotting.use_style`), into
+the axes given or a figure of their own.
 """
 
 from __future__ import annotations
 
 import pathlib
 
+import matplotlib as mpl
 import matplotlib.lines
 import matplotlib.patches
 import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import RULES, method_label, rule_title
-from mixreg.plotting import plain_tick, save_figure
+from mixreg.plotting import (add_footnote, axes_for, axes_width, fit_titles, keep_aspect, legend_above, plain_tick,
+                             save_figure, wrap_text)
 import matplotlib.pyplot as plt
 
 from .summary import EDGE_PROBABILITY, NAME, PAPER_R, RULES_DRAWN
 
 __all__ = ["draw", "plot_success_vs_m", "plot_success_heatmap"]
 
-_REGION = ("known-label LS RMS error > threshold (prediction, before the runs): success improbable "
-           "even with the true labels (the edge cells' predicted probability: footnote)")
+_REGION = "LS RMS error > threshold (prediction, before the runs)"
+
+NBSP = "\u00a0"  # a space a title is not broken at (mixreg.plotting.wrap_text)
+
+#: Each panel's height over its width, titles and labels apart.
+_ASPECT = 0.7
 
 
 def _grid(summary):
@@ -40,20 +49,50 @@ def _separation(summary, r):
 
 
 def _panel_title(rule, r, summary, paper_r=None):
+    """``official rule: r = 0.1 (Δ ≈ 2.24), the paper's panel``: the rule's short name (its full
+    description is in the caption)."""
     delta = _separation(summary, r)
-    return (f"{rule_title(rule)}\nr = {r:g}" + (f"  (Δ ≈ {delta:.3g})" if np.isfinite(delta) else "")
-            + ("  — the paper's panel" if paper_r is not None and np.isclose(r, paper_r) else ""))
+    name = RULES[rule].short if rule in RULES else rule
+    return (f"{name} rule: r = {r:g} " + (f"(Δ ≈ {delta:.3g})" if np.isfinite(delta) else "")
+            + (f", the{NBSP}paper's{NBSP}panel" if paper_r is not None and np.isclose(r, paper_r) else "")).strip()
 
 
-def _layout_bottom(fig, footnote, legend_lines):
-    """Figure fractions: where the legend sits (above the footnote) and where the panels start."""
-    height = fig.get_figheight()
-    note = (0.12 + 0.11 * (len(footnote) // 230 + 1)) / height if footnote else 0.0
-    return note, note + (0.16 * legend_lines + 0.15) / height
+def _rate(value):
+    """A cell's rate in at most three characters: ``0``, ``.55``, ``1``."""
+    return f"{value:.0f}" if value in (0.0, 1.0) else f"{value:.2f}".lstrip("0")
 
 
-def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, title=None,
-                      footnote=None):
+def _edges(ax, axes):
+    """Whether ``ax`` is in the bottom row and in the first column of its grid (both when the
+    caller's axes have no grid)."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return True, True
+    return spec.is_last_row() or _nothing_below(ax, axes), spec.is_first_col()
+
+
+def _nothing_below(ax, axes):
+    spec = ax.get_subplotspec()
+    return not any(other.get_subplotspec() is not None
+                   and other.get_subplotspec().rowspan.start > spec.rowspan.start
+                   and other.get_subplotspec().colspan.start == spec.colspan.start for other in axes)
+
+
+def _finish(fig, axes, own, title, footnote):
+    """A figure made here: the panels' titles wrapped, ``title`` above, the panels kept at their
+    aspect, the one-line ``footnote``.  The caller's axes: their titles wrapped, nothing else."""
+    if own:
+        fit_titles(fig, axes, title)
+        keep_aspect(fig, axes, _ASPECT)
+        if footnote:
+            add_footnote(fig, wrap_text(footnote, fig.get_figwidth(), size="legend.fontsize"))
+    else:
+        for ax in axes:
+            ax.set_title(wrap_text(ax.get_title(), axes_width(ax)))
+
+
+def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, ax=None,
+                      title=None, footnote=None):
     """Success probability against ``m``, one curve per ``n``, one panel per (rule, r).
 
     Parameters
@@ -69,79 +108,87 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
         ``m < m_needed(n)`` is shaded in the colour of n (a dotted line at its edge), and the
         predicted oracle success probability is drawn (hollow markers) in the oracle's panels.
     rules : sequence of str
-        One row of panels per rule, titled by :func:`mixreg.plotting.rule_title`.
+        One row of panels per rule, titled by the rule's short name (its full description,
+        :func:`mixreg.plotting.rule_title`, belongs in the caption).
     paper_r : float, optional
         The r the paper's figure plots; its panels' titles say so.
-    title, footnote : str, optional
+    ax : sequence of Axes, optional
+        ``len(rules) * len(r values)`` Axes, in reading order (the rules' rows, the r values
+        across); ``None``: a figure of its own in the current style
+        (:func:`mixreg.plotting.new_figure`), its legend above the panels.
+    title : str, optional
+        The figure's title (a figure made here only).
+    footnote : str, optional
+        A one-line footnote (a figure made here only); long notes belong in the caption file.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend`` (above the panels, or in the last of the caller's
+        axes); ``lines`` and ``bands``: ``(rule, r, n)`` to its Line2D and band; ``edges``:
+        ``(rule, r, n)`` to the dotted line at ``m_needed(n)``; ``predicted``: ``(r, n)`` to the
+        line of the predicted oracle probability.
     """
     rs, ns, ms = _grid(summary)
     colours = _colours(ns)
     needed = {row["n"]: row["m_needed"] for row in predictions}
-    fig, axes = plt.subplots(len(rules), len(rs), figsize=(5.6 * len(rs), 3.9 * len(rules)), sharex=True,
-                             sharey=True, squeeze=False)
+    fig, axes, own = axes_for(ax, len(rules) * len(rs), name="plot_success_vs_m", max_cols=len(rs), sharex=True,
+                              sharey=True, aspect=_ASPECT)
+    width = mpl.rcParams["lines.linewidth"]
+    drawn = dict(figure=fig, axes=axes, lines={}, bands={}, edges={}, predicted={})
     lo_x, hi_x = min(ms) / 1.15, max(ms) * 1.15
-    for i, rule in enumerate(rules):
+    panels = iter(axes)
+    for rule in rules:
         style = RULES.get(rule, RULES["official"])
-        for j, r in enumerate(rs):
-            ax = axes[i][j]
+        for r in rs:
+            panel = next(panels)
             for n in ns:
                 rows = sorted((row for row in summary if row["r"] == r and row["n"] == n), key=lambda row: row["m"])
                 x = np.array([row["m"] for row in rows], dtype=float)
                 y, lo, hi = (np.array([row[f"{rule}_success_{part}"] for row in rows], dtype=float)
                              for part in ("rate", "low", "high"))
-                ax.plot(x, y, marker=style.marker, ls=style.linestyle, color=colours[n], lw=1.8, ms=4)
-                ax.fill_between(x, lo, hi, color=colours[n], alpha=0.15, lw=0)
+                drawn["lines"][rule, r, n], = panel.plot(x, y, marker=style.marker, ls=style.linestyle,
+                                                         color=colours[n])
+                drawn["bands"][rule, r, n] = panel.fill_between(x, lo, hi, color=colours[n], alpha=0.15, lw=0)
                 edge = needed.get(n, np.nan)
                 if np.isfinite(edge) and edge > lo_x:
-                    ax.axvspan(lo_x, min(edge, hi_x), color=colours[n], alpha=0.07, lw=0)
+                    panel.axvspan(lo_x, min(edge, hi_x), color=colours[n], alpha=0.07, lw=0)
                     if edge < hi_x:
-                        ax.axvline(edge, color=colours[n], ls=":", lw=1.4)
+                        drawn["edges"][rule, r, n] = panel.axvline(edge, color=colours[n], ls=":")
                 if rule == "oracle":
                     pred = sorted((row["m"], row["oracle_success_probability"]) for row in predictions if row["n"] == n)
-                    ax.plot([p[0] for p in pred], [p[1] for p in pred], ls="--", lw=0.9, marker="o", ms=6,
-                            mfc="none", color=colours[n])
-            ax.set_xscale("log")
-            ax.set_xlim(lo_x, hi_x)
-            ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ms))
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
-            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-            ax.set_ylim(-0.03, 1.03)
-            ax.grid(True, alpha=0.25)
-            ax.set_title(_panel_title(rule, r, summary, paper_r), fontsize=9)
-            if i == len(rules) - 1:
-                ax.set_xlabel("number of clients m")
-            if j == 0:
+                    drawn["predicted"][r, n], = panel.plot([p[0] for p in pred], [p[1] for p in pred], ls="--",
+                                                           lw=0.6 * width, marker="o", mfc="none", color=colours[n])
+            panel.set_xscale("log")
+            panel.set_xlim(lo_x, hi_x)
+            panel.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ms))
+            panel.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
+            panel.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            panel.tick_params(axis="x", labelrotation=90 if axes_width(panel) < 2.4 else 0)
+            panel.set_ylim(-0.03, 1.03)
+            panel.grid(True, alpha=0.25)
+            panel.set_title(_panel_title(rule, r, summary, paper_r))
+            bottom, left = _edges(panel, axes)
+            if bottom:
+                panel.set_xlabel("number of clients m")
+            if left:
                 who = method_label("ls", short=True) if rule == "oracle" else method_label("ifca", short=True)
-                ax.set_ylabel(f"{who} success probability\n(95% Wilson band)")
-    handles = [matplotlib.lines.Line2D([], [], color=colours[n], marker="o", lw=1.8, ms=4,
-                                       label=f"n = {n} points per client") for n in ns]
-    handles.append(matplotlib.patches.Patch(color="0.5", alpha=0.2,
-                                            label=_REGION.replace(": ", ":\n", 1)
-                                            + ";\nshaded in the colour of n, left of its m_needed(n)"))
-    handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls=":", lw=1.4,
-                                           label="m_needed(n): LS RMS error = threshold"))
+                panel.set_ylabel(f"{who}\nsuccess probability")
+    handles = [matplotlib.lines.Line2D([], [], color=colours[n], marker="o", label=f"n = {n} points per client")
+               for n in ns]
+    handles.append(matplotlib.patches.Patch(color="0.5", alpha=0.2, label=f"{_REGION}, left of m_needed(n)"))
+    handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls=":", label="m_needed(n): LS RMS error = threshold"))
     if "oracle" in rules:
-        handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls="--", lw=0.9, marker="o", mfc="none",
-                                               label="oracle success probability predicted\nfrom the sizes "
-                                                     "(before the runs)"))
-    ncol = max(len(ns), 3)
-    legend_at, bottom = _layout_bottom(fig, footnote, 3 * ((len(handles) + ncol - 1) // ncol))
-    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=ncol, frameon=False,
-               bbox_to_anchor=(0.5, legend_at))
-    if title:
-        fig.suptitle(title, fontsize=11)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
-    return fig
+        handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls="--", lw=0.6 * width, marker="o", mfc="none",
+                                               label="oracle success probability (prediction, before the runs)"))
+    drawn["legend"] = (legend_above(fig, handles, max_cols=2) if own
+                       else axes[-1].legend(handles=handles, loc="lower right", fontsize="x-small"))
+    _finish(fig, axes, own, title, footnote)
+    return drawn
 
 
-def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, title=None,
-                         footnote=None):
+def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, ax=None,
+                         title=None, footnote=None):
     """Success rate over the (m, n) grid, one panel per (rule, r), the predicted region hatched.
 
     Parameters
@@ -155,53 +202,67 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
     rules : sequence of str
     paper_r : float, optional
         As :func:`plot_success_vs_m`.
+    ax : sequence of Axes, optional
+        As :func:`plot_success_vs_m`; with the caller's axes no colour bar and no legend are
+        added (``"image"`` and ``"handles"`` are returned for them).
     title, footnote : str, optional
+        As :func:`plot_success_vs_m`.
+
+    Each cell shows its rate in at most three characters (``0``, ``.55``, ``1``), in a size
+    that fits the cell.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    dict
+        ``figure``, ``axes``, ``legend`` (``None`` with the caller's axes), ``colorbar``
+        (likewise), ``image``: the last panel's image (its colour scale is every panel's, 0 to
+        1), ``images``: ``(rule, r)`` to its image, ``handles``: the legend's handles.
     """
     rs, ns, ms = _grid(summary)
     unlikely = {(row["m"], row["n"]) for row in predictions if row["ls_unlikely"]}
-    fig, axes = plt.subplots(len(rules), len(rs), figsize=(0.75 * len(ms) * len(rs) + 2.2, 2.5 * len(rules) + 1.2),
-                             squeeze=False)
-    image = None
-    for i, rule in enumerate(rules):
-        for j, r in enumerate(rs):
-            ax = axes[i][j]
+    fig, axes, own = axes_for(ax, len(rules) * len(rs), name="plot_success_heatmap", max_cols=len(rs),
+                              aspect=_ASPECT)
+    drawn = dict(figure=fig, axes=axes, images={}, image=None, legend=None, colorbar=None)
+    small = mpl.font_manager.FontProperties(size="x-small").get_size_in_points()
+    panels = iter(axes)
+    for rule in rules:
+        for r in rs:
+            panel = next(panels)
             grid = np.full((len(ns), len(ms)), np.nan)
             for row in summary:
                 if row["r"] == r:
                     grid[ns.index(row["n"]), ms.index(row["m"])] = row[f"{rule}_success_rate"]
-            image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            drawn["images"][rule, r] = drawn["image"] = panel.imshow(
+                grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            cell = 0.85 * axes_width(panel) * 72.0 / len(ms)  # points across a cell (a colour bar may be beside)
+            size = min(small, cell / 2.2)  # three characters and a margin
             for a, n in enumerate(ns):
                 for b, m in enumerate(ms):
                     value = grid[a, b]
                     if np.isfinite(value):
-                        ax.text(b, a, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                                color="black" if value > 0.6 else "white")
+                        panel.text(b, a, _rate(value), ha="center", va="center", fontsize=size,
+                                   color="black" if value > 0.6 else "white")
                     if (m, n) in unlikely:
-                        ax.add_patch(matplotlib.patches.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="//",
-                                                                  edgecolor=(1, 1, 1, 0.45), lw=0))
-            ax.set_xticks(range(len(ms)), [str(m) for m in ms], fontsize=8)
-            ax.set_yticks(range(len(ns)), [str(n) for n in ns], fontsize=8)
-            ax.set_title(_panel_title(rule, r, summary, paper_r), fontsize=9)
-            if i == len(rules) - 1:
-                ax.set_xlabel("number of clients m")
-            if j == 0:
-                ax.set_ylabel("points per client n")
-    handles = [matplotlib.patches.Patch(facecolor="none", edgecolor="0.4", hatch="///", label=_REGION)]
-    legend_at, bottom = _layout_bottom(fig, footnote, 1)
-    fig.legend(handles=handles, fontsize=8, loc="lower center", frameon=False, bbox_to_anchor=(0.5, legend_at))
-    if title:
-        fig.suptitle(title, fontsize=10)
-    if footnote:
-        fig.text(0.01, 0.005, footnote, fontsize=7, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 0.92, 1))
-    if image is not None:
-        cax = fig.add_axes((0.93, bottom + 0.05, 0.015, 0.8 - bottom))
-        fig.colorbar(image, cax=cax, label="success rate")
-    return fig
+                        panel.add_patch(matplotlib.patches.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False,
+                                                                     hatch="//", edgecolor=(1, 1, 1, 0.45), lw=0))
+            panel.set_xticks(range(len(ms)), [str(m) for m in ms])
+            panel.set_yticks(range(len(ns)), [str(n) for n in ns])
+            panel.tick_params(axis="x", labelrotation=90 if axes_width(panel) < 2.4 else 0)
+            panel.set_title(_panel_title(rule, r, summary, paper_r))
+            bottom, left = _edges(panel, axes)
+            if bottom:
+                panel.set_xlabel("number of clients m")
+            if left:
+                panel.set_ylabel("points per client n")
+    drawn["handles"] = [matplotlib.patches.Patch(facecolor="none", edgecolor="0.4", hatch="///", label=_REGION)]
+    if own:
+        drawn["legend"] = legend_above(fig, drawn["handles"])
+        if drawn["image"] is not None:
+            beside = fig.get_figwidth() >= 5.0  # on a narrow figure, under the panels: they keep the width
+            drawn["colorbar"] = fig.colorbar(drawn["image"], ax=axes, label="success rate", shrink=0.9 if beside else 0.7,
+                                             location="right" if beside else "bottom", aspect=20 if beside else 30)
+    _finish(fig, axes, own, title, footnote)
+    return drawn
 
 
 def _prediction_check(rates, theory, paper_r=None):
@@ -249,7 +310,12 @@ def _fmt(value):
 
 
 def draw(config, tables, outdir):
-    """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
+    """The two figures, from the tables of :func:`summarise` only; returns the paths written.
+
+    Each keeps a one-line footnote; its full notes (the setup, the prediction and what the
+    predicted region holds, the crossings of 1/2) are its caption file (``<figure>.caption.txt``,
+    :func:`mixreg.plotting.save_figure`).
+    """
     rates, theory, crossings = tables["rates"], tables["theory"], tables["crossings"]
     setup = (f"{config.preset}: k={config.k}, d={config.d}, sigma={config.sigma:g}, T={config.n_rounds}, "
              f"{config.n_inits} inits x step sizes {list(config.step_sizes)}, {config.trials} trials per point, "
@@ -261,16 +327,23 @@ def draw(config, tables, outdir):
     paper_r = PAPER_R.get(config.preset)
     shading = (f"Shaded / hatched: PREDICTION made from the sizes before the runs: known-label LS RMS error "
                f"σ√(d/(N−d−1)) > 0.6σ{offset} with N = "
-               f"m n / k, i.e. m below m_needed(n) = k (d + 1 + d σ²/t²) / n (dotted). "
-               + _prediction_check(rates, theory, paper_r))
+               f"m n / k, i.e. m below m_needed(n) = k (d + 1 + d σ²/t²) / n (dotted): success is improbable there "
+               f"even with the true labels. " + _prediction_check(rates, theory, paper_r))
     official = [row for row in crossings if row["rule"] == "official"]
     half = "; ".join(f"r={row['r']:g}, n={row['n']}: {_crossing_text(row, rates)} (needed {row['m_needed']:.3g})"
                      for row in official)
-    footnote = f"{setup} {shading} Official rule crosses 1/2 at m = {half}."
-    title = (f"IFCA success probability vs clients m and points per client n (k = {config.k}, d = {config.d}, "
-             f"σ = {config.sigma:g})")
-    fig = plot_success_vs_m(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title, footnote=footnote)
-    paths = save_figure(fig, pathlib.Path(outdir) / NAME)
-    fig = plot_success_heatmap(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title,
-                               footnote=f"{setup} {shading}")
-    return paths + save_figure(fig, pathlib.Path(outdir) / f"{NAME}_heatmap")
+    rules = "; ".join(f"{RULES[rule].short}: {rule_title(rule)}" for rule in RULES_DRAWN if rule in RULES)
+    title = f"IFCA success probability vs clients m and points per client n (k = {config.k}, d = {config.d}, " \
+            f"σ = {config.sigma:g})"
+    shown = (f"{title}. One panel per success rule ({rules}) and separation scale r"
+             + (f" (r = {paper_r:g} is the paper's panel)" if paper_r is not None else "") + ". ")
+    footnote = f"{config.trials} trials per point; shaded: predicted before the runs; bands: 95% Wilson intervals"
+    drawn = plot_success_vs_m(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title, footnote=footnote)
+    caption = (f"{shown}Curves: success rate against the number of clients m, one per points per client n, "
+               f"with 95% Wilson bands; hollow markers in the oracle's panels: its success probability predicted "
+               f"from the sizes before the runs. {setup} {shading} Official rule crosses 1/2 at m = {half}.")
+    paths = save_figure(drawn["figure"], pathlib.Path(outdir) / NAME, caption=caption)
+    drawn = plot_success_heatmap(rates, theory, rules=RULES_DRAWN, paper_r=paper_r, title=title,
+                                 footnote=f"{config.trials} trials per cell; hatched: predicted before the runs")
+    caption = f"{shown}Cells: the success rate at each (m, n). {setup} {shading}"
+    return paths + save_figure(drawn["figure"], pathlib.Path(outdir) / f"{NAME}_heatmap", caption=caption)

@@ -201,8 +201,9 @@ def test_figure_says_the_region_is_a_prediction(tmp_path):
             row.update({f"{rule}_success_rate": rate, f"{rule}_success_low": 0.0, f"{rule}_success_high": 1.0})
         rates.append(row)
     theory = exp.predictions(config)
-    for fig in (exp.plot_success_vs_m(rates, theory), exp.plot_success_heatmap(rates, theory)):
-        texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    for drawn in (exp.plot_success_vs_m(rates, theory), exp.plot_success_heatmap(rates, theory)):
+        fig = drawn["figure"]
+        texts = [t.get_text().replace("\n", " ") for legend in fig.legends for t in legend.get_texts()]
         assert any("prediction, before the runs" in t for t in texts)
         plt.close(fig)
 
@@ -268,8 +269,8 @@ def test_the_papers_r_is_named_in_its_panels_titles():
 
     config, theory, rates = _paper_c_tables(lambda r, pred: float(not pred["ls_unlikely"]))
     for plot in (exp.plot_success_vs_m, exp.plot_success_heatmap):
-        fig = plot(rates, theory, paper_r=exp.PAPER_R["paper-c"])
-        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        fig = plot(rates, theory, paper_r=exp.PAPER_R["paper-c"])["figure"]
+        titles = [ax.get_title().replace("\n", " ") for ax in fig.axes if ax.get_title()]
         assert len(titles) == 6
         assert all(("the paper's panel" in t) == ("r = 0.1 " in t) for t in titles)
         plt.close(fig)

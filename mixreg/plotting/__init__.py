@@ -4,6 +4,19 @@ Plotting reads summaries (lists of dicts, see :func:`mixreg.stats.group_rates`) 
 values computed by the caller; it never runs an algorithm or a sweep.  Uses matplotlib's
 object-oriented API only, so it works under any backend (``Agg`` in scripts and CI).
 
+Figures for papers (:mod:`._style`): :func:`use_style` applies a named style of :data:`STYLES`
+(``"two-column"``, the default :data:`DEFAULT_STYLE`: 6.9 in wide, 9 pt, a paper's full text
+width; ``"one-column"``: 3.3 in, 8 pt; ``"slides"``), a ``.mplstyle`` file or a dict of rcParams,
+globally or for a ``with`` block; every style has a colour-blind-safe palette and writes TrueType
+fonts into PDFs.  No plot function hard-codes a size: each reads the current rcParams, and, when
+no axes are given, makes its figure with :func:`new_figure` (as wide as the style, as many panel
+columns as fit).  The command line's ``--style NAME|FILE`` (a study run, ``--redraw``) draws in
+the style chosen.  Every plot function follows one convention: ``plot_x(<data>, *, ax=None,
+title=None, footnote=None, ...) -> dict``, drawing only into the axes given (``ax=``) or into a
+figure of its own, and returning what it drew (``"figure"``, ``"axes"``, ``"legend"`` and the
+artists).  A figure keeps at most a one-line footnote (:func:`add_footnote`); its long notes go
+to a caption file beside it (:func:`save_figure`, ``caption=``).
+
 The figures of a study live in its folder (``experiments/<study>/figures.py``); this package
 holds what every figure shares: :func:`save_figure`, :func:`not_drawn` (a figure the tables
 cannot give, said in one line) the registry-styled series (:func:`method_style`, :func:`series_label`,
@@ -25,16 +38,24 @@ without saying so.
 from __future__ import annotations
 
 from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
-from ._style import DEFAULT_STYLE, MIN_PANEL_WIDTH, STYLES, add_footnote, figure_width, new_figure, use_style
+from ._style import (DEFAULT_STYLE, MIN_PANEL_WIDTH, STYLES, add_footnote, axes_for, axes_width, current_style,
+                     figure_width, fit_titles, keep_aspect, legend_above, new_figure, use_style, wrap_text)
 from ._generic import CROWDED, PREDICTION_LABEL, error_plot, success_plot
 from ..methods import (COMPARE, METHODS, RULES, MethodStyle, auto_style, method_label, register_style, rule_title,
                        styles_for)
 
 __all__ = [
     "use_style",
+    "current_style",
     "STYLES",
     "DEFAULT_STYLE",
     "new_figure",
+    "axes_for",
+    "legend_above",
+    "wrap_text",
+    "axes_width",
+    "fit_titles",
+    "keep_aspect",
     "add_footnote",
     "figure_width",
     "MIN_PANEL_WIDTH",

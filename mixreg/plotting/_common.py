@@ -1,4 +1,8 @@
-"""What every figure shares: the backend, saving, tick formatting and method-styled error bars."""
+"""What every figure shares: the backend, saving, tick formatting and method-styled error bars.
+
+No size is written here: fonts, lines and markers take the current style's rcParams
+(:func:`mixreg.plotting.use_style`).
+"""
 
 from __future__ import annotations
 
@@ -83,7 +87,9 @@ def save_figure(fig, path_without_suffix, *more_paths, caption=None):
     The PNG's resolution is the style's (``rcParams["savefig.dpi"]``, see
     :func:`mixreg.plotting.use_style`); the PDF embeds TrueType fonts whatever the rcParams say
     (``pdf.fonttype = 42``: journals refuse matplotlib's default Type 3) and carries no timestamp,
-    so that a redraw is byte-identical.
+    so that a redraw is byte-identical.  Both record the style they were drawn in
+    (:func:`mixreg.plotting.current_style`): the PNG's ``Description`` and the PDF's ``Subject``
+    read ``mixreg figure, style <name>``.
 
     Parameters
     ----------
@@ -104,14 +110,18 @@ def save_figure(fig, path_without_suffix, *more_paths, caption=None):
 
     import matplotlib as mpl
 
+    from ._style import current_style
+
     written = []
+    drawn_in = f"mixreg figure, style {current_style() or 'none (matplotlib rcParams as found)'}"
     for base in (path_without_suffix, *more_paths):
         base = Path(base)
         base.parent.mkdir(parents=True, exist_ok=True)
         png, pdf = base.with_suffix(".png"), base.with_suffix(".pdf")
         with mpl.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42}):
-            fig.savefig(png)
-            fig.savefig(pdf, metadata={"CreationDate": None})  # no timestamp: a redraw is byte-identical
+            fig.savefig(png, metadata={"Description": drawn_in})
+            # no timestamp: a redraw is byte-identical
+            fig.savefig(pdf, metadata={"CreationDate": None, "Subject": drawn_in})
         written += [png, pdf]
         if caption:
             text = base.with_name(base.name + ".caption.txt")
@@ -127,15 +137,23 @@ def median_errorbars(ax, x, series, *, spread=0.0):
     Colour, marker and line style are the registry's for ``key`` (an automatic style, distinct
     for each unregistered key of ``series``: :func:`method_style`); ``label=None`` takes the
     registry's label too.  With ``spread > 0`` the series are shifted side by side on a linear
-    x axis and drawn without connecting lines.
+    x axis and drawn without connecting lines.  Line width and marker size are the style's
+    (``rcParams["lines.linewidth"]``, ``["lines.markersize"]``).
+
+    Returns
+    -------
+    list of matplotlib.container.ErrorbarContainer
+        One per series, in order.
     """
     n = len(series)
     keys = [key for key, *_ in series]
+    drawn = []
     for j, (key, label, med, lo, hi) in enumerate(series):
         style = method_style(key, among=keys)
         shift = spread * (j - (n - 1) / 2)
         xs = np.asarray(x, dtype=float) + shift
         med, lo, hi = (np.asarray(v, dtype=float) for v in (med, lo, hi))
-        ax.errorbar(xs, med, yerr=[med - lo, hi - med], marker=style.marker or "o", ms=5,
-                    ls=style.linestyle if spread == 0 else "none", color=style.color, lw=1.4, capsize=2,
-                    label=series_label(key, label))
+        drawn.append(ax.errorbar(xs, med, yerr=[med - lo, hi - med], marker=style.marker or "o",
+                                 ls=style.linestyle if spread == 0 else "none", color=style.color, capsize=2,
+                                 label=series_label(key, label)))
+    return drawn

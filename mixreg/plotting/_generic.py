@@ -12,20 +12,26 @@ an automatic one, distinct for every unregistered method of the figure
 (:func:`mixreg.methods.styles_for`).  Rows that cannot be drawn (a missing or non-finite value,
 a value <= 0 on a log axis) are excluded and counted, in the method's legend entry and in the
 returned ``note``, never silently.  A crowded figure (more than :data:`CROWDED` legend entries)
-keeps it readable: the legend beside the axes (a figure made here is wider), the methods' short
-names, one entry per method with its fit, and lighter bands.
+keeps it readable: the methods' short names, one entry per method with its fit, lighter bands,
+and the legend out of the data: above the axes across a figure made here (in columns, the
+figure taller by its rows), beside the axes given.
+
+Sizes are the current style's (:func:`mixreg.plotting.use_style`): a figure made here is one
+panel as wide as the style (:func:`mixreg.plotting.new_figure`), and every text, line and marker
+takes its size from the rcParams.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib.pyplot as plt
+import matplotlib.pyplot as plt  # noqa: F401 - the examples close their figures with it
 import numpy as np
 from scipy.stats import norm
 
 from ..methods import COMPARE, styles_for
 from ..stats import fit_slope, wilson_interval
+from ._style import add_footnote, legend_above, new_figure
 
 __all__ = ["success_plot", "error_plot", "PREDICTION_LABEL", "CROWDED"]
 
@@ -34,7 +40,7 @@ PREDICTION_LABEL = "prediction (fixed before the data)"
 
 
 def success_plot(table, x, *, success="success", method="method", trials=None, ax=None, methods=None, level=0.95,
-                 logx=False, label=None):
+                 logx=False, label=None, title=None, footnote=None):
     r"""Success probability against a swept field, per method, with Wilson score bands.
 
     For each method and value :math:`x` of the swept field, :math:`k` successes out of
@@ -60,7 +66,8 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
     trials : str, optional
         The column of the number of trials of a per-cell row.
     ax : matplotlib.axes.Axes, optional
-        Where to draw; ``None``: a new figure.
+        Where to draw (only there: the legend inside or beside it, no footnote); ``None``: a new
+        one-panel figure in the current style (:func:`mixreg.plotting.new_figure`).
     methods : sequence of str, optional
         The methods to draw, in legend order; ``None``: every method of the table, in order of
         first appearance.  Their set decides the automatic styles.
@@ -70,11 +77,19 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
         Log scale for ``x`` (rows with ``x <= 0`` are then excluded and counted).
     label : str, optional
         The y axis label; default ``"success probability (<success>)"``.
+    title : str, optional
+        The axes' title.
+    footnote : str, optional
+        A one-line footnote under a figure made here (:func:`mixreg.plotting.add_footnote`);
+        ignored with ``ax`` given.  Longer notes belong in the caption file
+        (:func:`mixreg.plotting.save_figure`, ``caption=``).
 
     Returns
     -------
     dict
-        ``figure``, ``ax``; ``lines`` and ``bands``: method to its Line2D and band;
+        ``figure``, ``axes`` (also as ``ax``), ``legend`` (the axes' legend, or the figure's
+        above the axes for a crowded figure made here); ``lines`` and ``bands``: method to its
+        Line2D and band;
         ``arrays``: method to a dict of arrays ``x`` (sorted distinct values), ``k``, ``n``,
         ``p``, ``low``, ``high``; ``styles``: method to its :class:`~mixreg.methods.MethodStyle`;
         ``excluded``: method to the number of rows left out; ``note``: one sentence naming
@@ -98,9 +113,9 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     rows = _rows(table, [x, success, *([method] if method else []), *([trials] if trials else [])])
     groups, not_drawn = _groups(rows, method, methods, default=success)
-    fig, ax = _axes(ax, len(groups))
+    fig, ax, own = _axes(ax)
     styles = styles_for(groups, view=COMPARE)
-    drawn = dict(figure=fig, ax=ax, lines={}, bands={}, arrays={}, styles=styles, excluded={})
+    drawn = dict(figure=fig, axes=ax, ax=ax, lines={}, bands={}, arrays={}, styles=styles, excluded={})
     notes = []
     for key, group in groups.items():
         xs, ks, ns, reasons = [], [], [], {}
@@ -127,8 +142,7 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
         low, high = wilson_interval(k, n, level)
         style = styles[key]
         text = (style.short or style.label if len(groups) > CROWDED else style.label) + _excluded(reasons, len(group))
-        line, = ax.plot(values, p, color=style.color, marker=style.marker, ls=style.linestyle, lw=1.6, ms=5,
-                        label=text)
+        line, = ax.plot(values, p, color=style.color, marker=style.marker, ls=style.linestyle, label=text)
         drawn["lines"][key] = line
         alpha = 0.15 if len(groups) <= CROWDED else 0.06
         drawn["bands"][key] = ax.fill_between(values, low, high, color=line.get_color(), alpha=alpha, lw=0)
@@ -140,13 +154,14 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(x)
     ax.set_ylabel(label if label is not None else f"success probability ({success})")
-    _legend(ax, len(groups), f"band: {level:.0%} Wilson interval")
+    drawn["legend"] = _legend(ax, own, len(groups), f"band: {level:.0%} Wilson interval")
+    _title_footnote(ax, own, title, footnote)
     drawn["note"] = _note(notes, not_drawn)
     return drawn
 
 
 def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic="mean", level=0.95, fit=True,
-               prediction=None, logx=True, logy=True, n_boot=2000, rng=None, label=None):
+               prediction=None, logx=True, logy=True, n_boot=2000, rng=None, label=None, title=None, footnote=None):
     r"""An error (any positive outcome) against a swept field, per method, with the exponent fit
     and the prediction.
 
@@ -167,7 +182,8 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     method : str or None, default ``"method"``
         The column naming the method; ``None``: every row is one series, named ``y``.
     ax : matplotlib.axes.Axes, optional
-        Where to draw; ``None``: a new figure.
+        Where to draw (only there: the legend inside or beside it, no footnote); ``None``: a new
+        one-panel figure in the current style (:func:`mixreg.plotting.new_figure`).
     methods : sequence of str, optional
         The methods to draw, in legend order; ``None``: every method of the table, in order of
         first appearance.
@@ -188,11 +204,14 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
         Draws the bootstrap; ``None``: a Generator seeded with 0, so a redraw is identical.
     label : str, optional
         The y axis label; default ``"<y> (<statistic>)"``.
+    title, footnote : str, optional
+        As in :func:`success_plot`.
 
     Returns
     -------
     dict
-        ``figure``, ``ax``; ``errorbars``: method to its ErrorbarContainer; ``fit_lines`` and
+        ``figure``, ``axes`` (also as ``ax``), ``legend`` (as in :func:`success_plot`);
+        ``errorbars``: method to its ErrorbarContainer; ``fit_lines`` and
         ``fits``: method to its fit's Line2D and :class:`~mixreg.stats.SlopeFit`;
         ``prediction``: the prediction's Line2D or ``None``; ``arrays``: method to a dict of
         arrays ``x``, ``n`` (rows used), ``y`` (the statistic), ``low``, ``high``; ``styles``;
@@ -224,9 +243,9 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     groups, not_drawn = _groups(rows, method, methods, default=y)
     entries = len(groups) * (2 if fit else 1) + (prediction is not None)  # legend entries
     crowded = entries > CROWDED
-    fig, ax = _axes(ax, entries)
+    fig, ax, own = _axes(ax)
     styles = styles_for(groups, view=COMPARE)
-    drawn = dict(figure=fig, ax=ax, errorbars={}, fit_lines={}, fits={}, prediction=None, arrays={}, styles=styles,
+    drawn = dict(figure=fig, axes=ax, ax=ax, errorbars={}, fit_lines={}, fits={}, prediction=None, arrays={}, styles=styles,
                  excluded={})
     notes, spans = [], []
     z = norm.ppf(0.5 + level / 2.0)
@@ -262,7 +281,7 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
         # a crowded legend has one entry per method: its short name, with its fit
         text = (f"{style.short or style.label}{', ' + slope if slope else ''}" if crowded else style.label)
         bars = ax.errorbar(values, centre, yerr=np.abs([centre - low, high - centre]), color=style.color,
-                           marker=style.marker, ls=style.linestyle, lw=1.6, ms=5, capsize=2,
+                           marker=style.marker, ls=style.linestyle, capsize=2,
                            label=text + _excluded(reasons, len(group)))
         colour = bars.lines[0].get_color()
         drawn["errorbars"][key] = bars
@@ -273,7 +292,7 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
         if fitted:
             grid = _grid(values, logx)
             u = np.log(grid) if logx else grid
-            line, = ax.plot(grid, np.exp(result.intercept + result.slope * u), color=colour, ls=":", lw=1.2,
+            line, = ax.plot(grid, np.exp(result.intercept + result.slope * u), color=colour, ls=":",
                             label="_fit" if crowded else f"{style.short or style.label}, {slope}")
             drawn["fit_lines"][key] = line
     if prediction is not None:
@@ -282,7 +301,7 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
             px, py = grid, np.asarray(prediction(grid), dtype=float) if grid.size else np.array([])
         else:
             px, py = (np.asarray(v, dtype=float) for v in prediction)
-        drawn["prediction"], = ax.plot(px, py, "k--", lw=1.3, label=PREDICTION_LABEL)
+        drawn["prediction"], = ax.plot(px, py, "k--", label=PREDICTION_LABEL)
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -290,8 +309,10 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     ax.set_xlabel(x)
     ax.set_ylabel(label if label is not None else f"{y} ({statistic})")
     interval = f"{level:.0%} interval of the mean" if statistic == "mean" else "quartiles"
-    _legend(ax, entries, f"{statistic} over trials, bars: {interval}" + (", dotted: fit" if crowded and fit else ""))
+    drawn["legend"] = _legend(ax, own, entries,
+                              f"{statistic} over trials, bars: {interval}" + (", dotted: fit" if crowded and fit else ""))
     ax.grid(True, which="both", alpha=0.25)
+    _title_footnote(ax, own, title, footnote)
     drawn["note"] = _note(notes, not_drawn)
     return drawn
 
@@ -370,15 +391,32 @@ def _is_pair(value):
 CROWDED = 6
 
 
-def _axes(ax, n_series):
+def _axes(ax):
+    """``(figure, axes, made here)``: the axes given, or the one panel of a new figure (:func:`new_figure`)."""
     if ax is None:
-        wide = n_series > CROWDED
-        fig, ax = plt.subplots(figsize=(6.4 + (3.6 if wide else 0.0), 4.8), layout="constrained")
-        return fig, ax
-    return ax.figure, ax
+        fig, axes = new_figure(1)
+        return fig, axes[0], True
+    return ax.figure, ax, False
 
 
-def _legend(ax, n_series, title):
-    """The legend: inside the axes, or beside them (upper left, outside) for a crowded figure."""
-    outside = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0) if n_series > CROWDED else {}
-    return ax.legend(fontsize=8, title=title, title_fontsize=8, **outside)
+def _legend(ax, own, n_series, title):
+    """The legend, in the current style's sizes.
+
+    Inside the axes; for a crowded figure (more than :data:`CROWDED` entries), above the axes
+    across the figure's width when the figure is made here (the figure grows by its rows, so the
+    panel keeps the style's size), beside the axes (upper left, outside) when the axes are the
+    caller's.
+    """
+    if n_series <= CROWDED:
+        return ax.legend(title=title)
+    if not own:
+        return ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    handles, labels = ax.get_legend_handles_labels()
+    return legend_above(ax.figure, handles, labels, title=title)
+
+
+def _title_footnote(ax, own, title, footnote):
+    if title:
+        ax.set_title(title)
+    if own and footnote:
+        add_footnote(ax.figure, footnote)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import textwrap
 import warnings
 from collections.abc import Mapping
 
@@ -26,8 +28,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
-__all__ = ["STYLES", "DEFAULT_STYLE", "MIN_PANEL_WIDTH", "use_style", "new_figure", "add_footnote",
-           "figure_width"]
+__all__ = ["STYLES", "DEFAULT_STYLE", "MIN_PANEL_WIDTH", "use_style", "current_style", "new_figure", "axes_for",
+           "legend_above", "wrap_text", "axes_width", "fit_titles", "keep_aspect", "add_footnote", "figure_width"]
 
 #: The Okabe-Ito palette (Okabe and Ito, "Color Universal Design", 2008), black last: the colour
 #: cycle of every style.  :func:`mixreg.methods.styles_for` extends it to any number of methods.
@@ -88,18 +90,40 @@ DEFAULT_STYLE = "two-column"
 MIN_PANEL_WIDTH = 1.6
 
 
+#: The name of the style last applied by :func:`use_style` (see :func:`current_style`).
+_current = [None]
+
+
+def current_style():
+    """The style last applied by :func:`use_style`, as a name for the figures' metadata.
+
+    A name of :data:`STYLES`, ``"file <name>.mplstyle"`` for a style file, ``"custom"`` for a dict
+    or when ``use_style`` was given overrides, ``None`` when no style was applied (matplotlib's
+    rcParams as they are).  :func:`mixreg.plotting.save_figure` writes it into every PNG and PDF.
+    """
+    return _current[0]
+
+
 class _Applied:
     """What :func:`use_style` returns: the style stays applied, or, in a ``with`` block, until its end."""
 
-    def __init__(self, saved):
+    def __init__(self, saved, name):
         self._saved = saved
+        self._name = name
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info):
         dict.update(mpl.rcParams, self._saved)   # as matplotlib's rc_context restores: no re-validation
+        _current[0] = self._name
         return False
+
+
+def _style_name(style, overrides):
+    if overrides or isinstance(style, Mapping):
+        return "custom"
+    return str(style) if str(style) in STYLES else f"file {os.path.basename(os.fspath(style))}"
 
 
 def _style_params(style):
@@ -150,7 +174,8 @@ def use_style(style=DEFAULT_STYLE, **overrides):
     """
     params = _style_params(style)
     params.update({key.replace("_", "."): value for key, value in overrides.items()})
-    saved = mpl.rcParams.copy()
+    name = _style_name(style, overrides)
+    saved, saved_name = mpl.rcParams.copy(), _current[0]
     backend = mpl.rcParams["backend"] if "backend" in dict.keys(mpl.rcParams) else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # deprecated keys among the defaults
@@ -158,8 +183,13 @@ def use_style(style=DEFAULT_STYLE, **overrides):
         dict.update(mpl.rcParams, defaults)
     if backend is not None:
         dict.__setitem__(mpl.rcParams, "backend", backend)
-    mpl.rcParams.update(params)     # validated: a wrong key or value fails here, naming it
-    return _Applied(saved)
+    try:
+        mpl.rcParams.update(params)     # validated: a wrong key or value fails here, naming it
+    except Exception:
+        dict.update(mpl.rcParams, saved)
+        raise
+    _current[0] = name
+    return _Applied(saved, saved_name)
 
 
 def figure_width():
@@ -233,3 +263,166 @@ def add_footnote(fig, text):
     if engine is not None and hasattr(engine, "set"):
         engine.set(rect=(0.0, extra / height, 1.0, 1.0 - extra / height))
     return fig.text(0.005, 0.02 / height, text, ha="left", va="bottom", fontsize=size)
+
+
+def axes_for(ax, n_panels, *, name="the figure", **new_figure_kw):
+    """The figure and panels a plot function draws into: the caller's (``ax``) or new ones.
+
+    Parameters
+    ----------
+    ax : Axes, sequence of Axes or None
+        ``None``: a new figure of ``n_panels`` panels (:func:`new_figure` with ``new_figure_kw``);
+        else exactly ``n_panels`` Axes (one Axes when ``n_panels`` is 1), drawn into as given.
+    n_panels : int
+    name : str
+        The plot function, for the error message.
+
+    Returns
+    -------
+    fig : Figure
+    axes : list of Axes, length n_panels
+    own : bool
+        Whether the figure was made here (then the function may add a figure legend, a suptitle
+        and a footnote; with the caller's axes it draws into them only).
+
+    Raises
+    ------
+    ValueError
+        When ``ax`` is not ``n_panels`` Axes.
+    """
+    if ax is None:
+        fig, axes = new_figure(n_panels, **new_figure_kw)
+        return fig, list(axes), True
+    axes = [ax] if hasattr(ax, "plot") else list(np.ravel(np.asarray(ax, dtype=object)))
+    if len(axes) != n_panels or not all(hasattr(a, "plot") for a in axes):
+        raise ValueError(f"ax must be {n_panels} Axes for {name} (one per panel), or None for a figure of its "
+                         f"own; got {len(axes)} object(s)")
+    return axes[0].figure, axes, False
+
+
+def legend_above(fig, handles, labels=None, *, title=None, max_cols=4):
+    """A figure legend above the panels, in as many columns as fit in the figure's width.
+
+    The figure is made taller by the legend's rows (so its panels keep their size); its layout
+    must be constrained (:func:`new_figure`), which keeps the panels clear of it.
+
+    Parameters
+    ----------
+    fig : Figure
+    handles : list of Artist
+    labels : list of str, optional
+        Default: each handle's label.
+    title : str, optional
+    max_cols : int, default 4
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+    """
+    labels = [h.get_label() for h in handles] if labels is None else list(labels)
+    renderer = fig.canvas.get_renderer()
+    for ncol in range(max(1, min(len(handles), max_cols)), 0, -1):
+        legend = fig.legend(handles, labels, title=title, loc="outside upper center", ncol=ncol)
+        box = legend.get_window_extent(renderer)
+        if box.width <= 0.98 * fig.bbox.width:
+            break
+        legend.remove()
+        if ncol == 1:  # one column is still too wide: break its labels
+            handle = box.width - max(t.get_window_extent(renderer).width for t in legend.get_texts())
+            width = (0.98 * fig.bbox.width - handle) / fig.dpi
+            labels = [wrap_text(label, width, size="legend.fontsize") for label in labels]
+            legend = fig.legend(handles, labels, title=title, loc="outside upper center", ncol=1)
+    rows = -(-len(handles) // ncol)
+    lines = sum(max(label.count("\n") + 1 for label in labels[row * ncol:(row + 1) * ncol]) for row in range(rows))
+    size = mpl.font_manager.FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
+    fig.set_figheight(fig.get_figheight() + (lines + (1 if title else 0) + 0.5) * 1.4 * size / 72.0)
+    return legend
+
+
+def wrap_text(text, width, *, size="axes.titlesize"):
+    """``text`` broken into lines that fit ``width`` inches at the font size ``rcParams[size]``.
+
+    Each line of ``text`` is wrapped on its own, at spaces only, never around ``=``, ``≈``, ``<``
+    or ``>`` (``k = 2`` stays whole) nor at a non-breaking space (``"\\u00a0"``, written out as a
+    plain space); an average DejaVu Sans character is taken as 0.56 of the font size, a little
+    more than it is.
+    """
+    points = mpl.font_manager.FontProperties(size=mpl.rcParams[size]).get_size_in_points()
+    chars = max(10, int(width * 72.0 / (0.56 * points)))
+    def fill(line):
+        kept = re.sub(r" ([=≈<>]) ", "\u00a0\\1\u00a0", line)  # "k = 2" stays on one line
+        return textwrap.fill(kept, chars, break_long_words=False, break_on_hyphens=False).replace("\u00a0", " ")
+
+    return "\n".join(fill(line) if line else line for line in str(text).split("\n"))
+
+
+def axes_width(ax):
+    """The width of ``ax`` in inches (before a constrained layout's final pass: close to it)."""
+    return ax.get_position().width * ax.figure.get_figwidth()
+
+
+def fit_titles(fig, axes, title=None):
+    """Wrap the panels' titles (and the figure's ``title``) to their widths, and make the figure
+    taller by their lines beyond the first, so that the panels keep their size.
+
+    ``title`` is the figure's suptitle, or, when a legend is placed above the panels
+    (:func:`legend_above`, which matplotlib would draw the suptitle over), that legend's title,
+    in the suptitle's size.
+
+    Call it after the panels are drawn and before :func:`add_footnote` (which fixes the layout's
+    bottom margin as a fraction of the height).
+
+    Returns
+    -------
+    matplotlib.text.Text or None
+        The title drawn.
+    """
+    def points(key):
+        return mpl.font_manager.FontProperties(size=mpl.rcParams[key]).get_size_in_points()
+
+    extra, rows = 0.0, {}
+    for ax in axes:
+        text = ax.get_title()
+        if text:
+            text = wrap_text(text, 0.95 * axes_width(ax))
+            ax.set_title(text)
+            spec = ax.get_subplotspec()
+            row = spec.rowspan.start if spec is not None else id(ax)
+            rows[row] = max(rows.get(row, 1), text.count("\n") + 1)
+    extra += sum(lines - 1 for lines in rows.values()) * 1.3 * points("axes.titlesize")
+    suptitle = None
+    if title:
+        text = wrap_text(title, 0.95 * fig.get_figwidth(), size="figure.titlesize")
+        above = [legend for legend in fig.legends if getattr(legend, "_outside_loc", None)]
+        if above:  # matplotlib would draw a suptitle over a legend placed outside: the legend's title
+            above[0].set_title(text, prop={"size": mpl.rcParams["figure.titlesize"]})
+            suptitle = above[0].get_title()
+        else:
+            suptitle = fig.suptitle(text)
+        extra += (text.count("\n") + 1) * 1.4 * points("figure.titlesize")
+    fig.set_figheight(fig.get_figheight() + extra / 72.0)
+    return suptitle
+
+
+def keep_aspect(fig, axes, aspect, *, rounds=3):
+    """Make ``fig`` taller until each row of ``axes`` is at least ``aspect`` times as high as wide.
+
+    A constrained layout takes titles, labels and a legend above the panels out of the panels'
+    height; a figure with several lines of panel titles or a secondary axis would squash them.
+    This lays the figure out (without rendering it), measures each row's panels and adds what
+    they lack, a few times over (the layout moves as the figure grows).  Call it before
+    :func:`add_footnote`.
+    """
+    for _ in range(rounds):
+        fig.draw_without_rendering()
+        lacking = {}
+        for ax in axes:
+            box = ax.get_position()
+            width, height = box.width * fig.get_figwidth(), box.height * fig.get_figheight()
+            spec = ax.get_subplotspec()
+            row = spec.rowspan.start if spec is not None else id(ax)
+            lacking[row] = max(lacking.get(row, 0.0), aspect * width - height)
+        extra = sum(max(0.0, value) for value in lacking.values())
+        if extra < 0.02:
+            return
+        fig.set_figheight(fig.get_figheight() + extra)

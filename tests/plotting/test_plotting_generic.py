@@ -209,23 +209,35 @@ def test_a_dataframe_like_table_and_a_table_without_methods_are_drawn():
     assert list(drawn["arrays"]) == ["success"] and drawn["arrays"]["success"]["p"].tolist() == [0.5, 1.0]
 
 
-def test_a_crowded_figure_keeps_one_legend_entry_per_method_beside_the_axes():
+@pytest.mark.parametrize("style", ["two-column", "one-column", "slides"])
+def test_a_crowded_figure_keeps_one_legend_entry_per_method_clear_of_the_data(style):
     # the tutorial's figure: every registered method and the user's (15 series); before, the legend
     # of 31 entries covered the axes and ran off the figure
     import matplotlib.pyplot as plt
 
     from mixreg.methods import COMPARE
-    from mixreg.plotting import CROWDED, error_plot
+    from mixreg.plotting import CROWDED, error_plot, use_style
 
     names = [key for key, style in COMPARE.items() if style.kind != "reference"] + ["mine"]
     rows = [{"m": m, "method": name, "err": (1 + i) / m * (1 + 0.1 * t)}
             for i, name in enumerate(names) for m in (10, 20, 40) for t in range(3)]
-    drawn = error_plot(rows, "m", "err", prediction=lambda m: 1 / m)
-    legend = drawn["ax"].get_legend()
-    texts = [t.get_text() for t in legend.get_texts()]
-    assert len(names) + 1 > CROWDED and len(texts) == len(names) + 1  # the methods and the prediction
-    assert texts[1].startswith(COMPARE["ifca"].short + ", fit: slope -1 ")
-    drawn["figure"].canvas.draw()
-    box, axes = legend.get_window_extent(), drawn["ax"].get_window_extent()
-    assert box.x0 >= axes.x1 and box.x1 <= drawn["figure"].bbox.x1 + 1  # beside the axes, inside the figure
-    plt.close(drawn["figure"])
+    with use_style(style):
+        drawn = error_plot(rows, "m", "err", prediction=lambda m: 1 / m)  # a figure of its own
+        legend = drawn["legend"]
+        texts = [t.get_text() for t in legend.get_texts()]
+        assert len(names) + 1 > CROWDED and len(texts) == len(names) + 1  # the methods and the prediction
+        assert texts[1].startswith(COMPARE["ifca"].short + ", fit: slope -1 ")
+        fig = drawn["figure"]
+        fig.canvas.draw()
+        box, axes = legend.get_window_extent(), drawn["axes"].get_tightbbox()
+        assert box.y0 >= axes.y1 - 1 and box.x0 >= -1 and box.x1 <= fig.bbox.x1 + 1 and box.y1 <= fig.bbox.y1 + 1
+        assert fig.get_figwidth() == pytest.approx(plt.rcParams["figure.figsize"][0])  # the style's width
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")  # the caller's axes: the legend beside them
+        drawn = error_plot(rows, "m", "err", prediction=lambda m: 1 / m, ax=ax)
+        assert drawn["legend"] is ax.get_legend() and fig.legends == []
+        fig.canvas.draw()
+        box, axes = drawn["legend"].get_window_extent(), ax.get_window_extent()
+        assert box.x0 >= axes.x1  # beside the axes
+        plt.close(fig)

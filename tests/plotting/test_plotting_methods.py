@@ -163,8 +163,8 @@ def test_success_figure_takes_titles_and_legend_from_the_registry():
                 row[f"{rule}_success_low"] = max(rate - 0.1, 0)
                 row[f"{rule}_success_high"] = min(rate + 0.1, 1)
             rows.append(row)
-    fig = plot_success_vs_separation(rows, rules=tuple(RULES))
-    assert [ax.get_title() for ax in fig.axes] == [rule_title(rule) for rule in RULES]
+    fig = plot_success_vs_separation(rows, rules=tuple(RULES))["figure"]
+    assert [ax.get_title().replace("\n", " ") for ax in fig.axes] == [rule_title(rule) for rule in RULES]
     texts = _legend_texts(fig)
     ifca = method_label("ifca", short=True)
     assert texts == [f"{ifca}, σ = 0", RULES["oracle"].label, f"{ifca}, σ = 0.5"]
