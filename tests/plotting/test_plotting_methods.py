@@ -142,7 +142,7 @@ def test_no_registered_label_or_colour_is_spelled_elsewhere_in_plotting():
 
 def _legend_texts(fig):
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    return [text.get_text() for legend in legends for text in legend.get_texts()]
+    return [" ".join(text.get_text().split()) for legend in legends for text in legend.get_texts()]  # unwrapped
 
 
 def _line_colours(ax):
@@ -177,7 +177,7 @@ def test_rounds_figure_takes_labels_and_colours_from_the_registry():
     curves = [dict(key=key, rounds=rounds, median=np.exp(-rounds / (5.0 + j)), low=0.8 * np.exp(-rounds / (5.0 + j)),
                    high=1.2 * np.exp(-rounds / (5.0 + j))) for j, key in enumerate(keys)]
     curves[2]["label"] = method_label("fedavg", s=2)
-    fig = plot_error_vs_rounds(curves, floor=(1e-3, None), switch_round=5)
+    fig = plot_error_vs_rounds(curves, floor=(1e-3, None), switch_round=5)["figure"]
     expected = [method_label("ifca"), method_label("oracle"), "FMD → FedAvg(2)", method_label("fedprox"),
                 method_label("ls")]
     assert _legend_texts(fig) == expected
@@ -200,7 +200,7 @@ def test_scaling_figure_takes_labels_and_colours_from_the_registry():
     rng = np.random.default_rng(0)
     rates = [dict(key=key, p=rng.uniform(0.05, 0.3, 5), measured=rng.uniform(0.01, 0.1, 5),
                   linear=rng.uniform(0.01, 0.1, 5), C1=0.3, C1_label="line") for key in ("fedavg", "fedprox")]
-    fig = plot_two_phase_scaling(by_M, by_law, rates)
+    fig = plot_two_phase_scaling(by_M, by_law, rates)["figure"]
     texts = _legend_texts(fig)
     assert texts[: len(keys)] == [method_label(key) for key in keys]  # the shared legend
     for key in ("fedavg", "fedprox"):
@@ -222,15 +222,21 @@ def test_rounds_panels_take_labels_and_colours_from_the_registry():
     theory = [dict(key="fedavg", rounds=rounds, values=np.exp(-rounds / 4.0), linestyle="--", label="prediction")]
     panels = [dict(title="left", curves=curves, floors=[("ls", 1e-3, None), ("cwls", 2e-3, None)]),
               dict(title="right", curves=[dict(curves[0], key="fedavg")], theory=theory)]
-    fig = plot_two_phase_rounds(panels, switch_round=5, title="t", footnote="f")
+    fig = plot_two_phase_rounds(panels, switch_round=5, title="t", footnote="f")["figure"]
     left, right = fig.axes
-    assert [t.get_text() for t in left.get_legend().get_texts()] == \
-        [method_label(k) for k in keys] + [method_label("ls"), method_label("cwls")]
+    # a figure of its own: one legend above the panels, each entry once
+    assert _legend_texts(fig) == [method_label(k) for k in keys] + [method_label("ls"), method_label("cwls"),
+                                                                   method_label("fedavg"), "prediction"]
     colours = _line_colours(left)
     for key in (*keys, "ls", "cwls"):
         assert colours[method_label(key)] == _rgba(key), key
     assert _line_colours(right)["prediction"] == _rgba("fedavg")
     assert [ax.get_title() for ax in fig.axes] == ["left", "right"]
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2)  # the caller's axes: a legend in each panel, nothing added to the figure
+    plot_two_phase_rounds(panels, switch_round=5, ax=axes)
+    assert not fig.legends and [t.get_text() for t in axes[0].get_legend().get_texts()] == \
+        [method_label(k) for k in keys] + [method_label("ls"), method_label("cwls")]
     plt.close(fig)
 
 
@@ -241,11 +247,12 @@ def test_contraction_figure_takes_labels_and_colours_from_the_registry():
                     rounds=rng.uniform(10, 50, 6), rounds_predicted=rng.uniform(10, 50, 6))
                for key in ("fedavg", "fedprox")]
     solvers[1]["measured"][0] = np.nan  # a trial without a measured factor is left out
-    fig = plot_two_phase_contraction(solvers, title="t", footnote="f")
+    drawn = plot_two_phase_contraction(solvers, title="t", footnote="f")
+    fig = drawn["figure"]
     texts = _legend_texts(fig)
     for key in ("fedavg", "fedprox"):
-        assert f"{method_label(key)}: measured" in texts
-        assert f"{method_label(key)}: C₁ p_min, C₁ = 0.5 (median derived)" in texts
+        assert method_label(key) in texts
+    assert drawn["C1"] == {"fedavg": 0.5, "fedprox": 0.5}  # the median derived C1, drawn as C1 p_min
     assert len(fig.axes) == 3
     plt.close(fig)
 
@@ -335,7 +342,7 @@ def test_the_scaling_figure_draws_unregistered_methods_apart():
     by_M = dict(M=np.array([10.0, 20.0]), series=series, theory=None)
     by_law = dict(laws=["equal", "zipf"], chi2=[0.0, 1.5], series=series, theory=None)
     rates = [dict(key="mine", p=[0.1, 0.2], measured=[0.05, 0.1], linear=[0.05, 0.1], C1=0.5)]
-    fig = plot_two_phase_scaling(by_M, by_law, rates, title="t")
+    fig = plot_two_phase_scaling(by_M, by_law, rates, title="t")["figure"]
     drawn = [c for c in fig.axes[0].containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
     assert len(drawn) == 3
     assert len({matplotlib.colors.to_hex(c.lines[0].get_color()) for c in drawn}) == 3
