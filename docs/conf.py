@@ -5,8 +5,10 @@ Build from the repository root, warnings as errors (as CI does):
     python -m pip install -e ".[docs]"
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
-then open ``docs/_build/html/index.html``.  The build needs no network: intersphinx is off, and
-the gallery's examples draw the committed figures from ``figures/data/`` without recomputing.
+then open ``docs/_build/html/index.html``.  Neither the build nor the site needs a network:
+intersphinx is off, MathJax is copied into the site (sphinx-mathjax-offline) instead of loaded from
+a CDN, and the gallery's examples draw the committed figures from ``figures/data/`` without
+recomputing.
 """
 
 import dataclasses
@@ -37,6 +39,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",       # MathJax 3 copied into _static/ (no CDN): the maths renders offline
     "sphinx_gallery.gen_gallery",
 ]
 
