@@ -23,8 +23,9 @@ __all__ = ["known_label_least_squares", "client_weighted_least_squares"]
 
 
 def known_label_least_squares(problem: Problem) -> np.ndarray:
-    """Per-cluster least squares with the true labels (of the rows, :attr:`Problem.row_labels`:
-    on clients that mix clusters, every point is fitted with its own cluster).
+    """Per-cluster least squares with the true labels (of the rows,
+    :attr:`~mixreg.problems.Problem.row_labels`: on clients that mix clusters, every point is
+    fitted with its own cluster).
 
     Solved in float64 through the normal equations (Cholesky) when the cluster has more samples
     than dimensions, and as the minimum-norm solution otherwise.
@@ -86,7 +87,7 @@ def client_weighted_least_squares(problem: Problem) -> np.ndarray:
         \qquad H_i = X_i^\top X_i / n_i ,
 
     the fixed point of IFCA's option I with client-uniform weights (Algorithm 2,
-    :func:`mixreg.algorithms.ifca.ifca` with ``aggregation="clients"``) when every identity is
+    :func:`mixreg.algorithms.ifca` with ``aggregation="clients"``) when every identity is
     right: its update :math:`\theta_l \leftarrow \theta_l - \frac{\gamma}{m} \sum_{i \in S_l}
     \nabla F_i(\theta_l)`, :math:`F_i = \frac{1}{n_i}\lVert X_i\theta - y_i\rVert^2`, stops
     exactly where the gradient of this objective vanishes.  A one-point client counts as much

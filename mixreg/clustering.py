@@ -2,7 +2,7 @@
 
 Several algorithms cluster vectors on the server: one-shot clustering of the clients' local
 least-squares estimates (Ghosh et al. 2020, Algorithm 1 [5]_), k-FED, FeSEM, the anchor clustering of
-step 7 of federated moment descent (:func:`mixreg.algorithms.moment_descent.cluster_anchors`), and PACFL,
+step 7 of federated moment descent (:func:`mixreg.algorithms.cluster_anchors`), and PACFL,
 which clusters a proximity matrix of principal angles.  This module gives them one
 implementation of each rule:
 
@@ -304,7 +304,7 @@ def kmeans(points: ArrayLike, k: int, *, init: str | ArrayLike = "k-means++", n_
           the one giving the lowest potential :math:`\\sum_x D^2(x)` is kept (plain k-means++ is
           the one-candidate case).  Needs ``rng``; the restarts draw from it one after another.
         * ``"farthest"``: deterministic farthest-point start [3]_, the step-7 fallback of
-          :func:`mixreg.algorithms.moment_descent.cluster_anchors`: first centre = the point nearest to the
+          :func:`mixreg.algorithms.cluster_anchors`: first centre = the point nearest to the
           mean of all points, each next one = the point farthest from the centres chosen so far
           (first index on ties).
         * an array ``(k, d)``: explicit initial centres.
@@ -422,7 +422,7 @@ def _cut_height(heights, n_groups):
     """Midpoint of the last merge made and the first one not made, leaving ``n_groups`` groups.
 
     ``heights`` are the ``n - 1`` merge heights in ascending order (monotone linkages).
-    Conventions of :func:`mixreg.algorithms.moment_descent.cluster_anchors`: ``inf`` for one group; half
+    Conventions of :func:`mixreg.algorithms.cluster_anchors`: ``inf`` for one group; half
     the first merge not made when no merge is made or the last one made is at height 0.
     """
     n = heights.size + 1
@@ -441,7 +441,7 @@ def single_linkage_cut(points: ArrayLike, k: int) -> float:
     Euclidean minimum spanning tree [1]_, i.e. of the largest :math:`\\tau` at which the graph
     :math:`\\{\\lVert x_i - x_j \\rVert \\le \\tau\\}` still has ``k`` connected components and the
     smallest at which it has fewer.  This is the default threshold of step 7 of federated moment
-    descent (:func:`mixreg.algorithms.moment_descent.cluster_anchors`), with its special cases:
+    descent (:func:`mixreg.algorithms.cluster_anchors`), with its special cases:
     ``inf`` when ``k = 1`` or ``n = 1``; half the ``(k-1)``-th largest edge when ``k = n`` or
     the ``k``-th largest edge is 0 (duplicated points).  With tied edges the components at
     :math:`\\tau` may number fewer than ``k``.

@@ -19,7 +19,7 @@ The local steps of the clustered-FL algorithms are computed here for all clients
   pair), so that the functions above solve each key's rows as one client;
 * :func:`local_update_operator`, :func:`stacked_update_operators`: the same FedAvg(s) and
   FedProx updates written as linear operators, :math:`\\theta^{(i)} = \\theta + K_i (y_i -
-  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.algorithms.fedx.fedx` (Su, Xu and Yang [3]_)
+  X_i\\theta)`, which the Phase-2 driver :func:`mixreg.algorithms.fedx` (Su, Xu and Yang [3]_)
   precomputes once.
 
 Clients are never visited one at a time: row-wise work is a segmented sum over the stacked rows,

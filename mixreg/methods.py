@@ -101,10 +101,10 @@ class MethodStyle:
         Short name for running text and compound labels (``"IFCA"`` in ``"IFCA, σ = 0.5"``);
         the same template fields as ``label``.  Defaults to ``label``.
     study : str, optional
-        The study (one of :data:`STUDIES`) whose view holds the style; ``None`` for a style
-        made outside the registry.
+        The study (one of :data:`~mixreg.methods.STUDIES`) whose view holds the style; ``None``
+        for a style made outside the registry.
     kind : str, default ``"algorithm"``
-        One of :data:`KINDS`.
+        One of :data:`~mixreg.methods.KINDS`.
     column : str, optional
         The prefix of the method's columns in the study's records when it is not ``name``
         (the two-phase experiment's ``oracle``); the view is keyed by it.
@@ -320,7 +320,7 @@ def register_style(style: MethodStyle | str, *, label: str | None = None, color:
     short : str, optional
         Short name (tick labels, running text); defaults to ``label``.
     kind : str, default ``"algorithm"``
-        One of :data:`KINDS`.
+        One of :data:`~mixreg.methods.KINDS`.
     replace : bool, default False
         Replace a style this function registered before under the same key (else that is an error).
 
@@ -377,8 +377,9 @@ def registered_style(key: str) -> MethodStyle | None:
 def auto_style(key: str, index: int) -> MethodStyle:
     """The automatic style of the ``index``-th unregistered key of a figure.
 
-    Colour ``index mod 11`` of :data:`AUTO_COLORS`, marker ``index mod 7`` of
-    :data:`AUTO_MARKERS`, line style ``index mod 3`` of :data:`AUTO_LINESTYLES`; by the Chinese
+    Colour ``index mod 11`` of :data:`~mixreg.methods.AUTO_COLORS`, marker ``index mod 7`` of
+    :data:`~mixreg.methods.AUTO_MARKERS`, line style ``index mod 3`` of
+    :data:`~mixreg.methods.AUTO_LINESTYLES`; by the Chinese
     remainder theorem, indices ``0, ..., 230`` give distinct triples.  Label and short name are
     ``str(key)``.
 
@@ -427,7 +428,7 @@ def styles_for(keys: Iterable[str], *, view: Mapping[str, MethodStyle] = COMPARE
         Key to :class:`MethodStyle`, in order of first appearance.  The unregistered keys (in
         neither ``view`` nor :func:`register_style`'s registry) get :func:`auto_style` by their
         position in the sorted list of the distinct unregistered keys, skipping the automatic
-        colours close to a registered style's colour in the same figure (:func:`_clear_indices`):
+        colours close to a registered style's colour in the same figure (``_clear_indices``):
         the style of a key depends on the key and the set of keys drawn, never on the rows' order.
 
     Examples

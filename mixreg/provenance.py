@@ -280,7 +280,7 @@ def numba_target() -> str:
 
     Recorded for provenance only: mixreg's kernels give the same bits for every target (their
     sums have a written order and their multiply-adds are exact FMAs, see
-    :mod:`mixreg._fixed_order`), so the target is not part of :func:`signature`.
+    ``mixreg._fixed_order``), so the target is not part of :func:`signature`.
     """
     try:
         from numba.core import config

@@ -145,7 +145,7 @@ def decoded_labels(problem: Problem, theta_path: np.ndarray) -> np.ndarray:
     r"""The maximum-likelihood decoder's labels :math:`\arg\min_l F_i(\theta_{l,t})` at every iterate.
 
     :math:`F_i` is client ``i``'s mean squared error; ties go to the lowest label (as IFCA's
-    assignment, :func:`mixreg.algorithms.ifca.training_loss`).
+    assignment, :func:`mixreg.algorithms.training_loss`).
 
     Parameters
     ----------

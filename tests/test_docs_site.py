@@ -1,6 +1,6 @@
 """The documentation site: ``docs/`` builds with warnings as errors (as CI builds it), the pages a
-user opens first are there with their figures, and the built index page opens in headless
-Chromium without a console error.
+user opens first are there with their figures, the built index page opens in headless Chromium
+without a console error, and a page of maths typesets offline (MathJax served from the site).
 
 The build is skipped where the ``docs`` extra is not installed, and the browser check where
 Chromium is not (Debian's package: ``apt-get install chromium``). The browser is driven through
@@ -175,10 +175,13 @@ class _DevTools:
         os.close(self._to_browser)
 
 
-def console_errors(url, chromium, profile):
-    """The console errors, uncaught exceptions and error-level log entries (a resource that failed
-    to load, say) of the page ``url``, as one line each, after its load event and a second more."""
+def visit(url, chromium, profile, *, until=None, wait=BROWSER_TIMEOUT):
+    """Open ``url`` in headless Chromium; return ``{"errors": [...], "value": ...}``: the console
+    errors, uncaught exceptions and error-level log entries (a resource that failed to load, say),
+    one line each, after the load event and a second more; and the value of the JavaScript
+    expression ``until`` once it is truthy (polled up to ``wait`` seconds; ``None`` without it)."""
     browser = _DevTools(chromium, profile)
+    value = None
     try:
         target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -189,6 +192,14 @@ def console_errors(url, chromium, profile):
         browser.wait_for("Page.loadEventFired")
         browser.settle(1.0)
         state = browser.send("Runtime.evaluate", {"expression": "document.readyState"}, session=session)
+        deadline = time.monotonic() + wait
+        while until is not None:
+            value = browser.send("Runtime.evaluate", {"expression": until, "returnByValue": True},
+                                 session=session)["result"].get("value")
+            if value or time.monotonic() > deadline:
+                break
+            browser.settle(0.25)
+        browser.settle(0.5)                                      # errors of the work ``until`` waited for
     finally:
         browser.close()
     assert state["result"]["value"] == "complete", f"{url} did not finish loading: {state}"
@@ -204,7 +215,12 @@ def console_errors(url, chromium, profile):
         elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
             entry = params["entry"]
             errors.append(f"log: {entry.get('text', '')} {entry.get('url', '')}".strip())
-    return errors
+    return {"errors": errors, "value": value}
+
+
+def console_errors(url, chromium, profile):
+    """The console errors of the page ``url`` (see :func:`visit`), one line each."""
+    return visit(url, chromium, profile)["errors"]
 
 
 @pytest.fixture
@@ -220,6 +236,31 @@ def test_the_index_page_opens_in_chromium_without_a_console_error(site, chromium
     index = site["out"] / "index.html"
     errors = console_errors(index.as_uri(), chromium, tmp_path / "profile")
     assert not errors, f"{index.name} logs errors in Chromium:\n" + "\n".join(errors)
+
+
+# A page whose docstrings hold maths (inline :math: roles and a display block).
+MATH_PAGE = "generated/mixreg.theory.html"
+# Once MathJax typeset the page: its formulas (CommonHTML ``mjx-container`` elements) and whether
+# any raw TeX delimiter ``\(`` is still shown.
+TYPESET = ("(() => { const n = document.querySelectorAll('mjx-container').length;"
+           " return n ? {formulas: n, raw_tex: document.body.innerText.includes('\\\\(')} : null; })()")
+
+
+def test_the_maths_renders_offline_in_chromium(site, chromium, tmp_path):
+    """MathJax is served from the site itself (no CDN), so a page of maths typesets offline:
+    formulas become ``mjx-container`` elements, no raw TeX delimiters stay, nothing logs an error."""
+    assert site["returncode"] == 0, "the docs build failed (see the build test)"
+    out = site["out"]
+    page = out / MATH_PAGE
+    html = page.read_text(encoding="utf-8")
+    assert '<span class="math notranslate nohighlight">' in html, f"{MATH_PAGE} has no maths to typeset"
+    scripts = [line for line in html.splitlines() if "mathjax" in line.lower() and "<script" in line]
+    assert scripts and not any("://" in line for line in scripts), f"MathJax is not served locally: {scripts}"
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file(), "MathJax is not copied into the site"
+    seen = visit(page.as_uri(), chromium, tmp_path / "profile", until=TYPESET)
+    assert not seen["errors"], f"{MATH_PAGE} logs errors in Chromium:\n" + "\n".join(seen["errors"])
+    assert seen["value"], f"MathJax typeset nothing on {MATH_PAGE} (no mjx-container element)"
+    assert not seen["value"]["raw_tex"], f"raw TeX left on {MATH_PAGE}: {seen['value']}"
 
 
 def test_the_browser_check_catches_console_errors(chromium, tmp_path):

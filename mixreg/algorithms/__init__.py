@@ -1,34 +1,34 @@
 """The algorithms: one module per algorithm over a shared driver module and a registry.
 
 ==========================  ===================================================================
-module                      algorithm
+driver (module)             algorithm
 ==========================  ===================================================================
-:mod:`.ifca`                IFCA (Ghosh et al. 2020, Algorithm 2): options I and II, resampling,
+:func:`ifca`                IFCA (Ghosh et al. 2020, Algorithm 2): options I and II, resampling,
                             partial participation
-:mod:`.moment_descent`      Su-Xu-Yang Phase 1, federated moment descent (slides, steps 1-7)
-:mod:`.fedx`                Su-Xu-Yang Phase 2, FedAvg(s) / FedProx with the ML decoder
-:mod:`.two_phase`           Su-Xu-Yang's two-phase method: Phase 1, then Phase 2 from its
+:func:`moment_descent`      Su-Xu-Yang Phase 1, federated moment descent (slides, steps 1-7)
+:func:`fedx`                Su-Xu-Yang Phase 2, FedAvg(s) / FedProx with the ML decoder
+:func:`two_phase`           Su-Xu-Yang's two-phase method: Phase 1, then Phase 2 from its
                             centres, in one call
-:mod:`.oneshot`             one-shot clustering (Ghosh et al. 2020, Algorithm 1): local least
+:func:`oneshot`             one-shot clustering (Ghosh et al. 2020, Algorithm 1): local least
                             squares, server k-means, FedAvg per estimated cluster
-:mod:`.fesem`               FeSEM, multi-center FL (Xie et al., Algorithms 1-2): clients to the
+:func:`fesem`               FeSEM, multi-center FL (Xie et al., Algorithms 1-2): clients to the
                             nearest centre by model distance, centres as averages, local steps
-:mod:`.pacfl`               PACFL (Vahidian et al., Algorithms 1-2): principal angles between
+:func:`pacfl`               PACFL (Vahidian et al., Algorithms 1-2): principal angles between
                             client subspaces, hierarchical clustering, FedAvg per cluster, PME
-:mod:`.ifca_points`         point-level IFCA on clients that mix clusters (UIFCA's scheme, the
+:func:`ifca_points`         point-level IFCA on clients that mix clusters (UIFCA's scheme, the
                             IFCA thesis, Algorithms 3-5, with regression models)
-:mod:`.kfed`                k-FED (the IFCA thesis, Algorithm 2): local clustering, server
+:func:`kfed`                k-FED (the IFCA thesis, Algorithm 2): local clustering, server
                             k-means over local centroids, FedAvg on the point labels
-:mod:`._fixed_labels`       FedAvg within clusters of fixed row labels (the training phase of
+``_fixed_labels``           FedAvg within clusters of fixed row labels (the training phase of
                             the one-shot methods)
-:mod:`._driver`             what every batched driver shares: validation, divergence, stop rules,
+``_driver``                 what every batched driver shares: validation, divergence, stop rules,
                             the result base, the history recorder
-:mod:`._server`             the server's update of a round (:class:`ServerStep`: plain,
+``_server``                 the server's update of a round (:class:`ServerStep`: plain,
                             :class:`HeavyBall`, :class:`Nesterov`) and the step-size schedule
                             (:class:`Schedule`: :class:`Constant`, :class:`InverseTime`,
                             :class:`PiecewiseConstant`, any callable of the round)
-:mod:`._registry`           the registry the contract test suite runs over
-:mod:`._check`              the contract as a public check of any driver (:func:`check_algorithm`)
+``_registry``               the registry the contract test suite runs over
+``_check``                  the contract as a public check of any driver (:func:`check_algorithm`)
 ==========================  ===================================================================
 
 Every replica driver takes a :class:`mixreg.problems.Problem`, initial parameters of shape
@@ -38,7 +38,8 @@ rule that fired, rounds run, stop reason, wall time, history).  Every driver tak
 ``history=`` (``False``, ``True``, ``"all"`` or names among :data:`HISTORY_FIELDS`, see
 :func:`check_history`) and ``blowup=`` (:data:`DEFAULT_BLOWUP`, or ``None`` for non-finite
 values only, see :class:`Replicas`).  The gradient-based drivers also take a server step and a
-step-size schedule (:mod:`._server`); :func:`variant` registers such a combination as one entry.
+step-size schedule (:class:`ServerStep`, :class:`Schedule`); :func:`variant` registers such a
+combination as one entry.
 
 Writing your own driver
 -----------------------

@@ -119,8 +119,8 @@ def check_run(
 ) -> tuple[np.ndarray, np.ndarray, int, float | None]:
     """The arguments every replica driver shares, validated in the contract's order:
     ``(theta, eta, T, tol)`` with ``theta`` a new (B, k, d) array of the problem's dtype
-    (:func:`check_initial_parameters`), ``eta`` of shape (B,) (:func:`check_step_sizes`),
-    ``T = n_rounds >= 1`` and ``tol`` (:func:`check_tolerance`)."""
+    (``check_initial_parameters``), ``eta`` of shape (B,) (``check_step_sizes``),
+    ``T = n_rounds >= 1`` and ``tol`` (``check_tolerance``)."""
     check_problem(problem)
     theta = check_initial_parameters(init, problem.d, problem.dtype)
     eta = check_step_sizes(step_size, theta.shape[0])
@@ -199,12 +199,13 @@ class Replicas:
       initial largest row norm and the problem's parameter floor.
 
     Gradient methods that diverge grow geometrically, so the default factor of a million
-    (:data:`BLOWUP`) is reached within a few dozen rounds, long before float64 overflows (which
-    takes hundreds), and no stable run comes near it.  The replica is then frozen at its
-    parameters before the offending update, flagged (``diverged``, ``diverged_round = t``) and
-    never updated again; the others go on.  ``diverged_rule`` says which rule fired:
-    ``"non-finite"``, ``"objective"`` or ``"parameters"``; when several fire in the same round,
-    the first of that list (:data:`DIVERGENCE_RULES`); ``""`` for a replica that did not diverge.
+    (:data:`DEFAULT_BLOWUP`) is reached within a few dozen rounds, long before float64
+    overflows (which takes hundreds), and no stable run comes near it.  The replica is then
+    frozen at its parameters before the offending update, flagged (``diverged``,
+    ``diverged_round = t``) and never updated again; the others go on.  ``diverged_rule`` says
+    which rule fired: ``"non-finite"``, ``"objective"`` or ``"parameters"``; when several fire in
+    the same round, the first of that list (:data:`DIVERGENCE_RULES`); ``""`` for a replica that
+    did not diverge.
 
     Parameters
     ----------
@@ -221,8 +222,8 @@ class Replicas:
         non-finite values count as divergence.
     blowup : float > 1 or None
         The factor of the objective and parameter rules (validated by :func:`check_blowup`;
-        default :data:`BLOWUP`); ``None``: only non-finite values count, as without ``floors``
-        (the official IFCA code's semantics).
+        default :data:`DEFAULT_BLOWUP`); ``None``: only non-finite values count, as without
+        ``floors`` (the official IFCA code's semantics).
     """
 
     def __init__(

@@ -269,7 +269,7 @@ def with_server_step(algorithm: Algorithm, server_step: ServerStep, *, name: str
     algorithm : Algorithm
         An entry whose driver takes a server step it leaves free (:attr:`Algorithm.takes_server_step`).
     server_step : mixreg.algorithms.ServerStep or None
-        ``None`` is the plain step (:data:`mixreg.algorithms._server.PLAIN`).
+        ``None`` is the plain step (``ServerStep()``).
     name : str, optional
         The new entry's name; default ``"<algorithm.name>_<server_step.name>"``.
 

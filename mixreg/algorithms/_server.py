@@ -498,9 +498,10 @@ CONSTANT = Constant()
 
 
 def check_schedule(schedule: Schedule | Callable[[int], float] | None) -> Schedule:
-    """``schedule`` as a :class:`Schedule`: ``None`` is :data:`CONSTANT`, a :class:`Schedule` is kept,
-    any other callable of the server update ``t`` is wrapped (its values are checked finite and
-    > 0 when a driver reads them, :meth:`Schedule.factor`); else ``TypeError``.
+    """``schedule`` as a :class:`Schedule`: ``None`` is a :class:`Constant` (of 1), a
+    :class:`Schedule` is kept, any other callable of the server update ``t`` is wrapped (its
+    values are checked finite and > 0 when a driver reads them, :meth:`Schedule.factor`); else
+    ``TypeError``.
 
     Examples
     --------

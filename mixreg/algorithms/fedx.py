@@ -181,15 +181,16 @@ def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, loc
         \theta_{l,t+1} = \theta_{l,t} + \sum_{i:\, z_{i,t} = l} w_i K_i
         (y_i - X_i \theta_{l,t}), \qquad w_i = n_i / N,
 
-    with :math:`K_i` the local solver's operator (:func:`mixreg.local_solvers.
-    local_update_operator`).
+    with :math:`K_i` the local solver's operator
+    (:func:`~mixreg.local_solvers.local_update_operator`).
 
     Parameters
     ----------
     problem : Problem
     init : array of shape (B, k, d) or (k, d)
-        Starting models, e.g. the Phase-1 centres (:class:`mixreg.algorithms.
-        MomentDescentResult`); cast to the problem's dtype, never modified.
+        Starting models, e.g. the Phase-1 centres
+        (:class:`~mixreg.algorithms.MomentDescentResult`); cast to the problem's dtype, never
+        modified.
     step_size : float or array of shape (B,)
         :math:`\eta` of each replica, > 0 (the slides give no value).  FedAvg(1): the model of
         cluster ``l`` moves by a gradient step on :math:`\frac{1}{2N}\lVert X_{S_l}\theta -
@@ -215,8 +216,8 @@ def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, loc
         Divergence factor of :class:`mixreg.algorithms.Replicas` (default
         :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     server_step : mixreg.algorithms.ServerStep, optional
-        What the server does with the averaged ``k``-tuple (:meth:`~mixreg.algorithms.ServerStep.
-        average`); default the plain step, which takes it.
+        What the server does with the averaged ``k``-tuple
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
     schedule : mixreg.algorithms.Schedule or callable, optional
         Step-size schedule: round ``t``'s local solver uses :math:`\eta_t = \eta\, s(t)`
         (FedAvg's local step, FedProx's proximal parameter), its operators :math:`K_i` rebuilt

@@ -260,7 +260,7 @@ def fesem(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
     ----------
     problem : Problem
     init : array of shape (B, k, d) or (k, d)
-        Initial centres (e.g. :func:`initial_centres`, the paper's best of 20 k-means runs on
+        Initial centres (e.g. ``initial_centres``, the paper's best of 20 k-means runs on
         the warm-start models); cast to the problem's dtype, never modified.
     step_size : float or array of shape (B,)
         :math:`\eta` of each replica's local steps, > 0 (the paper trains CNNs and gives none).
@@ -299,13 +299,14 @@ def fesem(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
         the paper mentions after Eq. 4: the centre is :math:`\sum_{i \in S_j} (n_i / N_j) W_i`).
     warm_start : {"least_squares", "ridge", "gradient"}
         How the local models are trained before the first E-step (Algorithm 1, line 1; the
-        paper is silent), see :func:`warm_start_models`.  Default ``"least_squares"``: Eq. 1
+        paper is silent), see ``warm_start_models``.  Default ``"least_squares"``: Eq. 1
         solved exactly, the same for every replica.  ``"gradient"`` uses each replica's own
         :math:`\eta` (``s`` steps from zero); neither depends on the other replicas, so a batch
         equals separate runs.
     server_step : mixreg.algorithms.ServerStep, optional
-        What the server does with the M-step's centres (:meth:`~mixreg.algorithms.ServerStep.
-        average`); default the plain step, which takes them.
+        What the server does with the M-step's centres
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes
+        them.
     schedule : mixreg.algorithms.Schedule or callable, optional
         Step-size schedule: round ``t``'s ``s`` local steps use :math:`\eta_t = \eta\, s(t)`
         (a ``"gradient"`` warm start, before round 0, uses :math:`\eta`).  Default constant.

@@ -462,12 +462,12 @@ def ifca(
     response_of : int array of shape (B,), with ``responses``
         The response vector of each replica, in ``[0, G)``.
     server_step : mixreg.algorithms.ServerStep, optional
-        What the server does with option I's gradient (:meth:`~mixreg.algorithms.ServerStep.
-        gradient`) or option II's average (:meth:`~mixreg.algorithms.ServerStep.average`);
-        default the plain step above.
+        What the server does with option I's gradient
+        (:meth:`~mixreg.algorithms.ServerStep.gradient`) or option II's average
+        (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step above.
     schedule : mixreg.algorithms.Schedule or callable, optional
         Step-size schedule: round ``t`` uses :math:`\gamma_t = \gamma\, s(t)` for option I's
-        server step and option II's ``tau`` local steps (:mod:`mixreg.algorithms._server`); e.g.
+        server step and option II's ``tau`` local steps (:class:`~mixreg.algorithms.Schedule`); e.g.
         :class:`~mixreg.algorithms.InverseTime`.  Default constant, :math:`\gamma` itself.
 
     Returns

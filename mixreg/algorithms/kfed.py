@@ -193,7 +193,7 @@ def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_r
         What a client clusters (the module docstring says why; ours: the paper clusters points).
         ``"regressions"`` (default): ``k'`` local linear models by Lloyd's alternation with
         squared residuals as distances; the argmin is the shared rule
-        :func:`mixreg.kernels.argmin_skip_nan` (ties to the lowest local index) and the refit
+        ``argmin_skip_nan`` (ties to the lowest local index) and the refit
         the minimum-norm least squares (:func:`mixreg.local_solvers.local_least_squares`), so a
         local group with fewer points than ``d`` is interpolated; an emptied group keeps its
         model (as :func:`mixreg.clustering.kmeans` keeps an emptied centre).  ``"points"``: the
@@ -216,8 +216,8 @@ def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_r
         restart, which must not choose the restart).  With ``"points"``: the k-means++
         restarts of each client's k-means.
     local_max_iter : int >= 1
-        Most assignment steps of one local Lloyd run (a :class:`ClusteringWarning` says how many
-        clients had not converged).
+        Most assignment steps of one local Lloyd run (a
+        :class:`~mixreg.clustering.ClusteringWarning` says how many clients had not converged).
     start : {"centroids", "init"}, optional
         Where FedAvg starts (ours; the paper is silent): ``"centroids"``, cluster ``l``'s server
         centre, which with ``local="regressions"`` is a regression vector, the server's best
@@ -231,7 +231,7 @@ def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_r
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
     schedule : mixreg.algorithms.Schedule or callable, optional
         Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
-        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.
+        :math:`\eta\, s(t)` (:class:`~mixreg.algorithms.Schedule`).  Default constant.
 
     Returns
     -------

@@ -532,9 +532,9 @@ def moment_descent(problem: Problem, anchors: ArrayLike, k: int, *, rng: np.rand
     """Run Phase 1 (federated moment descent) of Su, Xu and Yang and cluster the anchors.
 
     One round ``t`` for every anchor ``a`` at once (module docstring, steps 2-6):
-    :math:`U_{a,t}` = top-``k`` subspace of :math:`Y_{a,t}` (:func:`top_subspace`),
+    :math:`U_{a,t}` = top-``k`` subspace of :math:`Y_{a,t}` (``top_subspace``),
     :math:`\\beta_{a,t}, \\lambda_1` = leading direction of :math:`Z_{a,t}`
-    (:func:`anchor_direction`), and
+    (``anchor_direction``), and
 
     .. math::
 
@@ -585,16 +585,16 @@ def moment_descent(problem: Problem, anchors: ArrayLike, k: int, *, rng: np.rand
         say how the :math:`n_A = \\tilde\\Omega(k)` points of an anchor are split over the rounds.
     symmetrize : bool
         Symmetrise ``Y`` and ``Z`` before the eigen-decomposition (default) or use singular
-        vectors (see :func:`top_subspace`).
+        vectors (see ``top_subspace``).
     sign : {"first_moment", "random"}
-        Sign of :math:`\\beta` (see :func:`anchor_direction`).
+        Sign of :math:`\\beta` (see ``anchor_direction``).
     subspace_solver : {"auto", "dense", "factored"}
-        See :func:`top_subspace`; ``"auto"`` never forms a ``d x d`` matrix when
+        See ``top_subspace``; ``"auto"`` never forms a ``d x d`` matrix when
         :math:`|S_t| < d`.
     threshold, on_mismatch
         Step 7, see :func:`cluster_anchors`.
     history : bool, "all" or ("theta",)
-        Record :class:`MomentDescentHistory` (the iterates and the anchors' errors, steps and
+        Record ``MomentDescentHistory`` (the iterates and the anchors' errors, steps and
         eigenvalues); ``"all"`` and ``("theta",)`` are ``True``.  The replicas are the anchors'
         estimates, with no cluster identities or client losses in a round: the other names of
         :data:`mixreg.algorithms.HISTORY_FIELDS` are refused.

@@ -169,7 +169,7 @@ def oneshot(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, 
     finish : {"fedavg", "exact"}
         How each estimated cluster is trained (the paper: "any federated learning method").
         ``"fedavg"`` (default): FedAvg(s) from the shared trainer
-        (:func:`mixreg.algorithms._fixed_labels.train_on_labels`); ``"exact"``: the pooled least
+        (``train_on_labels``); ``"exact"``: the pooled least
         squares of each estimated cluster, a control in which the step size is unused, nothing
         can diverge, and the result reports one round (the solve) whatever ``n_rounds``.  A
         cluster that k-means left empty (fewer than ``k`` distinct local models) keeps its
@@ -186,7 +186,7 @@ def oneshot(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, 
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
     schedule : mixreg.algorithms.Schedule or callable, optional
         Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
-        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.  With
+        :math:`\eta\, s(t)` (:class:`~mixreg.algorithms.Schedule`).  Default constant.  With
         ``finish="fedavg"`` only.
         With ``finish="fedavg"`` only (``ValueError`` with ``"exact"``, which runs no rounds).
 

@@ -178,7 +178,7 @@ class PACFLResult(DriverResult):
         ``Z``, the number of clusters HC formed.
     threshold : float
         The cut height of HC: the given :math:`\\beta`, or with ``n_clusters`` the midpoint of the
-        last merge made and the first not made (what :func:`assign_new_clients` re-uses).
+        last merge made and the first not made (what ``assign_new_clients`` re-uses).
     linkage : str
     matrix : str
         ``"joint"`` or ``"x"``.
@@ -187,7 +187,7 @@ class PACFLResult(DriverResult):
     p : int
         Singular vectors per client.
     small_clients : str
-        ``"reduce"`` or ``"refuse"`` (:func:`client_signatures`).
+        ``"reduce"`` or ``"refuse"`` (``client_signatures``).
     ranks : ndarray of shape (m,), int64
         :math:`r_i`, the vectors client ``i`` sent: ``p``, or :math:`\\operatorname{rank}
         \\mathbf{D}_i < p` (at most :math:`n_i`) for a client whose data span fewer directions.
@@ -693,7 +693,7 @@ def pacfl(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
     problem : Problem
     init : array of shape (B, k, d) or (k, d)
         Cluster ``z`` starts from ``init[b, z]`` (clusters numbered by their lowest client, as
-        :func:`pacfl_clusters` returns them).  With a single model (``k = 1``) every cluster
+        ``pacfl_clusters`` returns them).  With a single model (``k = 1``) every cluster
         starts from it, the paper's line 12 (:math:`\theta_{g,z}^0 = \theta_g^0`), and the result
         has ``Z`` models.  With ``k >= Z``, models ``Z..k-1`` hold no client and keep their start.
         ``1 < k < Z`` is an error (pass ``Z`` models, or one).
@@ -719,14 +719,14 @@ def pacfl(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
         Divergence factor of :class:`mixreg.algorithms.Replicas` (default
         :data:`mixreg.algorithms.DEFAULT_BLOWUP`); ``None``: only non-finite values count.
     p : int >= 1
-        Singular vectors per client (:func:`client_signatures`).  Default 3, the paper's value
+        Singular vectors per client (``client_signatures``).  Default 3, the paper's value
         (supplement: ``p = 3`` for its Tables 1, 2 and 6), also the best small ``p`` measured with
         Eq. 2 on the joint matrix (module docstring).  With Eq. 3, ``p = d`` clusters the
         clients' local regression directions and recovers the clusters at lower SNR.
     matrix : {"joint", "x"}
-        The client data matrix (:func:`client_signatures`); default ``"joint"`` (ours).
+        The client data matrix (``client_signatures``); default ``"joint"`` (ours).
     measure : {"smallest", "sum"}
-        Eq. 2 (default) or Eq. 3 with the true principal angles (:func:`proximity_matrix`).
+        Eq. 2 (default) or Eq. 3 with the true principal angles (``proximity_matrix``).
     linkage : {"single", "average", "complete"}
         HC linkage, default ``"average"`` (module docstring).
     n_clusters : int in [1, m], optional
@@ -739,14 +739,14 @@ def pacfl(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
     small_clients : {"reduce", "refuse"}
         A client whose data span fewer than ``p`` directions (:math:`n_i < p`, or degenerate
         data) sends those :math:`r_i < p` vectors and its proximities use the :math:`\min(r_i,
-        r_j)` principal angles (``"reduce"``, default, ours; :func:`client_signatures`,
-        :func:`proximity_matrix`), or the problem is refused (``"refuse"``).
+        r_j)` principal angles (``"reduce"``, default, ours; ``client_signatures``,
+        ``proximity_matrix``), or the problem is refused (``"refuse"``).
     server_step : mixreg.algorithms.ServerStep, optional
         What the server does with each FedAvg round's average within the clusters
         (:meth:`~mixreg.algorithms.ServerStep.average`); default the plain step, which takes it.
     schedule : mixreg.algorithms.Schedule or callable, optional
         Step-size schedule of the FedAvg rounds: round ``t``'s local steps use
-        :math:`\eta\, s(t)` (:mod:`mixreg.algorithms._server`).  Default constant.
+        :math:`\eta\, s(t)` (:class:`~mixreg.algorithms.Schedule`).  Default constant.
 
     Returns
     -------

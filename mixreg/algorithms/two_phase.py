@@ -4,10 +4,10 @@ Slides "Our Two-phase FL algorithm" (Su, Xu, Yang 2022; J. Xu's Allerton 2022 ta
 
 1. obtain coarse estimates of :math:`(\\theta^*_1, \\dots, \\theta^*_k)` by *federated moment
    descent* (slides "Federated Moment Descent in Action", steps 1-7;
-   :func:`mixreg.algorithms.moment_descent.moment_descent`);
+   :func:`mixreg.algorithms.moment_descent`);
 2. iteratively estimate the cluster labels and refine the models by FedAvg or FedProx with the
    ML decoder, starting from the Phase-1 output (slides "FedX + Clustering in Action", steps
-   1-4; :func:`mixreg.algorithms.fedx.fedx`).
+   1-4; :func:`mixreg.algorithms.fedx`).
 
 The global theorem (slides "Putting Two Phases Together: Global Convergence"): from any
 :math:`\\theta_0`, Phase 1 for :math:`\\Theta(1)` iterations followed by Phase 2 for
@@ -68,7 +68,7 @@ __all__ = ["TwoPhaseResult", "TwoPhaseRun", "two_phase", "two_phase_replicas", "
 #: What :func:`two_phase` does when Phase 1 gives no ``k`` finite centres.
 ON_PHASE1_FAILURE = ("skip", "raise")
 
-#: The keywords of :func:`mixreg.algorithms.moment_descent.moment_descent` that
+#: The keywords of :func:`mixreg.algorithms.moment_descent` that
 #: :func:`two_phase` passes on through ``phase1_options`` (the others are its own arguments).
 PHASE1_OPTIONS = ("clients_per_round", "anchor_pairs", "init", "symmetrize", "sign", "subspace_solver",
                   "threshold", "on_mismatch")
@@ -102,7 +102,7 @@ class TwoPhaseResult:
 
 @dataclass(frozen=True, kw_only=True)
 class TwoPhaseRun(DriverResult):
-    """The registry entry's result (:func:`two_phase_replicas`): Phase 2's common fields of
+    """The registry entry's result (``two_phase_replicas``): Phase 2's common fields of
     :class:`mixreg.algorithms.DriverResult` (``n_rounds`` and ``history`` count Phase 2's rounds),
     with Phase 1 and the local solver.
 
@@ -135,9 +135,9 @@ def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | A
               schedule: ScheduleLike | None = None) -> TwoPhaseResult:
     """Run Su, Xu and Yang's two-phase method: federated moment descent, then FedX from its centres.
 
-    Phase 1 (:func:`mixreg.algorithms.moment_descent.moment_descent`, slides "Federated Moment
+    Phase 1 (:func:`mixreg.algorithms.moment_descent`, slides "Federated Moment
     Descent in Action", steps 1-7) moves the anchors' estimates and clusters them into ``k``
-    centres :math:`\\hat\\theta`; Phase 2 (:func:`mixreg.algorithms.fedx.fedx`, slides
+    centres :math:`\\hat\\theta`; Phase 2 (:func:`mixreg.algorithms.fedx`, slides
     "FedX + Clustering in Action", steps 1-4) starts every replica at :math:`\\hat\\theta` and
     alternates the ML decoder with FedAvg(s) or FedProx on all clients and all their data.
 
@@ -151,28 +151,27 @@ def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | A
         Clusters: of Phase 1's subspace and output, hence of Phase 2's models.
     step_size : float or array of shape (B,)
         Phase 2's :math:`\\eta`, one replica per value, each from the Phase-1 centres; > 0.  The
-        slides give no value (:func:`mixreg.algorithms.fedx.fedx` states the stable range).
+        slides give no value (:func:`mixreg.algorithms.fedx` states the stable range).
     rng : numpy.random.Generator
         Phase 1's randomness (its clients :math:`S_t`, its pairs); required unless ``phase1``
         is given.  Phase 2 draws nothing.
     phase1_rounds : int >= 1
         Phase 1's ``T``.  The slides say :math:`\\Theta(1)` iterations without a constant;
-        default 10 (ours, as :func:`~mixreg.algorithms.moment_descent.moment_descent`).
+        default 10 (ours, as :func:`~mixreg.algorithms.moment_descent`).
     sampling, anchor_sampling : {"fresh", "reuse"}
         Phase 1's data of :math:`S_t` and of the anchors (``anchor_sampling`` defaults to
         ``sampling``).  The slides index the samples by round without saying whether they are
-        fresh; see :func:`~mixreg.algorithms.moment_descent.moment_descent`.
+        fresh; see :func:`~mixreg.algorithms.moment_descent`.
     step_constant : float > 0
         Phase 1's ``c`` in :math:`\\eta_{a,t} = c\\sqrt{\\max(\\lambda_1(Z_{a,t}), 0)}` (the slides
         give no step rule; ours, default 0.5).
     phase1_options : dict, optional
-        Other keywords of :func:`~mixreg.algorithms.moment_descent.moment_descent`, among
-        :data:`PHASE1_OPTIONS` (``clients_per_round``, ``anchor_pairs``, the start ``init``, the
+        Other keywords of :func:`~mixreg.algorithms.moment_descent`, among
+        ``PHASE1_OPTIONS`` (``clients_per_round``, ``anchor_pairs``, the start ``init``, the
         symmetrisation, the sign rule, the subspace solver, and step 7's ``threshold`` and
         ``on_mismatch``), each a detail the slides leave open and documented there.
     phase1_history : bool, "all" or ("theta",)
-        Record Phase 1's per-round history (:class:`~mixreg.algorithms.moment_descent.
-        MomentDescentHistory`).
+        Record Phase 1's per-round history (``MomentDescentHistory``).
     local_solver : {"fedavg", "fedprox"}
         Phase 2's local solver; the slides offer either.
     local_steps : int >= 1
@@ -184,7 +183,7 @@ def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | A
         Stop Phase 2 once every live replica moved by at most ``tol`` in a round (ours; the
         slides state no stop rule); by default all ``phase2_rounds`` run.
     history : bool, "all" or sequence of str
-        Record Phase 2's :class:`mixreg.algorithms.History` (as :func:`mixreg.algorithms.fedx.fedx`:
+        Record Phase 2's :class:`mixreg.algorithms.History` (as :func:`mixreg.algorithms.fedx`:
         ``"all"`` adds the decoded labels and the client losses).
     blowup : float > 1 or None
         Divergence factor of both phases (:class:`mixreg.algorithms.Replicas`; default
@@ -193,7 +192,7 @@ def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | A
         Phase 2's server update (default the plain step); Phase 1 moves its anchors along spectral
         directions, not along an aggregate a server steps on, so it has none.
     schedule : mixreg.algorithms.Schedule or callable, optional
-        Phase 2's step-size schedule (:func:`mixreg.algorithms.fedx.fedx`); default constant.
+        Phase 2's step-size schedule (:func:`mixreg.algorithms.fedx`); default constant.
     on_phase1_failure : {"skip", "raise"}
         When Phase 1 gives no ``k`` finite centres (fewer than ``k`` anchors left finite: its
         clustering method is ``"failed"``), Phase 2 has no start; the slides do not consider
@@ -212,7 +211,7 @@ def two_phase(problem: Problem, anchors: ArrayLike, k: int, step_size: float | A
     ------
     ValueError
         Naming the parameter: a Phase-2 option out of range (checked before Phase 1 runs),
-        Phase 1's own refusals (:func:`~mixreg.algorithms.moment_descent.moment_descent`), or
+        Phase 1's own refusals (:func:`~mixreg.algorithms.moment_descent`), or
         a Phase-1 failure under ``on_phase1_failure="raise"``.
 
     Examples
@@ -308,7 +307,7 @@ def two_phase_replicas(problem: Problem, init: ArrayLike, step_size: float | Arr
         Required: the anchors and Phase 1 draw from it (once for the whole batch, so replica
         ``b`` of a batch equals a run of ``init[b:b+1]`` under a Generator in the same state).
     tol, history
-        Phase 2's, as for :func:`mixreg.algorithms.fedx.fedx`.
+        Phase 2's, as for :func:`mixreg.algorithms.fedx`.
     blowup : float > 1 or None
         Both phases' divergence factor, as for :func:`two_phase`.
     n_anchors : int >= k, optional

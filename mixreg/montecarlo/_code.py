@@ -311,7 +311,7 @@ def code_fingerprint(sweep: Sweep) -> dict[str, Any]:
     dict
         ``{"trial_fn": {"name", "module", "sha256", "modules"}, "algorithms": {name: {"sha256",
         "modules"}}}``: for the trial function and each algorithm the sweep runs, the digest of
-        its own code (:class:`_CodeDigest`) and the whole-module digests of the mixreg (or
+        its own code (``_CodeDigest``) and the whole-module digests of the mixreg (or
         same-package) modules it takes names from; ``None`` for a module without source.
     """
     fn = sweep.trial_fn

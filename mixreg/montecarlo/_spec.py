@@ -78,7 +78,7 @@ class Sweep:
         identity.
     flop_rate : float, optional
         Flop/s one single-threaded worker reaches on this sweep's trials (as measured by a
-        benchmark of its kernels), for the time estimate; default :data:`_FLOPS_PER_WORKER`.
+        benchmark of its kernels), for the time estimate; default ``_FLOPS_PER_WORKER``.
         Not part of the sweep's identity.
     spec_type : type, optional
         A typed trial spec (:class:`mixreg.study.TrialSpec`): a class whose instances have

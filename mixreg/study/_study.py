@@ -13,7 +13,7 @@ A study is a grid of trials and what is made of their records.  It declares:
   -> figure paths`` from the tables alone (so ``--redraw`` repeats a figure exactly).
 
 ``Study.sweep(config)`` is the :class:`mixreg.montecarlo.Sweep` it runs and ``Study.main(argv)``
-its command line (:mod:`mixreg.cli`): the config's flags, the engine's, ``--redraw``,
+its command line (``mixreg.cli``): the config's flags, the engine's, ``--redraw``,
 ``--dry-run``, one-line faults.  A study is one folder: its spec, trial, summary and figures, a
 ``__main__.py`` of two lines::
 
@@ -191,7 +191,7 @@ class Study:
     # ------------------------------------------------------------------ the command line
 
     def parser(self) -> argparse.ArgumentParser:
-        """The study's ``argparse`` parser (:func:`mixreg.cli.parser_from_config`)."""
+        """The study's ``argparse`` parser (``mixreg.cli.parser_from_config``)."""
         return cli.parser_from_config(self.config, self.presets, prog=self.command, description=self.description,
                                       name=self.name, root_seed=self.root_seed)
 
@@ -200,7 +200,7 @@ class Study:
         return cli.config_from_args(self.config, self.presets, args)
 
     def main(self, argv: Sequence[str] | None = None, *, command_line: bool = False) -> int:
-        """Run the study's command line; return the exit status (see :func:`mixreg.cli.experiment_main`).
+        """Run the study's command line; return the exit status (``mixreg.cli.experiment_main``).
 
         ``command_line=True`` (its ``__main__``): Ctrl-C and SIGTERM end in one line and the
         exit status 130 or 143; otherwise (in-process, a test) they are raised.

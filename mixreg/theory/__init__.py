@@ -3,27 +3,27 @@
 One private module per paper, every public name re-exported here (``from mixreg.theory import
 ...`` is the only import users need):
 
-* :mod:`mixreg.theory._ifca`: IFCA (Ghosh, Chung, Yin, Ramchandran, NeurIPS 2020 version, linear
+* ``_ifca``: IFCA (Ghosh, Chung, Yin, Ramchandran, NeurIPS 2020 version, linear
   model, Sec. 5.1): Theorem 1's step size, one-round bound and error floor, and Assumption 2's
   separation threshold; the per-cluster contraction factors that make Theorem 1's step fail on
   unbalanced clusters, the safe step and the derived stationary error;
-* :mod:`mixreg.theory._ifca_clustering`: IFCA's identity estimate exactly (linear model, k = 2
+* ``_ifca_clustering``: IFCA's identity estimate exactly (linear model, k = 2
   models compared): the misclustering probability, its Chernoff exponent against Lemma 1's
   shape, and the population edge of the basin;
-* :mod:`mixreg.theory._sxy`: Su, Xu and Yang (NeurIPS 2022), Phase 2 of the two-phase algorithm
+* ``_sxy``: Su, Xu and Yang (NeurIPS 2022), Phase 2 of the two-phase algorithm
   (FedX + clustering): the chi-square divergence of the client weights, :math:`\\nu` and the
   Phase-2 recursion, its bound and its fixed point; the contraction constant :math:`C_1` derived
   in advance from the step size and the covariances, and the rounds to the floor;
-* :mod:`mixreg.theory._sxy_nu`: Su-Xu-Yang's final-error bound along one-dimensional sweeps
+* ``_sxy_nu``: Su-Xu-Yang's final-error bound along one-dimensional sweeps
   (its shape :math:`\\nu / p_{min}`, the exponent it predicts along a sweep);
-* :mod:`mixreg.theory._fitting`: the least-squares fit, on the log scale, of a constant the
+* ``_fitting``: the least-squares fit, on the log scale, of a constant the
   papers do not give (``fit_log_constant``) and of the constant of IFCA's separation condition
   (``fit_separation_constant``); checks of a theory line against data: half-crossings and their
   uncertainty (``half_crossing``, ``crossing_draws``, ``draws_interval``), a constant fitted
   with each group held out (``leave_group_out_constant``), leave-one-level-out validation of a
   fitted constant (``held_out_constant``), an exact test that success rates differ across groups
   (``stratified_homogeneity_test``);
-* :mod:`mixreg.theory._ls_oracle`: known-label least squares as predictions fixed by the
+* ``_ls_oracle``: known-label least squares as predictions fixed by the
   problem's sizes: the exact moments of its error, its probability of meeting a success
   threshold, the pooled points it needs (rows N(0, I), or N(0, Sigma) with ``covariance=``:
   :math:`E\\lVert\\hat\\theta^{LS} - \\theta^*\\rVert^2 = \\sigma^2 \\operatorname{tr}(\\Sigma^{-1})

@@ -271,7 +271,7 @@ def sxy_contraction_constant(step_size: float, cov_low: float, local_solver: str
     step_size : float > 0
         :math:`\eta` of the local solver (FedAvg's gradient step on
         :math:`\ell_i = \frac{1}{2n_i}\lVert X_i\theta - y_i\rVert^2`, or FedProx's proximal
-        parameter), as in :func:`mixreg.algorithms.fedx.fedx`.
+        parameter), as in :func:`mixreg.algorithms.fedx`.
     cov_low : float > 0
         :math:`\lambda_-`, a lower bound on the eigenvalues of every :math:`\Sigma_l`.
     local_solver : {"fedavg", "fedprox"}
