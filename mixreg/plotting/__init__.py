@@ -28,7 +28,7 @@ line styles (:data:`METHODS`, :data:`RULES`, :data:`COMPARE`, :func:`method_labe
 (:func:`register_style`) and the automatic style of any other method (:func:`styles_for`,
 :func:`auto_style`: no two unregistered methods of a figure look alike).
 
-Two figures work for any sweep, from any tidy table (:mod:`._generic`): :func:`success_plot`
+Two figures work for any sweep, from any tidy table: :func:`success_plot`
 (success probability with Wilson bands against any swept field) and :func:`error_plot` (an
 error against any swept field, with the exponent fit and the prediction).  Both draw into the
 axes given (``ax=``) and return what they drew; no figure leaves a method or a row out
