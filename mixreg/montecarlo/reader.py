@@ -185,9 +185,13 @@ class Results:
         ``RangeIndex``.  A column whose values are of one type has its dtype: ``bool``,
         ``int64``, ``float64``; where a failed trial left a value missing, pandas' nullable
         ``boolean`` and ``Int64`` (``pandas.NA`` there) and ``nan`` in a ``float64`` column; a
-        column of str has pandas' string dtype (its missing value where one is missing).  Any other column is ``object`` and holds the
-        values themselves: a tuple-valued cell parameter holds tuples (not their text), a column
-        of ints and floats holds each as the trial function returned it.
+        column of str has pandas' string dtype (its missing value where one is missing).  Any
+        other column is ``object`` and holds the values themselves: a tuple-valued cell parameter
+        holds tuples (not their text), a column of ints and floats holds each as the trial
+        function returned it.  Two values keep the records' form rather than the trial
+        function's: a list-valued parameter comes back as a tuple (a cell's values are hashable,
+        so that they can be a grid coordinate), and ``seed_entropy`` stays text (an integer wider
+        than 64 bits).
 
         Parameters
         ----------

@@ -4,7 +4,7 @@ Plotting reads summaries (lists of dicts, see :func:`mixreg.stats.group_rates`) 
 values computed by the caller; it never runs an algorithm or a sweep.  Uses matplotlib's
 object-oriented API only, so it works under any backend (``Agg`` in scripts and CI).
 
-Figures for papers (:mod:`._style`): :func:`use_style` applies a named style of :data:`STYLES`
+Figures for papers: :func:`use_style` applies a named style of :data:`STYLES`
 (``"two-column"``, the default :data:`DEFAULT_STYLE`: 6.9 in wide, 9 pt, a paper's full text
 width; ``"one-column"``: 3.3 in, 8 pt; ``"slides"``), a ``.mplstyle`` file or a dict of rcParams,
 globally or for a ``with`` block; every style has a colour-blind-safe palette and writes TrueType
