@@ -138,3 +138,18 @@ def test_every_study_is_one_folder_around_its_study_object(name):
     assert isinstance(module.STUDY, Study) and module.STUDY.name == name
     folder = ROOT / "experiments" / name
     assert (folder / "__main__.py").read_text().count("STUDY.main(command_line=True)") == 1
+
+
+def test_the_package_face_imports_nothing_and_names_only_public_names_of_the_layers():
+    """``mixreg/__init__.py`` sits in the lowest layer because it imports no unit at import time
+    (PEP 562: its names are imported on first access); the units it names are the library's own,
+    and each name it gives is public API of that unit (in the unit's ``__all__``)."""
+    path = PACKAGE / "__init__.py"
+    assert {m for m in _imports(path, top_level_only=False) if m.startswith("mixreg")} == set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    face = next(ast.literal_eval(node.value) for node in tree.body
+                if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["_FACE"])
+    assert face, "mixreg/__init__.py keeps its public names in _FACE"
+    for name, unit in face.items():
+        assert unit in RANK, f"{name} comes from {unit}, which has no layer"
+        assert name in importlib.import_module(unit).__all__, f"{name} is not in {unit}.__all__"
