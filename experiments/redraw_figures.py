@@ -99,10 +99,20 @@ def _experiment(name):
     return module if callable(getattr(getattr(module, "STUDY", None), "main", None)) else None
 
 
+def _shown_path(path):
+    """``path`` as ``--help`` shows it: relative to the current directory if it is below it."""
+    try:
+        return path.relative_to(pathlib.Path.cwd())
+    except ValueError:
+        return path
+
+
 def main(argv=None):
     parser = _cli.OneLineParser(prog="python -m experiments.redraw_figures",
                                  description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=pathlib.Path, default=DATA, help="where the results directories are kept")
+    parser.add_argument("--data", type=pathlib.Path, default=DATA, metavar="DIR",
+                        help="where the results directories are kept, as <experiment>/<preset>/ "
+                             f"(default: {_shown_path(DATA)})")
     parser.add_argument("--style", type=_cli._style_argument, default=DEFAULT_STYLE, metavar="NAME|FILE",
                         help=f"the figures' style: {', '.join(STYLES)} or a .mplstyle file (default: {DEFAULT_STYLE}); "
                              "in another style than the default, the figures are written into each results "

@@ -6,8 +6,8 @@ annotation, a help text, the allowed range, choices or relation, and the flags o
 versions.  ``Study.main(argv)`` builds the command line from it with :func:`parser_from_config`,
 turns the arguments into a validated config with :func:`config_from_args` and runs
 :func:`experiment_main`; a study's ``__main__.py`` is ``sys.exit(STUDY.main(command_line=True))``.
-``--help`` shows every flag's value in the default preset, and in the other presets where it
-differs.
+``--help`` shows every flag's default: its value where every preset has the same, else every
+preset's, equal values together (``default quick, paper-a: 2; paper-b: 4``).
 
 Flags
 -----
@@ -289,22 +289,22 @@ def _shown(value):
 
 
 def _preset_defaults(field, presets, default_preset):
-    """``--help``'s default of a flag: the default preset's value, and where other presets differ,
-    the default preset's name and theirs (``default quick: 16; paper-a, paper-b: 40``, else
-    ``default: 10``).  ``%`` is escaped for argparse."""
+    """``--help``'s default of a flag: its value, the same in every preset (``default: 10``), or
+    every preset's, those of equal values together and the default preset's first
+    (``default quick, paper-a: 2; paper-b: 4``).  ``%`` is escaped for argparse."""
     def value_in(preset):
         if field.name in presets[preset]:
             return _shown(presets[preset][field.name])
         return None if field.default is dataclasses.MISSING else _shown(field.default)
 
-    main = value_in(default_preset)
-    others = {}
+    names_of = {value_in(default_preset): [default_preset]}  # value -> presets, default's first
     for preset in presets:
-        value = value_in(preset)
-        if preset != default_preset and value != main:
-            others.setdefault(value, []).append(preset)
-    text = (f"default {default_preset}: {main}" if others else f"default: {main}") + "".join(
-        f"; {', '.join(names)}: {value}" for value, names in others.items())
+        if preset != default_preset:
+            names_of.setdefault(value_in(preset), []).append(preset)
+    if len(names_of) == 1:
+        text = f"default: {next(iter(names_of))}"
+    else:
+        text = "default " + "; ".join(f"{', '.join(names)}: {value}" for value, names in names_of.items())
     return text.replace("%", "%%")
 
 

@@ -90,12 +90,11 @@ def test_help_lists_every_field_with_its_help_and_the_preset_default(name, capsy
         shown = {preset: _cli._shown(getattr(config, field.name)) for preset, config in configs.items()}
         if len(set(shown.values())) == 1:
             assert f"(default: {shown['quick']})" in text, field.name
-        else:  # and every other preset's where it differs: (default quick: 16; paper-a, paper-b: 40)
-            assert f"(default quick: {shown['quick']};" in text, field.name
+        else:  # every preset's, equal values together, the default's first: (default quick, paper-a: 2; paper-b: 4)
+            assert re.search(rf"\(default quick(, [\w-]+)*: {re.escape(shown['quick'])};", text), field.name
             for preset, value in shown.items():
-                if value != shown["quick"]:
-                    assert re.search(rf"[;,] {re.escape(preset)}(, [\w-]+)*: {re.escape(value)}[;)]", text), \
-                        (field.name, preset)
+                assert re.search(rf"(\(default |[;,] ){re.escape(preset)}(, [\w-]+)*: {re.escape(value)}[;)]", text), \
+                    (field.name, preset)
     assert "the preset's" not in text
     assert f"root seed of the sweep (default: {exp.STUDY.root_seed}, the experiment's)" in text
     assert f"re-running resumes it (default: {pathlib.Path('results', exp.STUDY.name, 'PRESET')})" in text
@@ -109,7 +108,8 @@ def test_help_shows_the_default_preset_value_and_the_others_where_they_differ(ca
     text = " ".join(capsys.readouterr().out.split())
     assert "--trials N trials per cell (default quick: 16; paper-a, paper-b: 40)" in text
     assert "--n-inits N random initialisations per trial (default: 10)" in text
-    assert "--k N clusters (default quick: 2; paper-b: 4)" in text
+    assert "--k N clusters (default quick, paper-a: 2; paper-b: 4)" in text  # every preset named
+    assert "(default quick, paper-a: 1 0.1 0.01; paper-b: 2 1 0.5)" in text
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

@@ -59,6 +59,18 @@ def test_no_results_directory_is_one_line_and_exit_1(tmp_path, capsys):
     assert "no results directory" in capsys.readouterr().err
 
 
+def test_help_shows_the_defaults(capsys, monkeypatch):
+    """From the repository's root (as the README runs it), the data directory relative to it."""
+    monkeypatch.chdir(REPO_DIR)
+    with pytest.raises(SystemExit) as exc:
+        redraw_figures.main(["--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--data DIR where the results directories are kept, as <experiment>/<preset>/ (default: figures/data)" in text
+    assert "--style NAME|FILE the figures' style: two-column, one-column, slides or a .mplstyle file " \
+           "(default: two-column)" in text
+
+
 def test_an_unfinished_run_is_listed_with_its_resume_command_and_not_drawn(tmp_path, capsys, monkeypatch):
     """A preset committed part-way (manifest and chunks, to be resumed elsewhere) has no figure."""
     monkeypatch.setattr(redraw_figures, "REPO", tmp_path)  # the command is given from the repository's root

@@ -5,10 +5,16 @@ Where the run is shown (:func:`open_progress`, ``run_sweep(progress=...)``):
 * in Jupyter with ``ipywidgets`` installed, a notebook progress widget (``tqdm.auto``);
 * on a terminal (stderr is a TTY), a tqdm bar on stderr;
 * anywhere else (a notebook without ``ipywidgets``, ``> log 2>&1``, a batch job), one plain line
-  on stderr when the run starts, then at most one every :data:`LOG_INTERVAL` seconds, and one at
-  the end::
+  on stderr when the run starts, then one every :data:`LOG_INTERVAL` seconds while it runs, and
+  one at the end::
 
+      success_vs_R quick: 0/4,800 trials (0%), starting
+      success_vs_R quick: 0/4,800 trials (0%), no results yet after 1 min
       success_vs_R quick: 1,200/4,800 trials (25%), 3.1 trials/s, ETA 19 min
+      success_vs_R quick: 4,800/4,800 trials (100%), 3.0 trials/s, done in 27 min
+
+  A timer writes the lines in between, so they come on time even while no chunk finishes (a
+  chunk may hold minutes of work).
 
 The display only counts finished chunks: it never touches seeds, tasks or their order, so the
 records are the same with any display or none.
@@ -25,6 +31,7 @@ import logging
 import math
 import os
 import sys
+import threading
 import time
 import types
 import warnings
@@ -32,7 +39,7 @@ import warnings
 __all__ = ["LOG_INTERVAL", "COLD_KERNELS_NOTICE", "open_progress", "cold_kernels_notice"]
 
 #: Seconds between two progress lines when stderr is not a terminal (the first and last lines
-#: are written whatever the interval).
+#: are written whatever the interval).  Read when a run starts.
 LOG_INTERVAL = 60.0
 
 #: The line written on stderr when the run's Numba kernels are not in Numba's cache yet.
@@ -144,45 +151,79 @@ class _Bar(_Silent):
 
 
 class _LogLines(_Silent):
-    """One line on stderr at the start, at most one per :data:`LOG_INTERVAL` s, one at the end.
+    """One line on stderr at the start, one every ``interval`` s while the run lasts, one at the end.
+
+    A daemon timer thread writes the lines in between, from the count :meth:`update` keeps, so
+    they come on time however long a chunk takes.  The timer stops before the last line, or at
+    an interruption (which writes no last line): under the lock, no timer line can follow.
 
     The rate is the trials computed by this run over its time so far (the trials loaded from an
     earlier run do not count), and the ETA the trials left at that rate.
+
+    Parameters
+    ----------
+    total, initial : int
+        Trials of the run, and of them the trials already done (loaded) when it starts.
+    label : str
+        First on every line.
+    clock : callable, default=time.monotonic
+        Seconds, for the rate and the durations written.
+    interval : float, optional
+        Seconds between two lines of the timer, :data:`LOG_INTERVAL` by default.
     """
 
-    def __init__(self, total, initial, label, clock=time.monotonic):
+    def __init__(self, total, initial, label, clock=time.monotonic, interval=None):
         self.total, self.initial, self.label, self.clock = total, initial, label, clock
-        self.done = initial
+        self.interval = LOG_INTERVAL if interval is None else interval
+        self.done = initial  # written by the run's thread only, read by the timer
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._timer = threading.Thread(target=self._every_interval, name="mixreg progress lines", daemon=True)
 
     def __enter__(self):
-        self.start = self.last = self.clock()
-        if self.initial:
-            self._write(f"{self._count()}, resuming")
-        else:
-            self._write(f"{self._count()}, starting")
+        self.start = self.clock()
+        self._write(f"{self._count(self.done)}, {'resuming' if self.initial else 'starting'}")
+        self._timer.start()
         return self
 
     def update(self, n, cells_done, n_cells):
         self.done += n
-        now = self.clock()
-        if self.done < self.total and now - self.last >= LOG_INTERVAL:
-            self.last = now
-            rate = self._rate(now)
-            self._write(f"{self._count()}, {_rate_text(rate)}, ETA {_duration_text((self.total - self.done) / rate)}")
+
+    def _every_interval(self):
+        while not self._stopped.wait(self.interval):
+            self.tick()
+
+    def tick(self):
+        """Write the line of the run so far (the timer's line), unless the run has ended."""
+        with self._lock:
+            done = self.done
+            if self._stopped.is_set() or done >= self.total:
+                return  # the last line (if any) is the end's
+            now = self.clock()
+            if done == self.initial:
+                new = "new " if self.initial else ""
+                self._write(f"{self._count(done)}, no {new}results yet after {_duration_text(now - self.start)}")
+            else:
+                rate = self._rate(done, now)
+                self._write(f"{self._count(done)}, {_rate_text(rate)}, "
+                            f"ETA {_duration_text((self.total - done) / rate)}")
 
     def __exit__(self, exc_type, exc, tb):
+        with self._lock:
+            self._stopped.set()
+        self._timer.join()  # at once: it waits on the event, or for the lock just released
         if exc_type is None and self.done > self.initial:
             now = self.clock()
-            self._write(f"{self._count()}, {_rate_text(self._rate(now))}, "
+            self._write(f"{self._count(self.done)}, {_rate_text(self._rate(self.done, now))}, "
                         f"done in {_duration_text(now - self.start)}")
         return False
 
-    def _rate(self, now):
+    def _rate(self, done, now):
         """Trials per second of this run so far (> 0 once a chunk is done)."""
-        return (self.done - self.initial) / max(now - self.start, 1e-6)
+        return (done - self.initial) / max(now - self.start, 1e-6)
 
-    def _count(self):
-        return f"{self.done:,}/{self.total:,} trials ({100 * self.done // self.total}%)"
+    def _count(self, done):
+        return f"{done:,}/{self.total:,} trials ({100 * done // self.total}%)"
 
     def _write(self, text):
         print(f"{self.label}: {text}", file=sys.stderr, flush=True)

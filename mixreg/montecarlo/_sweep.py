@@ -238,9 +238,10 @@ def run_sweep(sweep: Sweep, outdir: str | os.PathLike[str], *, jobs: int | None 
         What the run shows while it runs.  ``None`` (default): in Jupyter with ``ipywidgets``
         a progress widget (``tqdm.auto``); where stderr is a terminal a tqdm bar on it;
         anywhere else (a notebook without ``ipywidgets``, output redirected to a file, a batch
-        job) plain lines on stderr, one when the run starts, then at most one a minute
-        (``mixreg.montecarlo._progress.LOG_INTERVAL`` seconds) and one at the end, such
-        as ``success_vs_R quick: 1,200/4,800 trials (25%), 3.1 trials/s, ETA 19 min``.
+        job) plain lines on stderr, one when the run starts, then one a minute
+        (``mixreg.montecarlo._progress.LOG_INTERVAL`` seconds) while it runs, even while no
+        chunk finishes, and one at the end, such as
+        ``success_vs_R quick: 1,200/4,800 trials (25%), 3.1 trials/s, ETA 19 min``.
         ``True``: the bar (or widget) even where stderr is not a terminal.  ``False``:
         nothing, not even the line ``compiling kernels (first run only) ...`` written before
         the workers start when the Numba kernels the trials reach are not in Numba's cache

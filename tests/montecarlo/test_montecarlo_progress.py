@@ -5,44 +5,86 @@ import dataclasses
 import io
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 
+import numpy as np
 import pytest
 
-from _toy_trials import HANG, REPO_DIR, records_json, toy_sweep
-from mixreg.montecarlo import _progress, run_sweep
+from _toy_trials import HANG, REPO_DIR, records_json, sleepy_trial, toy_sweep
+from mixreg.montecarlo import Sweep, SweepInterrupted, _progress, run_sweep
 from mixreg.montecarlo._progress import COLD_KERNELS_NOTICE
 
-#: A progress line between the first and the last (the lines' format is the module docstring's).
-MIDDLE = re.compile(r"^toy: \d+/24 trials \(\d+%\), [\d.,]+ trials/(s|min|h), ETA (< 1 s|\d+ (s|min))$")
+#: A progress line between the first and the last (the lines' format is the module docstring's):
+#: with trials done, or before the first chunk finishes.
+MIDDLE = re.compile(r"^(toy|sleepy): \d+/\d+ trials \(\d+%\), "
+                    r"([\d.,]+ trials/(s|min|h), ETA (< 1 s|\d+ (s|min))|no results yet after (< 1|\d+) s)$")
+LAST = re.compile(r"^(toy|sleepy): (\d+)/\2 trials \(100%\), [\d.,]+ trials/(s|min), done in (< 1|\d+) s$")
+TIMER = "mixreg progress lines"  # the name of the thread writing the lines in between
 
 
 @pytest.fixture
-def every_chunk(monkeypatch):
-    """A line for every finished chunk (the interval is a minute in a real run)."""
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+def tiny_interval(monkeypatch):
+    """A line every 0.1 s (a minute in a real run)."""
+    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.1)
 
 
 def _lines(text):
     return text.strip().splitlines()
 
 
+def _counts(lines):
+    return [int(line.split(": ")[1].split("/")[0].replace(",", "")) for line in lines]
+
+
+def _timer_alive():
+    return any(thread.name == TIMER for thread in threading.enumerate())
+
+
+def sleepy_sweep(sleep=0.3, n_trials=4, **kwargs):
+    """Two cells of one chunk of ``n_trials`` trials of ``sleep`` s each: no chunk finishes for a while."""
+    return Sweep(name="sleepy", trial_fn=sleepy_trial, cells=[{"sleep": sleep, "c": c} for c in (0, 1)],
+                 n_trials=n_trials, root_seed=7, config={}, chunk_size=n_trials, **kwargs)
+
+
 @pytest.mark.parametrize("engine", [{"jobs": 1}, {"jobs": 2}, {"dask_local": 1}],
                          ids=["in-process", "loky", "dask"])
-def test_without_a_terminal_a_run_writes_lines_and_the_same_records(engine, every_chunk, tmp_path, capsys):
+def test_without_a_terminal_a_run_writes_lines_and_the_same_records(engine, tiny_interval, tmp_path, capsys):
     if "dask_local" in engine:
         pytest.importorskip("distributed")
-    sweep = toy_sweep(n_trials=4, chunk_size=2)  # 6 cells: 12 chunks of 2 trials
+    sweep = toy_sweep(trial_fn=sleepy_trial, cells=[{"sleep": 0.05, "c": c} for c in range(3)], n_trials=4,
+                      chunk_size=2)  # 6 chunks of 0.1 s
     shown = run_sweep(sweep, tmp_path / "shown", **engine)
     lines = _lines(capsys.readouterr().err)
-    assert lines[0] == "toy: 0/24 trials (0%), starting"
-    assert len(lines) == 1 + 12 and all(MIDDLE.match(line) for line in lines[1:-1]), lines
-    assert re.match(r"^toy: 24/24 trials \(100%\), [\d.,]+ trials/(s|min), done in (< 1|\d+) s$", lines[-1])
+    assert lines[0] == "toy: 0/12 trials (0%), starting"
+    assert all(MIDDLE.match(line) for line in lines[1:-1]), lines
+    assert LAST.match(lines[-1]) and lines[-1].startswith("toy: 12/12 "), lines
+    assert _counts(lines) == sorted(_counts(lines)) and not _timer_alive()
     quiet = run_sweep(sweep, tmp_path / "quiet", progress=False, **engine)
     assert capsys.readouterr().err == ""
     assert records_json(shown) == records_json(quiet)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_line_every_interval_even_while_no_chunk_finishes(jobs, monkeypatch, tmp_path, capsys):
+    """Chunks of 1.2 s and a line every 0.25 s: lines come before the first chunk finishes and
+    between, none after the last; the records are those of a run without lines."""
+    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.25)
+    sweep = sleepy_sweep()
+    shown = run_sweep(sweep, tmp_path / "shown", jobs=jobs)
+    err = capsys.readouterr().err
+    sys.__stdout__.write(f"\n[jobs={jobs}]\n{err}")  # the lines, for a reader of `pytest -s`
+    lines = _lines(err)
+    assert lines[0] == "sleepy: 0/8 trials (0%), starting" and LAST.match(lines[-1]), lines
+    waiting = [line for line in lines if "no results yet after" in line]
+    assert len(waiting) >= 3 and all(MIDDLE.match(line) for line in lines[1:-1]), lines
+    assert _counts(lines) == sorted(_counts(lines)) and not _timer_alive()
+    time.sleep(0.3)
+    assert capsys.readouterr().err == ""  # nothing after the last line
+    assert records_json(shown) == records_json(run_sweep(sweep, tmp_path / "quiet", jobs=jobs, progress=False))
 
 
 def test_a_line_at_most_once_per_interval_and_one_at_the_end(tmp_path, capsys):
@@ -51,28 +93,63 @@ def test_a_line_at_most_once_per_interval_and_one_at_the_end(tmp_path, capsys):
     assert len(lines) == 2 and lines[0].endswith("starting") and "24/24 trials (100%)" in lines[1]
 
 
-def test_a_resumed_run_says_so_and_its_rate_counts_only_its_own_trials(every_chunk, capsys):
-    clock = iter([0.0, 2.0, 4.0, 6.0]).__next__
-    with _progress._LogLines(total=12, initial=4, label="toy", clock=clock) as display:
+def test_a_resumed_run_says_so_and_its_rate_counts_only_its_own_trials(capsys):
+    clock = iter([0.0, 1.0, 2.0, 6.0]).__next__
+    with _progress._LogLines(total=12, initial=4, label="toy", clock=clock, interval=3600) as display:
+        display.tick()  # the timer's line, written here
         display.update(4, 1, 3)  # 4 trials in 2 s: 2 trials/s, 4 left
+        display.tick()
         display.update(4, 3, 3)
+        display.tick()  # all done: the last line is the end's
     assert _lines(capsys.readouterr().err) == [
         "toy: 4/12 trials (33%), resuming",
+        "toy: 4/12 trials (33%), no new results yet after 1 s",
         "toy: 8/12 trials (66%), 2.0 trials/s, ETA 2 s",
         "toy: 12/12 trials (100%), 1.3 trials/s, done in 6 s",
     ]
 
 
-def test_lines_name_the_preset_of_a_study_and_an_interrupted_run_has_no_last_line(every_chunk, tmp_path, capsys):
+def test_lines_name_the_preset_of_a_study_and_an_interrupted_run_has_no_last_line(tmp_path, capsys):
     sweep = toy_sweep(n_trials=2, config={"preset": "quick"})
     run_sweep(sweep, tmp_path / "out")
     assert _lines(capsys.readouterr().err)[-1].startswith("toy quick: 12/12 trials (100%), ")
     with pytest.raises(KeyboardInterrupt):
-        with _progress._LogLines(total=10, initial=0, label="toy") as display:
+        with _progress._LogLines(total=10, initial=0, label="toy", interval=3600) as display:
             display.update(5, 0, 2)
+            display.tick()
             raise KeyboardInterrupt
     assert [line.split(",")[0] for line in _lines(capsys.readouterr().err)] == ["toy: 0/10 trials (0%)",
                                                                                 "toy: 5/10 trials (50%)"]
+    assert not _timer_alive()
+
+
+def sleepy_stopping_trial(cell, seed):
+    """Sleep ``cell['sleep']`` s, then at trial 2 stop as ``cell['stop']`` says (``ctrl-c`` or ``sigterm``)."""
+    time.sleep(cell["sleep"])
+    if seed.spawn_key[-1] == 2:
+        if cell["stop"] == "ctrl-c":
+            raise KeyboardInterrupt
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            raise RuntimeError("SIGTERM has its default action here: sending it would kill the process")
+        signal.raise_signal(signal.SIGTERM)
+    return {"draw": float(np.random.default_rng(seed).standard_normal())}
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_a_stopped_run_stops_its_lines_at_once(stop, tiny_interval, tmp_path, capsys):
+    """Ctrl-C or SIGTERM while lines come: the run stops at once, with no last line, and no line
+    comes after."""
+    sweep = toy_sweep(trial_fn=sleepy_stopping_trial, cells=[{"sleep": 0.25, "stop": stop}], n_trials=4,
+                      chunk_size=1)
+    start = time.perf_counter()
+    with pytest.raises(SweepInterrupted):
+        run_sweep(sweep, tmp_path / "out", jobs=1)
+    assert time.perf_counter() - start < HANG and not _timer_alive()
+    lines = _lines(capsys.readouterr().err)
+    assert lines[0] == "toy: 0/4 trials (0%), starting" and all(MIDDLE.match(line) for line in lines[1:]), lines
+    assert any("no results yet" in line for line in lines) and any("trials/s" in line for line in lines), lines
+    time.sleep(0.3)
+    assert capsys.readouterr().err == ""
 
 
 def test_rates_and_durations_read_as_a_person_would_say_them():
