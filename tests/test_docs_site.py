@@ -2,6 +2,12 @@
 user opens first are there with their figures, the built index page opens in headless Chromium
 without a console error, and a page of maths typesets offline (MathJax served from the site).
 
+The build executes every gallery example, changed or not: sphinx-gallery skips an example whose
+source is unchanged since the last build in the checkout (its MD5 in ``docs/auto_examples/``), so
+an example broken by a change elsewhere (the library, the committed data) would pass unseen;
+``-D sphinx_gallery_conf.run_stale_examples=1`` runs them all, and a build of a minimal site shows
+that a broken example then fails the build.
+
 The build is skipped where the ``docs`` extra is not installed, and the browser check where
 Chromium is not (Debian's package: ``apt-get install chromium``). The browser is driven through
 the DevTools protocol on a pipe (``--remote-debugging-pipe``), so no port is opened and nothing
@@ -16,6 +22,7 @@ import json
 import os
 import pathlib
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +34,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 DOCS_EXTRA = ("sphinx", "myst_parser", "numpydoc", "pydata_sphinx_theme", "sphinx_gallery")
+# sphinx-build, warnings as errors, every gallery example executed (not only those changed since the last build)
+SPHINX = (sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+          "-D", "sphinx_gallery_conf.run_stale_examples=1")
 BUILD_TIMEOUT = 900          # seconds: a deadlock guard, not a speed limit
 BROWSER_TIMEOUT = 60
 STUDIES = ("success_vs_R", "success_vs_mn", "error_floor", "ifca_basin", "ifca_misclustering",
@@ -42,15 +52,16 @@ def _chromium():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Build the site once for this module: ``python -m sphinx -W --keep-going -b html docs OUT``."""
+    """Build the site once for this module: ``python -m sphinx -W --keep-going -b html docs OUT``, every
+    gallery example executed."""
     for module in DOCS_EXTRA:
         pytest.importorskip(module, reason=f"the docs extra is not installed (no {module}): "
                                            'python -m pip install -e ".[docs]"')
     out = tmp_path_factory.mktemp("site") / "html"
     env = dict(os.environ, MPLBACKEND="Agg")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    done = subprocess.run([*SPHINX, "docs", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=BUILD_TIMEOUT)
     return dict(out=out, returncode=done.returncode, stderr=done.stderr, stdout=done.stdout,
                 seconds=time.monotonic() - started)
 
@@ -80,6 +91,78 @@ def test_the_tutorial_and_the_gallery_show_their_figures(site):
     for name in examples:
         page = (out / "auto_examples" / f"{name}.html").read_text(encoding="utf-8")
         assert f"sphx_glr_{name}_001.png" in page, f"gallery example {name} shows no figure"
+
+
+def test_the_gallery_draws_every_committed_figure(site):
+    """Every figure committed in ``figures/`` is drawn by a gallery example from its tables in
+    ``figures/data/``: the example names it (``figures/<name>.png``) and shows at least as many
+    figures as it names."""
+    assert site["returncode"] == 0, "the docs build failed (see the build test)"
+    committed = sorted(path.name for path in (ROOT / "figures").glob("*.png"))
+    assert committed, "no committed figure in figures/"
+    pages = {path.stem: path.read_text(encoding="utf-8")
+             for path in (site["out"] / "auto_examples").glob("plot_*.html")}
+    drawn = set()
+    for name, page in pages.items():
+        named = {figure for figure in committed if f"figures/{figure}" in page}
+        shown = set(re.findall(rf"sphx_glr_{re.escape(name)}_(\d+)\.png", page))
+        assert len(shown) >= len(named), f"{name} names {sorted(named)} but shows {len(shown)} figures"
+        drawn |= named
+    assert sorted(drawn) == committed, f"committed figures no gallery example draws: {sorted(set(committed) - drawn)}"
+
+
+def test_the_api_reference_starts_from_the_package(site):
+    """The API page shows ``mixreg``'s own docstring and links every name ``import mixreg`` gives to
+    its documentation in the module it comes from."""
+    assert site["returncode"] == 0, "the docs build failed (see the build test)"
+    import mixreg
+
+    api = (site["out"] / "api.html").read_text(encoding="utf-8")
+    assert 'id="module-mixreg"' in api, "the API page does not document the package mixreg"
+    names = [name for name in mixreg.__all__ if not name.startswith("_")]
+    unlinked = [name for name in names
+                if not re.search(rf'href="generated/mixreg[\w.]*\.html#mixreg[\w.]*\.{name}"', api)]
+    assert not unlinked, f"names of mixreg.__all__ the API page does not link to their documentation: {unlinked}"
+
+
+def _minimal_gallery(root):
+    """A site of one gallery example that checks a data file beside the site (as the real examples
+    read ``figures/data/``): a change to the data, not to the example, can break it."""
+    (root / "examples").mkdir(parents=True)
+    (root / "conf.py").write_text(
+        'extensions = ["sphinx_gallery.gen_gallery"]\n'
+        'sphinx_gallery_conf = {"examples_dirs": "examples", "gallery_dirs": "auto_examples",\n'
+        '                       "filename_pattern": "/plot_", "download_all_examples": False}\n'
+        'exclude_patterns = ["auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",\n'
+        '                    "auto_examples/*.md5", "auto_examples/*.codeobj.json"]\n', encoding="utf-8")
+    (root / "index.rst").write_text("Site\n====\n\n.. toctree::\n\n   auto_examples/index\n", encoding="utf-8")
+    (root / "examples" / "README.txt").write_text("Gallery\n=======\n", encoding="utf-8")
+    (root / "examples" / "plot_check.py").write_text(
+        '"""\nChecks its data\n===============\n"""\n\nimport pathlib\n\n'
+        'value = (pathlib.Path.cwd().parent / "data.txt").read_text(encoding="utf-8")\n'
+        'assert value == "good", f"deliberately broken: the data say {value!r}"\n', encoding="utf-8")
+    (root / "data.txt").write_text("good", encoding="utf-8")
+
+
+def test_the_build_fails_on_a_broken_example_even_when_it_is_unchanged(tmp_path):
+    for module in DOCS_EXTRA:
+        pytest.importorskip(module, reason=f"the docs extra is not installed (no {module})")
+    site = tmp_path / "site"
+    _minimal_gallery(site)
+    env = dict(os.environ, MPLBACKEND="Agg")
+
+    def build(command, out):
+        return subprocess.run([*command, str(site), str(tmp_path / out)], env=env, capture_output=True, text=True,
+                              timeout=BUILD_TIMEOUT)
+
+    first = build(SPHINX, "first")
+    assert first.returncode == 0, f"the minimal site does not build:\n{first.stderr[-3000:]}"
+    (site / "data.txt").write_text("broken", encoding="utf-8")  # the example's source is unchanged
+    stale = build([arg for arg in SPHINX if arg not in ("-D", "sphinx_gallery_conf.run_stale_examples=1")], "stale")
+    assert stale.returncode == 0, "sphinx-gallery re-ran an unchanged example by default: the -D flag may go"
+    again = build(SPHINX, "again")
+    assert again.returncode != 0, "a broken example did not fail the build"
+    assert "plot_check.py" in again.stderr and "deliberately broken" in again.stderr, again.stderr[-3000:]
 
 
 # --------------------------------------------------------------------------- the browser check

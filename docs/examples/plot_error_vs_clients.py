@@ -15,11 +15,14 @@ import pathlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-import mixreg
 from mixreg.montecarlo.reader import read_results
 from mixreg.plotting import error_plot, new_figure, use_style
 
-ROOT = pathlib.Path(mixreg.__file__).resolve().parents[1]  # the checkout: mixreg/, figures/, docs/
+try:
+    HERE = pathlib.Path(__file__).resolve().parent  # run as a script: python docs/examples/<name>.py
+except NameError:  # in the docs build: sphinx-gallery runs the example in its folder, without __file__
+    HERE = pathlib.Path.cwd()
+ROOT = HERE.parents[1]  # the checkout: figures/, docs/
 use_style()  # the default style, two-column (6.9 in wide, 9 pt), as the studies' figures
 results = read_results(ROOT / "figures" / "data" / "success_vs_mn" / "paper-c")
 
