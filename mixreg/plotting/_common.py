@@ -6,17 +6,16 @@ rcParams (:func:`mixreg.plotting.use_style`).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import matplotlib
 
 matplotlib.use("Agg", force=False)  # a no-op when a backend was already chosen
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-import os  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
