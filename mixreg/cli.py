@@ -273,10 +273,18 @@ def _default_out(name, preset):
 
 
 def _style_argument(value):
-    """``--style``: a name of :data:`mixreg.plotting.STYLES` or an existing ``.mplstyle`` file."""
-    if value in STYLES or os.path.isfile(value):
+    """``--style``: a name of :data:`mixreg.plotting.STYLES` or a ``.mplstyle`` file that matplotlib
+    reads in full (loaded here, so that a bad file is one line and exit 2 before anything runs)."""
+    if value in STYLES:
         return value
-    raise argparse.ArgumentTypeError(f"must be one of {', '.join(STYLES)} or a .mplstyle file; got {value!r}")
+    if not os.path.isfile(value):
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(STYLES)} or a .mplstyle file; got {value!r}")
+    try:
+        with use_style(value):
+            pass
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
 
 
 def _shown(value):

@@ -6,11 +6,13 @@ object-oriented API only, so it works under any backend (``Agg`` in scripts and 
 
 Figures for papers: :func:`use_style` applies a named style of :data:`STYLES`
 (``"two-column"``, the default :data:`DEFAULT_STYLE`: 6.9 in wide, 9 pt, a paper's full text
-width; ``"one-column"``: 3.3 in, 8 pt; ``"slides"``), a ``.mplstyle`` file or a dict of rcParams,
-globally or for a ``with`` block; every style has a colour-blind-safe palette and writes TrueType
-fonts into PDFs.  No plot function hard-codes a size: each reads the current rcParams, and, when
-no axes are given, makes its figure with :func:`new_figure` (as wide as the style, as many panel
-columns as fit).  The command line's ``--style NAME|FILE`` (a study run, ``--redraw``) draws in
+width; ``"one-column"``: 3.3 in, 8 pt; ``"slides"``; each shipped as a ``<name>.mplstyle`` file
+of this package, to copy and edit), a ``.mplstyle`` file or a dict of rcParams, globally or for
+a ``with`` block; every style has a colour-blind-safe palette and writes TrueType fonts into
+PDFs.  The plot functions of this package write no size: font sizes, line widths, marker sizes
+and error-bar caps are the current rcParams' (relative sizes such as ``"small"`` at most), and,
+when no axes are given, the figure is made by :func:`new_figure` (as wide as the style, as many
+panel columns as fit).  The command line's ``--style NAME|FILE`` (a study run, ``--redraw``) draws in
 the style chosen.  Every plot function follows one convention: ``plot_x(<data>, *, ax=None,
 title=None, footnote=None, ...) -> dict``, drawing only into the axes given (``ax=``) or into a
 figure of its own, and returning what it drew (``"figure"``, ``"axes"``, ``"legend"`` and the

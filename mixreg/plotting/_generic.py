@@ -23,7 +23,12 @@ takes its size from the rcParams.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 
 import matplotlib.pyplot as plt  # noqa: F401 - the examples close their figures with it
 import numpy as np
@@ -31,7 +36,7 @@ from scipy.stats import norm
 
 from ..methods import COMPARE, styles_for
 from ..stats import fit_slope, wilson_interval
-from ._style import add_footnote, legend_above, new_figure
+from ._style import _figure_of, add_footnote, legend_above, new_figure
 
 __all__ = ["success_plot", "error_plot", "PREDICTION_LABEL", "CROWDED"]
 
@@ -39,8 +44,10 @@ __all__ = ["success_plot", "error_plot", "PREDICTION_LABEL", "CROWDED"]
 PREDICTION_LABEL = "prediction (fixed before the data)"
 
 
-def success_plot(table, x, *, success="success", method="method", trials=None, ax=None, methods=None, level=0.95,
-                 logx=False, label=None, title=None, footnote=None):
+def success_plot(table: Iterable[Mapping[str, Any]] | Any, x: str, *, success: str = "success",
+                 method: str | None = "method", trials: str | None = None, ax: Axes | None = None,
+                 methods: Sequence[str] | None = None, level: float = 0.95, logx: bool = False,
+                 label: str | None = None, title: str | None = None, footnote: str | None = None) -> dict[str, Any]:
     r"""Success probability against a swept field, per method, with Wilson score bands.
 
     For each method and value :math:`x` of the swept field, :math:`k` successes out of
@@ -115,10 +122,11 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
     groups, not_drawn = _groups(rows, method, methods, default=success)
     fig, ax, own = _axes(ax)
     styles = styles_for(groups, view=COMPARE)
-    drawn = dict(figure=fig, axes=ax, ax=ax, lines={}, bands={}, arrays={}, styles=styles, excluded={})
+    drawn: dict[str, Any] = dict(figure=fig, axes=ax, ax=ax, lines={}, bands={}, arrays={}, styles=styles, excluded={})
     notes = []
     for key, group in groups.items():
-        xs, ks, ns, reasons = [], [], [], {}
+        xs, ks, ns = list[float](), list[float](), list[float]()
+        reasons: dict[str, int] = {}
         for row in group:
             xv, sv = _number(row[x]), _number(row[success])
             nv = _number(row[trials]) if trials else 1.0
@@ -160,8 +168,12 @@ def success_plot(table, x, *, success="success", method="method", trials=None, a
     return drawn
 
 
-def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic="mean", level=0.95, fit=True,
-               prediction=None, logx=True, logy=True, n_boot=2000, rng=None, label=None, title=None, footnote=None):
+def error_plot(table: Iterable[Mapping[str, Any]] | Any, x: str, y: str, *, method: str | None = "method",
+               ax: Axes | None = None, methods: Sequence[str] | None = None, statistic: str = "mean",
+               level: float = 0.95, fit: bool = True,
+               prediction: Callable[[np.ndarray], Any] | tuple[Any, Any] | None = None, logx: bool = True,
+               logy: bool = True, n_boot: int = 2000, rng: np.random.Generator | None = None,
+               label: str | None = None, title: str | None = None, footnote: str | None = None) -> dict[str, Any]:
     r"""An error (any positive outcome) against a swept field, per method, with the exponent fit
     and the prediction.
 
@@ -245,12 +257,14 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
     crowded = entries > CROWDED
     fig, ax, own = _axes(ax)
     styles = styles_for(groups, view=COMPARE)
-    drawn = dict(figure=fig, axes=ax, ax=ax, errorbars={}, fit_lines={}, fits={}, prediction=None, arrays={}, styles=styles,
-                 excluded={})
-    notes, spans = [], []
+    drawn: dict[str, Any] = dict(figure=fig, axes=ax, ax=ax, errorbars={}, fit_lines={}, fits={}, prediction=None,
+                                 arrays={}, styles=styles, excluded={})
+    notes: list[str] = []
+    spans: list[float] = []
     z = norm.ppf(0.5 + level / 2.0)
     for key, group in groups.items():
-        by_x, reasons = {}, {}
+        by_x: dict[float, list[float]] = {}
+        reasons: dict[str, int] = {}
         for row in group:
             xv, yv = _number(row[x]), _number(row[y])
             reason = ("non-finite" if not (np.isfinite(xv) and np.isfinite(yv))
@@ -272,16 +286,16 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
             low = np.array([np.quantile(s, 0.25) for s in samples])
             high = np.array([np.quantile(s, 0.75) for s in samples])
         style = styles[key]
-        result = None
+        fitted = None     # the fit, when it gave a slope
         if fit and values.size >= 2:
             result = fit_slope(values, samples, log_x=logx, statistic=statistic, n_boot=n_boot, level=level, rng=rng)
             drawn["fits"][key] = result
-        fitted = result is not None and np.isfinite(result.slope)
-        slope = f"fit: slope {result.slope:.3g} [{result.low:.3g}, {result.high:.3g}]" if fitted else ""
+            fitted = result if np.isfinite(result.slope) else None
+        slope = f"fit: slope {fitted.slope:.3g} [{fitted.low:.3g}, {fitted.high:.3g}]" if fitted is not None else ""
         # a crowded legend has one entry per method: its short name, with its fit
         text = (f"{style.short or style.label}{', ' + slope if slope else ''}" if crowded else style.label)
         bars = ax.errorbar(values, centre, yerr=np.abs([centre - low, high - centre]), color=style.color,
-                           marker=style.marker, ls=style.linestyle, capsize=2,
+                           marker=style.marker, ls=style.linestyle,
                            label=text + _excluded(reasons, len(group)))
         colour = bars.lines[0].get_color()
         drawn["errorbars"][key] = bars
@@ -289,10 +303,10 @@ def error_plot(table, x, y, *, method="method", ax=None, methods=None, statistic
         drawn["excluded"][key] = sum(reasons.values())
         notes.append(_row_note(key, reasons, len(group)))
         spans.extend(values.tolist())
-        if fitted:
+        if fitted is not None:
             grid = _grid(values, logx)
             u = np.log(grid) if logx else grid
-            line, = ax.plot(grid, np.exp(result.intercept + result.slope * u), color=colour, ls=":",
+            line, = ax.plot(grid, np.exp(fitted.intercept + fitted.slope * u), color=colour, ls=":",
                             label="_fit" if crowded else f"{style.short or style.label}, {slope}")
             drawn["fit_lines"][key] = line
     if prediction is not None:
@@ -391,15 +405,15 @@ def _is_pair(value):
 CROWDED = 6
 
 
-def _axes(ax):
+def _axes(ax: Axes | None) -> tuple[Figure, Axes, bool]:
     """``(figure, axes, made here)``: the axes given, or the one panel of a new figure (:func:`new_figure`)."""
     if ax is None:
         fig, axes = new_figure(1)
         return fig, axes[0], True
-    return ax.figure, ax, False
+    return _figure_of(ax), ax, False
 
 
-def _legend(ax, own, n_series, title):
+def _legend(ax: Axes, own: bool, n_series: int, title: str) -> Legend:
     """The legend, in the current style's sizes.
 
     Inside the axes; for a crowded figure (more than :data:`CROWDED` entries), above the axes
@@ -412,11 +426,11 @@ def _legend(ax, own, n_series, title):
     if not own:
         return ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     handles, labels = ax.get_legend_handles_labels()
-    return legend_above(ax.figure, handles, labels, title=title)
+    return legend_above(_figure_of(ax), handles, labels, title=title)
 
 
-def _title_footnote(ax, own, title, footnote):
+def _title_footnote(ax: Axes, own: bool, title: str | None, footnote: str | None) -> None:
     if title:
         ax.set_title(title)
     if own and footnote:
-        add_footnote(ax.figure, footnote)
+        add_footnote(_figure_of(ax), footnote)

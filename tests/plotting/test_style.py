@@ -55,6 +55,52 @@ def test_a_mplstyle_file_is_a_style(tmp_path):
         plt.close(fig)
 
 
+@pytest.mark.parametrize("text, said", [
+    ("vm-builder-7\n", "line 1 ('vm-builder-7'): missing colon"),           # not a style file (/etc/hostname)
+    ("figure.figsize: 5.0, 2.0\nfont.size: abc\n", "line 2 ('font.size: abc'): bad value"),
+    ("font.size: 7\n# a comment\nfont.sise: 7\n", "line 3 ('font.sise: 7'): 'font.sise' is no rcParam"),
+    ("backend: TkAgg\n", "'backend' is no style parameter"),
+])
+def test_a_style_file_matplotlib_cannot_read_in_full_is_one_value_error_naming_file_and_line(tmp_path, text, said):
+    """matplotlib only logs a bad line and draws without it; use_style refuses the file."""
+    path = tmp_path / "journal.mplstyle"
+    path.write_text(text)
+    before, name = _snapshot(), current_style()
+    with pytest.raises(ValueError) as caught:
+        use_style(path)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message and said in message
+    assert _snapshot() == before and current_style() == name
+    path.write_bytes(b"font.size: \xff\xfe7\n")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        use_style(path)
+
+
+def test_the_named_styles_are_shipped_as_mplstyle_files_to_copy():
+    import pathlib
+
+    import mixreg.plotting
+
+    here = pathlib.Path(mixreg.plotting.__file__).parent
+    for name in STYLES:
+        with use_style(here / f"{name}.mplstyle"):
+            from_file = _snapshot()
+        with use_style(name):
+            assert _snapshot() == from_file
+
+
+def test_an_override_keyword_is_the_rcparam_its_underscores_spell():
+    with use_style("one-column", legend_title_fontsize=6, lines_linewidth=2, font_size=7):
+        assert mpl.rcParams["legend.title_fontsize"] == 6 and mpl.rcParams["lines.linewidth"] == 2
+        assert mpl.rcParams["font.size"] == 7
+    before = _snapshot()
+    with pytest.raises(ValueError) as caught:
+        use_style("one-column", font_sise=7)
+    message = str(caught.value)
+    assert "\n" not in message and "'font_sise'" in message and "font_size" in message
+    assert _snapshot() == before
+
+
 @pytest.mark.parametrize("style, columns", [("two-column", 3), ("one-column", 2), ("slides", 6)])
 def test_new_figure_is_as_wide_as_the_style_with_as_many_columns_as_fit(style, columns):
     with use_style(style):
@@ -101,6 +147,23 @@ def test_save_figure_writes_the_caption_beside_each_copy_and_records_the_style(t
     assert b"mixreg figure, style one-column" in (tmp_path / "a" / "fig.pdf").read_bytes()
     fig, _ = plt.subplots()
     assert [path.suffix for path in save_figure(fig, tmp_path / "c")] == [".png", ".pdf"]  # no caption: no file
+
+
+def test_save_figure_writes_a_non_ascii_caption_as_utf8_whatever_the_locale(tmp_path):
+    """Captions hold Δ and σ: written as UTF-8 even where the locale's encoding is ASCII."""
+    import os
+    import subprocess
+    import sys
+
+    caption = "Success against \u0394 / s(\u03c3), k = 2."
+    script = ("import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
+              "from mixreg.plotting import save_figure; "
+              f"save_figure(plt.figure(), {str(tmp_path / 'fig')!r}, caption={ascii(caption)})")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          encoding="utf-8", cwd=os.getcwd())
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "fig.caption.txt").read_bytes() == (caption + "\n").encode("utf-8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,6 +239,25 @@ def test_a_bad_style_flag_is_one_line_naming_the_choices_and_exit_2(capsys):
     assert len(err.strip().splitlines()) == 1 and "--style" in err
     assert all(name in err for name in STYLES) and ".mplstyle" in err
     assert success_vs_R.STUDY.parser().parse_args([]).style == DEFAULT_STYLE
+
+
+def test_a_style_file_matplotlib_cannot_read_is_one_line_and_exit_2(tmp_path, capsys):
+    from experiments import success_vs_R
+
+    bad = tmp_path / "bad.mplstyle"
+    bad.write_text("font.size: abc\n")
+    for path in (bad, tmp_path / "hostname"):
+        path.parent.mkdir(exist_ok=True)
+        if not path.exists():
+            path.write_text("vm-builder-7\n")
+        with pytest.raises(SystemExit) as caught:
+            success_vs_R.STUDY.main(["--style", str(path), "--dry-run"])
+        assert caught.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--style" in err and str(path) in err and "line 1" in err
+    good = tmp_path / "good.mplstyle"
+    good.write_text("font.size: 7\n")
+    assert success_vs_R.STUDY.parser().parse_args(["--style", str(good)]).style == str(good)
 
 
 def test_redraw_in_another_style_writes_its_figures_into_the_results_directory_only(tmp_path, monkeypatch, capsys):
