@@ -299,7 +299,7 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
     for panel, texts in numbers.items():
         cell = axes_width(panel) * 72.0 / len(ms) * (1.0 if own else 0.85)  # points across a cell
         for text in texts:
-            text.set_fontsize(min(small, cell / 2.2))  # three characters and a margin
+            text.set_fontsize(min(small, cell / 2.0))  # ".55": 1.6 em, and a margin
     return drawn
 
 
