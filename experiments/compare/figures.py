@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from mixreg.methods import COMPARE, styles_for
 from mixreg.plotting import MIN_PANEL_WIDTH, figure_width, save_figure
 
-from ..ifca_mechanism.figures import finish, panels, result, wrap
+from ..ifca_mechanism.figures import finish, panels, result
 from .summary import NAME
 from .trial import REGIMES, STEPS, TOL, spec_of
 
@@ -50,12 +50,14 @@ def plot_comparison(rows, *, ax=None, title=None, footnote=None):
         ``c`` of the panels, ``c_mean`` with ``c_low`` / ``c_high`` (95% interval of the mean;
         drawn as a bar when present).  ``floats`` is ``upload_mean + download_mean``.
         ``refused`` (trials the method refused, noted on its row) and ``refusal`` (the reason,
-        returned as ``notes`` and added to the footnote of a new figure) when present.
+        returned as ``notes`` for the caption: :func:`draw` writes them into the caption file,
+        never into the figure) when present.
     ax : sequence of 5 Axes, optional
         The panels (error, misclustering, rounds, floats, wall time); default: a new figure with
         the methods named on the left of each row of panels.
     title, footnote : str, optional
-        Drawn on a new figure only.
+        Drawn on a new figure only; ``footnote`` is one short line (long notes belong in the
+        caption file).
 
     Returns
     -------
@@ -93,8 +95,8 @@ def plot_comparison(rows, *, ax=None, title=None, footnote=None):
                 note = ", ".join(text for count, text in ((refused, "refused"), (diverged, "all runs diverged"))
                                  if count)
                 if note:
-                    below = " (why: below)" if refused and row.get("refusal") else ""
-                    a.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials{below}", (0.02, yi),
+                    why = " (reason: in the caption)" if refused and row.get("refusal") else ""
+                    a.annotate(f"{note} in {max(refused, diverged)}/{row['trials']} trials{why}", (0.02, yi),
                                xycoords=("axes fraction", "data"), fontsize="x-small", va="center", color="0.3")
         a.set_xlabel(xlabel)
         if log:
@@ -123,10 +125,8 @@ def plot_comparison(rows, *, ax=None, title=None, footnote=None):
     axes[1].axvline(0.5, color="0.6", ls=":", lw=0.8)
     notes = [f"{names[row['method']]} refused: {row['refusal']}." for row in rows
              if int(float(row.get("refused") or 0)) and row.get("refusal")]
-    if own:
-        text = " ".join([footnote or "", *notes]).strip()
-        finish(fig, axes, [], own=True, title=title,
-               footnote=wrap(text, int(figure_width() / (0.56 * line))) if text else None)
+    if own:  # the refusals' reasons are long: the caller puts ``notes`` into the caption
+        finish(fig, axes, [], own=True, title=title, footnote=footnote)
     return result(fig, axes, None, methods=[row["method"] for row in rows], notes=notes)
 
 

@@ -142,6 +142,8 @@ def test_pacfl_x_refused_in_dimension_3_while_the_others_run(tmp_path, capsys):
             "(recorded as refused; the other methods run)") in err
     assert "pacfl needs" not in err  # the joint (x, y) signature has d + 1 = 4 dimensions
     _refused_alone(results, "balanced", "pacfl_x", "needs d >= 4 for p = 3 signature vectors; got d = 3")
+    caption = (tmp_path / "tiny" / "compare_balanced.caption.txt").read_text()  # the reason: in the caption
+    assert "PACFL (x) refused: needs d >= 4 for p = 3 signature vectors; got d = 3." in caption
 
 
 def test_kfed_refused_on_clients_of_one_point_while_the_others_run(tmp_path, capsys):

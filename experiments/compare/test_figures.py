@@ -13,11 +13,13 @@ def test_comparison_figure_says_why_a_method_was_refused():
                  err_max_mean=0.7, mis_clients_mean=0.1, mis_points_mean=0.1, rounds_mean=10.0,
                  upload_mean=5.0, download_mean=5.0, time_mean=0.01),
             dict(method="pacfl_x", trials=2, refused=2, refusal=reason, all_diverged=0)]
-    fig = plot_comparison(rows, title="balanced", footnote="Every method: ...")["figure"]
-    texts = [" ".join(t.get_text().split()) for t in fig.texts] + [t.get_text() for ax in fig.axes for t in ax.texts]
+    drawn = plot_comparison(rows, title="balanced", footnote="Every method: ...")
+    fig = drawn["figure"]
+    texts = [t.get_text() for t in fig.texts] + [t.get_text() for ax in fig.axes for t in ax.texts]
     plt.close(fig)
-    assert any(text.endswith(f"PACFL (x) refused: {reason}.") and text.startswith("Every method") for text in texts)
-    assert "refused in 2/2 trials (why: below)" in texts
+    assert drawn["notes"] == [f"PACFL (x) refused: {reason}."]  # for the caption file (draw())
+    assert "Every method: ..." in texts and not any(reason in text for text in texts)  # the footnote stays one line
+    assert "refused in 2/2 trials (reason: in the caption)" in texts
 
 
 def _row(method, err):

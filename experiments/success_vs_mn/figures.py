@@ -18,8 +18,8 @@ import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import RULES, method_label, rule_title
-from mixreg.plotting import (add_footnote, axes_for, axes_width, fit_titles, keep_aspect, legend_above, plain_tick,
-                             save_figure, wrap_text)
+from mixreg.plotting import (MIN_PANEL_WIDTH, add_footnote, axes_for, axes_width, figure_width, fit_titles,
+                             keep_aspect, legend_above, plain_tick, save_figure, wrap_text)
 import matplotlib.pyplot as plt
 
 from .summary import EDGE_PROBABILITY, NAME, PAPER_R, RULES_DRAWN
@@ -49,12 +49,24 @@ def _separation(summary, r):
 
 
 def _panel_title(rule, r, summary, paper_r=None):
-    """``official rule: r = 0.1 (Δ ≈ 2.24), the paper's panel``: the rule's short name (its full
-    description is in the caption)."""
+    """``official rule`` / ``r = 0.1 (Δ ≈ 2.24)`` / ``the paper's panel``, one line each: the
+    rule's short name (its full description is in the caption; the oracle's names whose success
+    it is, known-label LS, the other rules' being IFCA's), the r value and its separation, and
+    whether it is the paper's."""
     delta = _separation(summary, r)
     name = RULES[rule].short if rule in RULES else rule
-    return (f"{name} rule: r = {r:g} " + (f"(Δ ≈ {delta:.3g})" if np.isfinite(delta) else "")
-            + (f", the{NBSP}paper's{NBSP}panel" if paper_r is not None and np.isclose(r, paper_r) else "")).strip()
+    who = f"{method_label('ls', short=True)} ({name})" if rule == "oracle" else f"{name} rule"
+    scale = f"r = {r:g}" + (f" (Δ{NBSP}≈{NBSP}{delta:.3g})" if np.isfinite(delta) else "")
+    paper = f"\nthe{NBSP}paper's{NBSP}panel" if paper_r is not None and np.isclose(r, paper_r) else ""
+    return f"{who}\n{scale}{paper}"
+
+
+def _x_rotation(panel, positions, labels):
+    """90 when the tick labels at ``positions`` (in axes fractions) would touch each other side by
+    side, else 0."""
+    size = mpl.font_manager.FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
+    gap = np.min(np.diff(np.sort(positions))) * axes_width(panel) * 72.0 if len(positions) > 1 else np.inf
+    return 90 if gap < 0.62 * size * max(len(label) for label in labels) + 2.0 else 0
 
 
 def _rate(value):
@@ -78,9 +90,30 @@ def _nothing_below(ax, axes):
                    and other.get_subplotspec().colspan.start == spec.colspan.start for other in axes)
 
 
-def _finish(fig, axes, own, title, footnote):
-    """A figure made here: the panels' titles wrapped, ``title`` above, the panels kept at their
-    aspect, the one-line ``footnote``.  The caller's axes: their titles wrapped, nothing else."""
+def _panels(ax, rules, rs, *, name, **new_figure_kw):
+    """The figure and its panels, one per (r, rule) in the order of ``[(r, rule) for r in rs for
+    rule in rules]``: the caller's axes in that order, or a figure made here with the rules as
+    columns and the r values as rows; when the rules' columns would be narrower than
+    :data:`mixreg.plotting.MIN_PANEL_WIDTH` (a one-column figure), the grid is transposed: the
+    rules as rows, the r values as columns."""
+    n = len(rules) * len(rs)
+    across = len(rules) if ax is not None or figure_width() // MIN_PANEL_WIDTH >= len(rules) else len(rs)
+    fig, axes, own = axes_for(ax, n, name=name, max_cols=across, **new_figure_kw)
+    if own and across != len(rules):  # reading order is (rule, r): put it in (r, rule) order
+        axes = [axes[len(rs) * i + j] for j in range(len(rs)) for i in range(len(rules))]
+    return fig, axes, own
+
+
+def _finish(fig, axes, own, title, footnote, ticks):
+    """A figure made here: laid out once (so that the panels' widths are the layout's), the
+    panels' titles wrapped, ``title`` above, the panels kept at their aspect, the one-line
+    ``footnote``.  The caller's axes: their titles wrapped, nothing else.  Either way, the x tick
+    labels upright when they fit side by side (``ticks``: each panel's tick positions in axes
+    fractions and labels)."""
+    if own:
+        fig.draw_without_rendering()
+    for ax in axes:
+        ax.tick_params(axis="x", labelrotation=_x_rotation(ax, *ticks))
     if own:
         fit_titles(fig, axes, title)
         keep_aspect(fig, axes, _ASPECT)
@@ -93,7 +126,7 @@ def _finish(fig, axes, own, title, footnote):
 
 def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, ax=None,
                       title=None, footnote=None):
-    """Success probability against ``m``, one curve per ``n``, one panel per (rule, r).
+    """Success probability against ``m``, one curve per ``n``, one panel per (r, rule).
 
     Parameters
     ----------
@@ -108,13 +141,16 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
         ``m < m_needed(n)`` is shaded in the colour of n (a dotted line at its edge), and the
         predicted oracle success probability is drawn (hollow markers) in the oracle's panels.
     rules : sequence of str
-        One row of panels per rule, titled by the rule's short name (its full description,
-        :func:`mixreg.plotting.rule_title`, belongs in the caption).
+        One column of panels per rule (one row on a figure too narrow for them side by side,
+        such as the ``"one-column"`` style's), titled by the rule's short name (its full
+        description, :func:`mixreg.plotting.rule_title`, belongs in the caption); one row per
+        r value.
     paper_r : float, optional
         The r the paper's figure plots; its panels' titles say so.
     ax : sequence of Axes, optional
-        ``len(rules) * len(r values)`` Axes, in reading order (the rules' rows, the r values
-        across); ``None``: a figure of its own in the current style
+        ``len(r values) * len(rules)`` Axes in the order ``(r, rule) for r in r values for rule
+        in rules`` (a grid of one row per r value and one column per rule, in reading order);
+        ``None``: a figure of its own in the current style
         (:func:`mixreg.plotting.new_figure`), its legend above the panels.
     title : str, optional
         The figure's title (a figure made here only).
@@ -124,56 +160,50 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
     Returns
     -------
     dict
-        ``figure``, ``axes``, ``legend`` (above the panels, or in the last of the caller's
-        axes); ``lines`` and ``bands``: ``(rule, r, n)`` to its Line2D and band; ``edges``:
-        ``(rule, r, n)`` to the dotted line at ``m_needed(n)``; ``predicted``: ``(r, n)`` to the
-        line of the predicted oracle probability.
+        ``figure``, ``axes`` (in the order of ``ax``), ``legend`` (above the panels, or in the
+        last of the caller's axes); ``lines`` and ``bands``: ``(rule, r, n)`` to its Line2D and
+        band; ``edges``: ``(rule, r, n)`` to the dotted line at ``m_needed(n)``; ``predicted``:
+        ``(r, n)`` to the line of the predicted oracle probability.
     """
     rs, ns, ms = _grid(summary)
     colours = _colours(ns)
     needed = {row["n"]: row["m_needed"] for row in predictions}
-    fig, axes, own = axes_for(ax, len(rules) * len(rs), name="plot_success_vs_m", max_cols=len(rs), sharex=True,
-                              sharey=True, aspect=_ASPECT)
+    fig, axes, own = _panels(ax, rules, rs, name="plot_success_vs_m", sharex=True, sharey=True, aspect=_ASPECT)
     width = mpl.rcParams["lines.linewidth"]
     drawn = dict(figure=fig, axes=axes, lines={}, bands={}, edges={}, predicted={})
     lo_x, hi_x = min(ms) / 1.15, max(ms) * 1.15
-    panels = iter(axes)
-    for rule in rules:
+    for panel, (r, rule) in zip(axes, [(r, rule) for r in rs for rule in rules]):
         style = RULES.get(rule, RULES["official"])
-        for r in rs:
-            panel = next(panels)
-            for n in ns:
-                rows = sorted((row for row in summary if row["r"] == r and row["n"] == n), key=lambda row: row["m"])
-                x = np.array([row["m"] for row in rows], dtype=float)
-                y, lo, hi = (np.array([row[f"{rule}_success_{part}"] for row in rows], dtype=float)
-                             for part in ("rate", "low", "high"))
-                drawn["lines"][rule, r, n], = panel.plot(x, y, marker=style.marker, ls=style.linestyle,
-                                                         color=colours[n])
-                drawn["bands"][rule, r, n] = panel.fill_between(x, lo, hi, color=colours[n], alpha=0.15, lw=0)
-                edge = needed.get(n, np.nan)
-                if np.isfinite(edge) and edge > lo_x:
-                    panel.axvspan(lo_x, min(edge, hi_x), color=colours[n], alpha=0.07, lw=0)
-                    if edge < hi_x:
-                        drawn["edges"][rule, r, n] = panel.axvline(edge, color=colours[n], ls=":")
-                if rule == "oracle":
-                    pred = sorted((row["m"], row["oracle_success_probability"]) for row in predictions if row["n"] == n)
-                    drawn["predicted"][r, n], = panel.plot([p[0] for p in pred], [p[1] for p in pred], ls="--",
-                                                           lw=0.6 * width, marker="o", mfc="none", color=colours[n])
-            panel.set_xscale("log")
-            panel.set_xlim(lo_x, hi_x)
-            panel.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ms))
-            panel.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
-            panel.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-            panel.tick_params(axis="x", labelrotation=90 if axes_width(panel) < 2.4 else 0)
-            panel.set_ylim(-0.03, 1.03)
-            panel.grid(True, alpha=0.25)
-            panel.set_title(_panel_title(rule, r, summary, paper_r))
-            bottom, left = _edges(panel, axes)
-            if bottom:
-                panel.set_xlabel("number of clients m")
-            if left:
-                who = method_label("ls", short=True) if rule == "oracle" else method_label("ifca", short=True)
-                panel.set_ylabel(f"{who}\nsuccess probability")
+        for n in ns:
+            rows = sorted((row for row in summary if row["r"] == r and row["n"] == n), key=lambda row: row["m"])
+            x = np.array([row["m"] for row in rows], dtype=float)
+            y, lo, hi = (np.array([row[f"{rule}_success_{part}"] for row in rows], dtype=float)
+                         for part in ("rate", "low", "high"))
+            drawn["lines"][rule, r, n], = panel.plot(x, y, marker=style.marker, ls=style.linestyle,
+                                                     color=colours[n])
+            drawn["bands"][rule, r, n] = panel.fill_between(x, lo, hi, color=colours[n], alpha=0.15, lw=0)
+            edge = needed.get(n, np.nan)
+            if np.isfinite(edge) and edge > lo_x:
+                panel.axvspan(lo_x, min(edge, hi_x), color=colours[n], alpha=0.07, lw=0)
+                if edge < hi_x:
+                    drawn["edges"][rule, r, n] = panel.axvline(edge, color=colours[n], ls=":")
+            if rule == "oracle":
+                pred = sorted((row["m"], row["oracle_success_probability"]) for row in predictions if row["n"] == n)
+                drawn["predicted"][r, n], = panel.plot([p[0] for p in pred], [p[1] for p in pred], ls="--",
+                                                       lw=0.6 * width, marker="o", mfc="none", color=colours[n])
+        panel.set_xscale("log")
+        panel.set_xlim(lo_x, hi_x)
+        panel.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ms))
+        panel.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain_tick))
+        panel.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        panel.set_ylim(-0.03, 1.03)
+        panel.grid(True, alpha=0.25)
+        panel.set_title(_panel_title(rule, r, summary, paper_r))
+        bottom, left = _edges(panel, axes)
+        if bottom:
+            panel.set_xlabel("number of clients m")
+        if left:
+            panel.set_ylabel("success probability")
     handles = [matplotlib.lines.Line2D([], [], color=colours[n], marker="o", label=f"n = {n} points per client")
                for n in ns]
     handles.append(matplotlib.patches.Patch(color="0.5", alpha=0.2, label=f"{_REGION}, left of m_needed(n)"))
@@ -183,13 +213,14 @@ def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "ora
                                                label="oracle success probability (prediction, before the runs)"))
     drawn["legend"] = (legend_above(fig, handles, max_cols=2) if own
                        else axes[-1].legend(handles=handles, loc="lower right", fontsize="x-small"))
-    _finish(fig, axes, own, title, footnote)
+    ticks = np.log(np.asarray(ms, dtype=float) / lo_x) / np.log(hi_x / lo_x)
+    _finish(fig, axes, own, title, footnote, (ticks, [plain_tick(m) for m in ms]))
     return drawn
 
 
 def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, ax=None,
                          title=None, footnote=None):
-    """Success rate over the (m, n) grid, one panel per (rule, r), the predicted region hatched.
+    """Success rate over the (m, n) grid, one panel per (r, rule), the predicted region hatched.
 
     Parameters
     ----------
@@ -203,57 +234,59 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
     paper_r : float, optional
         As :func:`plot_success_vs_m`.
     ax : sequence of Axes, optional
-        As :func:`plot_success_vs_m`; with the caller's axes no colour bar and no legend are
-        added (``"image"`` and ``"handles"`` are returned for them).
+        As :func:`plot_success_vs_m` (one row per r value, one column per rule).  With the
+        caller's axes the function adds no colour bar and no hatch legend: the caller adds
+        them from the ``"image"`` and ``"handles"`` returned (see Notes).
     title, footnote : str, optional
         As :func:`plot_success_vs_m`.
-
-    Each cell shows its rate in at most three characters (``0``, ``.55``, ``1``), in a size
-    that fits the cell.
 
     Returns
     -------
     dict
-        ``figure``, ``axes``, ``legend`` (``None`` with the caller's axes), ``colorbar``
-        (likewise), ``image``: the last panel's image (its colour scale is every panel's, 0 to
-        1), ``images``: ``(rule, r)`` to its image, ``handles``: the legend's handles.
+        ``figure``, ``axes`` (in the order of ``ax``), ``legend``: the hatch legend above the
+        panels, ``None`` with the caller's axes; ``colorbar``: beside the panels (under them on
+        a figure narrower than 5 in), ``None`` with the caller's axes; ``image``: the last
+        panel's image (its colour scale is every panel's, 0 to 1); ``images``: ``(rule, r)`` to
+        its image; ``handles``: the hatch legend's handles.
+
+    Notes
+    -----
+    Each cell shows its rate in at most three characters (``0``, ``.55``, ``1``), in the
+    ``"small"`` font size, smaller only where a cell is too narrow for it.
+
+    Drawn into the caller's axes, the panels carry no colour scale and no key to the hatching;
+    add them, for instance, with ``fig.colorbar(drawn["image"], ax=axes, label="success
+    rate")`` and ``fig.legend(handles=drawn["handles"], loc="outside upper center")``.
     """
     rs, ns, ms = _grid(summary)
     unlikely = {(row["m"], row["n"]) for row in predictions if row["ls_unlikely"]}
-    fig, axes, own = axes_for(ax, len(rules) * len(rs), name="plot_success_heatmap", max_cols=len(rs),
-                              aspect=_ASPECT)
+    fig, axes, own = _panels(ax, rules, rs, name="plot_success_heatmap", aspect=_ASPECT)
     drawn = dict(figure=fig, axes=axes, images={}, image=None, legend=None, colorbar=None)
-    small = mpl.font_manager.FontProperties(size="x-small").get_size_in_points()
-    panels = iter(axes)
-    for rule in rules:
-        for r in rs:
-            panel = next(panels)
-            grid = np.full((len(ns), len(ms)), np.nan)
-            for row in summary:
-                if row["r"] == r:
-                    grid[ns.index(row["n"]), ms.index(row["m"])] = row[f"{rule}_success_rate"]
-            drawn["images"][rule, r] = drawn["image"] = panel.imshow(
-                grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-            cell = 0.85 * axes_width(panel) * 72.0 / len(ms)  # points across a cell (a colour bar may be beside)
-            size = min(small, cell / 2.2)  # three characters and a margin
-            for a, n in enumerate(ns):
-                for b, m in enumerate(ms):
-                    value = grid[a, b]
-                    if np.isfinite(value):
-                        panel.text(b, a, _rate(value), ha="center", va="center", fontsize=size,
-                                   color="black" if value > 0.6 else "white")
-                    if (m, n) in unlikely:
-                        panel.add_patch(matplotlib.patches.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False,
-                                                                     hatch="//", edgecolor=(1, 1, 1, 0.45), lw=0))
-            panel.set_xticks(range(len(ms)), [str(m) for m in ms])
-            panel.set_yticks(range(len(ns)), [str(n) for n in ns])
-            panel.tick_params(axis="x", labelrotation=90 if axes_width(panel) < 2.4 else 0)
-            panel.set_title(_panel_title(rule, r, summary, paper_r))
-            bottom, left = _edges(panel, axes)
-            if bottom:
-                panel.set_xlabel("number of clients m")
-            if left:
-                panel.set_ylabel("points per client n")
+    numbers = {}  # panel: its cells' texts, sized to the cells once the panels are laid out
+    for panel, (r, rule) in zip(axes, [(r, rule) for r in rs for rule in rules]):
+        grid = np.full((len(ns), len(ms)), np.nan)
+        for row in summary:
+            if row["r"] == r:
+                grid[ns.index(row["n"]), ms.index(row["m"])] = row[f"{rule}_success_rate"]
+        drawn["images"][rule, r] = drawn["image"] = panel.imshow(
+            grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+        for a, n in enumerate(ns):
+            for b, m in enumerate(ms):
+                value = grid[a, b]
+                if np.isfinite(value):
+                    numbers.setdefault(panel, []).append(panel.text(b, a, _rate(value), ha="center", va="center",
+                                                                    color="black" if value > 0.6 else "white"))
+                if (m, n) in unlikely:
+                    panel.add_patch(matplotlib.patches.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False,
+                                                                 hatch="//", edgecolor=(1, 1, 1, 0.45), lw=0))
+        panel.set_xticks(range(len(ms)), [str(m) for m in ms])
+        panel.set_yticks(range(len(ns)), [str(n) for n in ns])
+        panel.set_title(_panel_title(rule, r, summary, paper_r))
+        bottom, left = _edges(panel, axes)
+        if bottom:
+            panel.set_xlabel("number of clients m")
+        if left:
+            panel.set_ylabel("points per client n")
     drawn["handles"] = [matplotlib.patches.Patch(facecolor="none", edgecolor="0.4", hatch="///", label=_REGION)]
     if own:
         drawn["legend"] = legend_above(fig, drawn["handles"])
@@ -261,7 +294,12 @@ def plot_success_heatmap(summary, predictions, *, rules=("official", "honest", "
             beside = fig.get_figwidth() >= 5.0  # on a narrow figure, under the panels: they keep the width
             drawn["colorbar"] = fig.colorbar(drawn["image"], ax=axes, label="success rate", shrink=0.9 if beside else 0.7,
                                              location="right" if beside else "bottom", aspect=20 if beside else 30)
-    _finish(fig, axes, own, title, footnote)
+    _finish(fig, axes, own, title, footnote, ((np.arange(len(ms)) + 0.5) / len(ms), [str(m) for m in ms]))
+    small = mpl.font_manager.FontProperties(size="small").get_size_in_points()
+    for panel, texts in numbers.items():
+        cell = axes_width(panel) * 72.0 / len(ms) * (1.0 if own else 0.85)  # points across a cell
+        for text in texts:
+            text.set_fontsize(min(small, cell / 2.0))  # ".55": 1.6 em, and a margin
     return drawn
 
 

@@ -274,3 +274,38 @@ def test_the_papers_r_is_named_in_its_panels_titles():
         assert len(titles) == 6
         assert all(("the paper's panel" in t) == ("r = 0.1 " in t) for t in titles)
         plt.close(fig)
+
+
+@pytest.mark.parametrize("style, across", [("two-column", "rules"), ("one-column", "r")])
+def test_the_rules_are_columns_and_the_r_values_rows_when_three_columns_fit(style, across):
+    """At 6.9 in the three rules side by side, one row per r, the figure at most 6 in tall (a
+    journal's text block is 9.25 in and needs room for the caption); at 3.3 in the grid is
+    transposed (three 1.1 in columns would not be readable).  ``axes`` are in (r, rule) order
+    either way, and the heatmap's cell numbers are "small" where the cells allow it."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    from mixreg.plotting import use_style
+
+    config, theory, rates = _paper_c_tables(lambda r, pred: 0.55 if pred["ls_unlikely"] else 1.0)
+    with use_style(style):
+        small = mpl.font_manager.FontProperties(size="small").get_size_in_points()
+        for plot in (exp.plot_success_vs_m, exp.plot_success_heatmap):
+            drawn = plot(rates, theory, rules=exp.RULES_DRAWN, paper_r=0.1, title="t", footnote="f")
+            fig, axes = drawn["figure"], drawn["axes"]
+            order = [(r, rule) for r in config.rs for rule in exp.RULES_DRAWN]
+            for ax, (r, rule) in zip(axes, order):
+                assert ax.get_title().startswith("known-label LS" if rule == "oracle" else f"{rule} rule")
+                assert f"r = {r:g} " in ax.get_title().replace("\n", " ")
+            grid = {(ax.get_subplotspec().rowspan.start, ax.get_subplotspec().colspan.start): key
+                    for ax, key in zip(axes, order)}
+            columns = {col for _, col in grid}
+            if across == "rules":
+                assert len(columns) == 3 and all(grid[row, col][1] == exp.RULES_DRAWN[col] for row, col in grid)
+                assert fig.get_figheight() <= 6.0
+            else:
+                assert len(columns) == 2 and all(grid[row, col][1] == exp.RULES_DRAWN[row] for row, col in grid)
+            if plot is exp.plot_success_heatmap and across == "rules":
+                sizes = {text.get_fontsize() for ax in axes for text in ax.texts}
+                assert sorted(sizes) == pytest.approx([small])
+            plt.close(fig)
