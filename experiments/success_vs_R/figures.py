@@ -17,8 +17,8 @@ import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import RULES, method_label, rule_title
-from mixreg.plotting import (add_footnote, axes_for, axes_width, fit_titles, keep_aspect, legend_above, not_drawn, plain_tick,
-                             save_figure, wrap_text)
+from mixreg.plotting import (axes_for, axes_width, finish_panels, legend_above, not_drawn, plain_tick, save_figure,
+                             wrap_text)
 import matplotlib.pyplot as plt
 
 from .summary import CHECKED_RULES, NAME, _flag, _given
@@ -69,14 +69,7 @@ def _sigma_colours(sigmas):
 def _titles(fig, axes, own, title, footnote, aspect):
     """Panel titles wrapped to their panels; a figure made here gets ``title`` and ``footnote``,
     and is made taller by them (its panels keep ``aspect``)."""
-    if own:
-        fit_titles(fig, axes, title)
-        keep_aspect(fig, axes, aspect)
-        if footnote:
-            add_footnote(fig, wrap_text(footnote, fig.get_figwidth(), size="legend.fontsize"))
-    else:
-        for ax in axes:
-            ax.set_title(wrap_text(ax.get_title(), axes_width(ax)))
+    finish_panels(fig, axes, own=own, title=title, footnote=footnote, aspect=aspect)
 
 
 def _log_ticks(axis, ax, wide=False):

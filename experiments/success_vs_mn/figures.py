@@ -18,8 +18,8 @@ import matplotlib.ticker
 import numpy as np
 
 from mixreg.methods import RULES, method_label, rule_title
-from mixreg.plotting import (MIN_PANEL_WIDTH, add_footnote, axes_for, axes_width, figure_width, fit_titles,
-                             keep_aspect, legend_above, plain_tick, save_figure, wrap_text)
+from mixreg.plotting import (MIN_PANEL_WIDTH, axes_for, axes_width, figure_width, finish_panels, legend_above,
+                             plain_tick, save_figure)
 import matplotlib.pyplot as plt
 
 from .summary import EDGE_PROBABILITY, NAME, PAPER_R, RULES_DRAWN
@@ -114,14 +114,7 @@ def _finish(fig, axes, own, title, footnote, ticks):
         fig.draw_without_rendering()
     for ax in axes:
         ax.tick_params(axis="x", labelrotation=_x_rotation(ax, *ticks))
-    if own:
-        fit_titles(fig, axes, title)
-        keep_aspect(fig, axes, _ASPECT)
-        if footnote:
-            add_footnote(fig, wrap_text(footnote, fig.get_figwidth(), size="legend.fontsize"))
-    else:
-        for ax in axes:
-            ax.set_title(wrap_text(ax.get_title(), axes_width(ax)))
+    finish_panels(fig, axes, own=own, title=title, footnote=footnote, aspect=_ASPECT)
 
 
 def plot_success_vs_m(summary, predictions, *, rules=("official", "honest", "oracle"), paper_r=None, ax=None,

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
 from ._style import (DEFAULT_STYLE, MIN_PANEL_WIDTH, STYLES, add_footnote, axes_for, axes_width, current_style,
-                     figure_width, fit_titles, keep_aspect, legend_above, new_figure, use_style, wrap_text)
+                     figure_width, finish_panels, fit_titles, keep_aspect, legend_above, new_figure, use_style, wrap_text)
 from ._generic import CROWDED, PREDICTION_LABEL, error_plot, success_plot
 from ..methods import (COMPARE, METHODS, RULES, MethodStyle, auto_style, method_label, register_style, rule_title,
                        styles_for)
@@ -58,6 +58,7 @@ __all__ = [
     "axes_width",
     "fit_titles",
     "keep_aspect",
+    "finish_panels",
     "add_footnote",
     "figure_width",
     "MIN_PANEL_WIDTH",

@@ -43,7 +43,8 @@ from matplotlib.legend import Legend
 from matplotlib.text import Text
 
 __all__ = ["STYLES", "DEFAULT_STYLE", "MIN_PANEL_WIDTH", "use_style", "current_style", "new_figure", "axes_for",
-           "legend_above", "wrap_text", "axes_width", "fit_titles", "keep_aspect", "add_footnote", "figure_width"]
+           "legend_above", "wrap_text", "axes_width", "fit_titles", "keep_aspect", "finish_panels", "add_footnote",
+           "figure_width"]
 
 #: The named styles, in the order the command line lists them; each is a ``.mplstyle`` file of this
 #: package (``mixreg/plotting/<name>.mplstyle``), which a user may copy and edit for a journal.
@@ -594,3 +595,40 @@ def keep_aspect(fig: Figure, axes: Sequence[Axes], aspect: float, *, rounds: int
         if extra < 0.02:
             return
         fig.set_figheight(fig.get_figheight() + extra)
+
+
+def finish_panels(fig: Figure, axes: Sequence[Axes], *, own: bool, title: str | None = None,
+                  footnote: str | None = None, aspect: float | None = None) -> None:
+    """The last step of a plot function: title, panel shape and footnote, or only wrapped titles.
+
+    On a figure the plot function made (``own``): the title above the panels and their legend
+    (:func:`fit_titles`), each row of panels kept at least ``aspect`` high (:func:`keep_aspect`),
+    then the footnote wrapped to the figure's width (:func:`add_footnote`).  On the caller's axes
+    (``own=False``): nothing is added to the figure, and each panel's title is wrapped to its
+    width.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    axes : sequence of Axes
+        The panels drawn.
+    own : bool
+        Whether the plot function made ``fig`` (``ax=None``).
+    title, footnote : str, optional
+        Drawn on a figure of its own only.
+    aspect : float, optional
+        The least height over width of a panel (none: the layout's).
+
+    Returns
+    -------
+    None
+    """
+    if not own:
+        for ax in axes:
+            ax.set_title(wrap_text(ax.get_title(), axes_width(ax)))
+        return
+    fit_titles(fig, axes, title)
+    if aspect is not None:
+        keep_aspect(fig, axes, aspect)
+    if footnote:
+        add_footnote(fig, wrap_text(footnote, fig.get_figwidth(), size="legend.fontsize"))
