@@ -108,6 +108,33 @@ def fit_labels(labels, *, width=None, ncol=None):
     return wrapped, ncol, rows
 
 
+def shared_legend(fig, axes, *, own, title=None, footnote=None):
+    """The legend of panels that share their series: one above a figure of its own, one per panel
+    on the caller's axes.
+
+    Every label of ``axes`` is listed once, in the order first drawn; on a figure of its own it
+    goes above the panels with the title and the footnote (:func:`finish`); on the caller's axes
+    each panel gets a legend of its own and nothing is added to the figure.
+
+    Returns
+    -------
+    legend : matplotlib.legend.Legend or None
+        The figure's legend (on the caller's axes: the first panel's).
+    legends : list of matplotlib.legend.Legend
+        One per panel on the caller's axes; empty on a figure of its own.
+    """
+    handles, labels = [], []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if own:
+        return finish(fig, axes, handles, own=True, labels=labels, title=title, footnote=footnote), []
+    legends = [ax.legend(fontsize="small", loc="best") for ax in axes]
+    return (legends[0] if legends else None), legends
+
+
 def finish(fig, axes, handles, *, own, labels=None, title=None, footnote=None, ncol=None, legend_ax=None,
            loc="best"):
     """The legend of ``handles``, and on a new figure the title and the short footnote.

@@ -19,7 +19,7 @@ import numpy as np
 from mixreg.methods import METHODS, method_label
 from mixreg.plotting import median_errorbars, method_style, save_figure, series_label
 
-from ..ifca_mechanism.figures import finish, result
+from ..ifca_mechanism.figures import finish, result, shared_legend
 from ..ifca_mechanism.figures import panels as axes_for
 
 from .summary import FLOOR_FACTOR, GAP_TOLERANCE, NAME, ROUNDS_SPREAD
@@ -212,7 +212,6 @@ def plot_two_phase_rounds(panels, *, switch_round=None, ax=None, title=None, foo
     """
     n = len(panels)
     fig, axes, own = axes_for(ax, n, aspect=0.9, sharey=ax is None)
-    handles, labels, legends = [], [], []
     for a, panel in zip(axes, panels):
         _draw_curves(a, panel["curves"])
         for key, value, label in panel.get("floors", ()):
@@ -231,17 +230,8 @@ def plot_two_phase_rounds(panels, *, switch_round=None, ax=None, title=None, foo
         if marked is not None:   # the title above the phase mark
             pad += 1.3 * mpl.font_manager.FontProperties(size="x-small").get_size_in_points()
         a.set_title(panel.get("title", ""), pad=pad)
-        for h, lab in zip(*a.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-        if not own:
-            legends.append(a.legend(fontsize="small", loc="best"))
     axes[0].set_ylabel("d(θ_t, θ*)")
-    if own:
-        legend = finish(fig, axes, handles, own=True, labels=labels, title=title, footnote=footnote)
-    else:
-        legend = legends[0] if legends else None
+    legend, legends = shared_legend(fig, axes, own=own, title=title, footnote=footnote)
     return result(fig, axes, legend, legends=legends)
 
 

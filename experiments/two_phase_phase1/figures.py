@@ -18,7 +18,7 @@ import numpy as np
 from mixreg.plotting import plain_tick, save_figure
 from mixreg.stats import SlopeFit
 
-from ..ifca_mechanism.figures import finish, result
+from ..ifca_mechanism.figures import finish, result, shared_legend
 from ..ifca_mechanism.figures import panels as axes_for
 
 from .summary import _num
@@ -93,7 +93,6 @@ def plot_phase1_error(panels, *, targets=(), ax=None, title=None, footnote=None)
         the first panel's), ``legends`` (one per panel on the caller's axes).
     """
     fig, flat, own = axes_for(ax, len(panels), aspect=0.9)
-    handles, labels, legends = [], [], []
     ms = mpl.rcParams["lines.markersize"]
     for ax, panel in zip(flat, panels):
         for s in panel["series"]:
@@ -143,17 +142,8 @@ def plot_phase1_error(panels, *, targets=(), ax=None, title=None, footnote=None)
         ax.set_xlabel(panel.get("xlabel", ""))
         ax.set_title(panel.get("title", ""))
         ax.grid(True, which="both", alpha=0.25)
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-        if not own:
-            legends.append(ax.legend(fontsize="small", loc="best"))
     flat[0].set_ylabel("error d(θ̂, θ*)")
-    if own:
-        legend = finish(fig, flat, handles, own=True, labels=labels, title=title, footnote=footnote)
-    else:
-        legend = legends[0] if legends else None
+    legend, legends = shared_legend(fig, flat, own=own, title=title, footnote=footnote)
     return result(fig, flat, legend, legends=legends)
 
 
