@@ -5,17 +5,18 @@ The names a user starts from are here, grouped by what they do; each is imported
 subpackage on first use (PEP 562), so ``import mixreg`` loads neither NumPy nor Numba, SciPy or
 matplotlib.
 
-==========================  =================================================================
-problems                    :class:`ProblemSpec`, :class:`Problem`, :func:`make_problem`
-algorithms                  :data:`ALGORITHMS`, :func:`register`, :func:`variant`,
-                            :func:`check_algorithm`, :class:`HeavyBall`, :class:`Nesterov`
-sweeps and results          :class:`Sweep`, :func:`run_sweep`, :func:`read_results`,
-                            :func:`group_rates`
-studies                     :class:`Study`, :class:`Spec`, :func:`param`
-predictions                 :class:`Prediction`, :class:`Constant`, :func:`fit_exponent`
-figures                     :func:`use_style`, :func:`success_plot`, :func:`error_plot`,
-                            :func:`save_figure`
-==========================  =================================================================
+- problems: :class:`~mixreg.problems.ProblemSpec`, :class:`~mixreg.problems.Problem`,
+  :func:`~mixreg.problems.make_problem`
+- algorithms: :data:`~mixreg.algorithms.ALGORITHMS`, :func:`~mixreg.algorithms.register`,
+  :func:`~mixreg.algorithms.variant`, :func:`~mixreg.algorithms.check_algorithm`,
+  :class:`~mixreg.algorithms.HeavyBall`, :class:`~mixreg.algorithms.Nesterov`
+- sweeps and results: :class:`~mixreg.montecarlo.Sweep`, :func:`~mixreg.montecarlo.run_sweep`,
+  :func:`~mixreg.montecarlo.read_results`, :func:`~mixreg.stats.group_rates`
+- studies: :class:`~mixreg.study.Study`, :class:`~mixreg.study.Spec`, :func:`~mixreg.study.param`
+- predictions: :class:`~mixreg.predictions.Prediction`, :class:`~mixreg.predictions.Constant`,
+  :func:`~mixreg.predictions.fit_exponent`
+- figures: :func:`~mixreg.plotting.use_style`, :func:`~mixreg.plotting.success_plot`,
+  :func:`~mixreg.plotting.error_plot`, :func:`~mixreg.plotting.save_figure`
 
 The subpackages themselves (``mixreg.problems``, ``mixreg.algorithms``, ``mixreg.montecarlo``,
 ``mixreg.study``, ``mixreg.theory``, ``mixreg.plotting``, ...) hold everything else and are
