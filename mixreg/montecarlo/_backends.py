@@ -284,8 +284,8 @@ def _open_backend(jobs, scheduler, dask_local, kernel_threads, connect_timeout=3
     try:
         from distributed import Client
     except ImportError:
-        raise ImportError("scheduler/dask_local need dask.distributed: "
-                          "pip install 'dask[distributed]'") from None
+        raise ImportError("scheduler/dask_local need dask.distributed, which is not installed: "
+                          'pip install "mixreg[dask]" (from a checkout: pip install -e ".[dask]")') from None
     with contextlib.ExitStack() as stack:
         if dask_local is not None:
             # In a session of its own, so that Ctrl-C reaches only this process (see _local_cluster).
