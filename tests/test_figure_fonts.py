@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
+from _figure_tables import m_n_tables, separation_rates  # noqa: E402
 from mixreg.plotting import STYLES, error_plot, save_figure, success_plot, use_style  # noqa: E402
 
 FIGURES = pathlib.Path(__file__).resolve().parent.parent / "figures"
@@ -60,34 +61,6 @@ def test_the_scan_finds_the_type3_fonts_of_matplotlibs_default(tmp_path):
     assert type3_fonts((tmp_path / "truetype.pdf").read_bytes()) == 0
 
 
-def _rates():
-    rows = []
-    for sigma in (0.0, 0.5):
-        for r, delta, rate in ((0.1, 0.5, 0.1), (0.2, 1.0, 0.5), (0.4, 2.0, 0.9)):
-            row = {"sigma": sigma, "r": r, "separation_mean": delta, "trials": 10}
-            for rule in ("official", "honest", "oracle"):
-                row.update({f"{rule}_success_rate": rate, f"{rule}_success_low": max(rate - 0.1, 0),
-                            f"{rule}_success_high": min(rate + 0.1, 1)})
-            rows.append(row)
-    return rows
-
-
-def _m_n_tables():
-    rates, predictions = [], []
-    for n in (5, 20):
-        for m in (10, 40, 120):
-            predictions.append(dict(m=m, n=n, m_needed=150.0 / n, ls_unlikely=m < 150.0 / n,
-                                    oracle_success_probability=float(m >= 150.0 / n)))
-            for r in (0.1, 0.25):
-                row = dict(r=r, n=n, m=m, separation_mean=5.0 * r)
-                for rule in ("official", "honest", "oracle"):
-                    rate = 0.0 if m < 150.0 / n else 1.0
-                    row.update({f"{rule}_success_rate": rate, f"{rule}_success_low": 0.0,
-                                f"{rule}_success_high": 1.0})
-                rates.append(row)
-    return rates, predictions
-
-
 def _figures():
     """Every plot function of mixreg.plotting and of the two success studies, on tiny tables."""
     from experiments.success_vs_mn.figures import plot_success_heatmap, plot_success_vs_m
@@ -97,13 +70,13 @@ def _figures():
               for i, method in enumerate(("ifca", "mine")) for m in (10, 20, 40) for _ in range(3)]
     scales = [dict(divisor={0.0: 1.0, 0.5: 2.0}, xlabel="Δ / s(σ)", title="a scale", verdict="verdict"),
               dict(divisor={0.0: 1.0, 0.5: 1.0}, xlabel="Δ", title="σ-free")]
-    rates, predictions = _m_n_tables()
+    rates, predictions = m_n_tables()
     return {
         "success_plot": lambda: success_plot(trials, "m", success="ok", title="t", footnote="f"),
         "error_plot": lambda: error_plot(trials, "m", "err", prediction=lambda m: 1 / m, n_boot=50),
-        "success_vs_separation": lambda: plot_success_vs_separation(_rates(), r_per_delta=5.0, title="t",
+        "success_vs_separation": lambda: plot_success_vs_separation(separation_rates(), r_per_delta=5.0, title="t",
                                                                     footnote="f"),
-        "success_collapse": lambda: plot_success_collapse(_rates(), scales, crossings={0.0: (1.0, 0.5, 2.0)},
+        "success_collapse": lambda: plot_success_collapse(separation_rates(), scales, crossings={0.0: (1.0, 0.5, 2.0)},
                                                           held_out={"held out": {0.5: 1.2}}, title="t"),
         "success_vs_m": lambda: plot_success_vs_m(rates, predictions, title="t", footnote="f"),
         "success_heatmap": lambda: plot_success_heatmap(rates, predictions, title="t", footnote="f"),

@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 
 from experiments.success_vs_R.figures import plot_success_collapse, plot_success_vs_separation  # noqa: E402
 from experiments.success_vs_mn.figures import plot_success_heatmap, plot_success_vs_m  # noqa: E402
+from _figure_tables import m_n_tables  # noqa: E402
 from mixreg.plotting import save_figure  # noqa: E402
 from mixreg.plotting import plain_tick  # noqa: E402
 
@@ -117,17 +118,7 @@ def test_only_a_minority_of_curves_is_ever_named_off_the_axis():
 
 
 def test_m_n_figures_have_one_panel_per_rule_and_r_and_say_what_is_predicted(tmp_path):
-    rates, predictions = [], []
-    for n in (5, 20):
-        for m in (10, 40, 120):
-            predictions.append(dict(m=m, n=n, m_needed=150.0 / n, ls_unlikely=m < 150.0 / n,
-                                    oracle_success_probability=float(m >= 150.0 / n)))
-            for r in (0.1, 0.25):
-                row = dict(r=r, n=n, m=m, separation_mean=5.0 * r)
-                for rule in ("official", "honest", "oracle"):
-                    rate = 0.0 if m < 150.0 / n else 1.0
-                    row.update({f"{rule}_success_rate": rate, f"{rule}_success_low": 0.0, f"{rule}_success_high": 1.0})
-                rates.append(row)
+    rates, predictions = m_n_tables()
     fig = plot_success_vs_m(rates, predictions, title="t", footnote="f")["figure"]
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert len(panels) == 6 and all("r = " in ax.get_title() for ax in panels)
