@@ -19,7 +19,7 @@ import textwrap
 import matplotlib as mpl
 import numpy as np
 
-from mixreg.plotting import add_footnote, figure_width, new_figure
+from mixreg.plotting import add_footnote, axes_for, figure_width
 
 __all__ = ["floats", "panels", "finish", "fit_labels", "result", "wrap"]
 
@@ -30,7 +30,8 @@ def floats(rows, key):
 
 
 def panels(ax, n, *, aspect=0.75, max_cols=None, **subplot_kw):
-    """The figure and the ``n`` axes to draw into: ``ax``'s, or a new figure's.
+    """The figure and the ``n`` axes to draw into: ``ax``'s, or a new figure's
+    (:func:`mixreg.plotting.axes_for`, the axes as an array).
 
     Parameters
     ----------
@@ -56,17 +57,8 @@ def panels(ax, n, *, aspect=0.75, max_cols=None, **subplot_kw):
     ValueError
         When ``ax`` is not ``n`` axes of one figure.
     """
-    if ax is None:
-        fig, axes = new_figure(n, aspect=aspect, max_cols=max_cols, **subplot_kw)
-        return fig, axes, True
-    axes = np.atleast_1d(np.asarray(ax, dtype=object)).ravel()
-    if axes.size != n:
-        raise ValueError(f"ax must be {'one Axes' if n == 1 else f'a sequence of {n} Axes'} for this figure; "
-                         f"got {axes.size}")
-    figs = {a.figure for a in axes}
-    if len(figs) != 1:
-        raise ValueError("ax must be axes of one figure")
-    return figs.pop(), axes, False
+    fig, axes, own = axes_for(ax, n, aspect=aspect, max_cols=max_cols, **subplot_kw)
+    return fig, np.asarray(axes, dtype=object), own
 
 
 def _font_inches():

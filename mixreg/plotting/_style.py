@@ -397,16 +397,20 @@ def axes_for(ax: Axes | Sequence[Axes] | np.ndarray | None, n_panels: int, *, na
     Raises
     ------
     ValueError
-        When ``ax`` is not ``n_panels`` Axes.
+        When ``ax`` is not ``n_panels`` Axes of one figure.
     """
     if ax is None:
         fig, axes = new_figure(n_panels, **new_figure_kw)
         return fig, list(axes), True
     axes = [ax] if isinstance(ax, Axes) else list(np.ravel(np.asarray(ax, dtype=object)))
     if len(axes) != n_panels or not all(isinstance(a, Axes) for a in axes):
-        raise ValueError(f"ax must be {n_panels} Axes for {name} (one per panel), or None for a figure of its "
-                         f"own; got {len(axes)} object(s)")
-    return _figure_of(axes[0]), axes, False
+        wanted = (f"one Axes for {name}" if n_panels == 1 else
+                  f"{n_panels} Axes for {name} (a sequence of {n_panels} Axes, one per panel)")
+        raise ValueError(f"ax must be {wanted}, or None for a figure of its own; got {len(axes)} object(s)")
+    figures = {_figure_of(a) for a in axes}
+    if len(figures) != 1:
+        raise ValueError(f"ax must be Axes of one figure for {name}; got Axes of {len(figures)} figures")
+    return figures.pop(), axes, False
 
 
 def legend_above(fig: Figure, handles: Sequence[Artist], labels: Sequence[str] | None = None, *,

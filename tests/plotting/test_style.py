@@ -14,7 +14,7 @@ from PIL import Image  # noqa: E402
 from mixreg.plotting import (DEFAULT_STYLE, STYLES, add_footnote, current_style, new_figure, save_figure,  # noqa: E402
                              use_style, wrap_text)
 
-from test_figure_fonts import _m_n_tables, _rates  # noqa: E402
+from _figure_tables import m_n_tables, separation_rates  # noqa: E402
 
 
 def _snapshot():
@@ -177,11 +177,11 @@ def _plots():
 
     scales = [dict(divisor={0.0: 1.0, 0.5: 2.0}, xlabel="Δ / s(σ)", title="a scale", verdict="v"),
               dict(divisor={0.0: 1.0, 0.5: 1.0}, xlabel="Δ", title="σ-free")]
-    rates, predictions = _m_n_tables()
+    rates, predictions = m_n_tables()
     return {  # name: (draw into ax, panels)
-        "success_vs_separation": (lambda ax: plot_success_vs_separation(_rates(), r_per_delta=5.0, ax=ax,
+        "success_vs_separation": (lambda ax: plot_success_vs_separation(separation_rates(), r_per_delta=5.0, ax=ax,
                                                                         title="t", footnote="f"), 2),
-        "success_collapse": (lambda ax: plot_success_collapse(_rates(), scales, crossings={0.0: (1.0, 0.5, 2.0)},
+        "success_collapse": (lambda ax: plot_success_collapse(separation_rates(), scales, crossings={0.0: (1.0, 0.5, 2.0)},
                                                               held_out={"held out": {0.5: 1.2}}, ax=ax,
                                                               title="t", footnote="f"), 3),
         "success_vs_m": (lambda ax: plot_success_vs_m(rates, predictions, ax=ax, title="t", footnote="f"), 6),
@@ -205,6 +205,11 @@ def test_the_studies_plot_functions_draw_into_the_axes_given(name):
         assert drawn["legend"] in [ax.get_legend() for ax in axes]
     with pytest.raises(ValueError, match=f"ax must be {panels} Axes"):
         draw(axes[:-1])
+    if panels > 1:  # panels of two figures: refused, not drawn into the first one's figure
+        other, stray = plt.subplots()
+        with pytest.raises(ValueError, match="ax must be Axes of one figure"):
+            draw(axes[:-1] + [stray])
+        plt.close(other)
     plt.close(fig)
 
 
