@@ -169,14 +169,22 @@ def summarise(config, records):
           cell, :func:`mixreg.theory.crossing_draws`);
           ``half_crossing_scaled`` (the same on the separation-condition scale);
           ``delta_per_r`` (mean realised separation over ``r``, the top axis);
+          ``crossing_cells`` per rule and sigma (:func:`crossing_cells`: the grid cells whose 95%
+          Wilson interval holds 1/2; a collapse or held-out "consistent" resting on a curve with
+          exactly one is "undetermined", see :data:`ONE_CELL`);
         * ``test``: ``collapse_delta`` and ``collapse_separation_scale`` per rule (``value``
           the spread max/min of the crossings on that scale, ``low``/``high`` the range common
           to all their intervals, ``verdict``: do the curves collapse), and the same over the
           noise levels ``sigma > 0`` only (``..._noisy``: at ``sigma = 0`` the separation
           condition's scale is its exponential term alone);
-          ``sigma_homogeneity`` per rule and r, and pooled over r (``r`` empty): the exact
-          conditional test that the noise levels share one success probability (``value`` G,
-          ``p_value``; with one noise level, one row per rule saying there is nothing to test);
+          ``sigma_homogeneity`` per rule and r, and pooled over r (``r`` empty): the test that the
+          noise levels share one success probability, named with its reason in ``label``: with
+          ``shared_draws`` the levels of a trial share its draw, so it is paired over the trials
+          (:func:`paired_test`: Cochran's Q with its exact conditional p-value, ``value`` Q; the
+          exact McNemar test for two levels; pooled over r, every trial of every r is a block);
+          otherwise the exact conditional G test stratified by r for independent samples
+          (``value`` G); ``p_value`` the exact (or permutation) p-value; with one noise level,
+          one row per rule saying there is nothing to test;
         * ``held_out``: ``noise_term_crossing`` and ``sigma_free_crossing`` per rule and sigma:
           the crossing predicted from a constant fitted on the *other* sigma levels, for the
           model ``Delta_50 = C (sigma/p) sqrt(d/(m n))`` and the model ``Delta_50 = C``
