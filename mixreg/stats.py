@@ -773,12 +773,18 @@ def cochran_q(outcomes: np.ndarray | list[list[bool]], *, exact: bool | None = N
     if p_value is not None:
         return PairedTest(statistic=q, p_value=p_value, p_chi2=p_chi2, method="Cochran's Q, exact", **base)
     rng = np.random.default_rng(seed)
-    keys = rng.random((n_permutations, int(discordant.sum()), k))
-    ranks = np.argsort(np.argsort(keys, axis=-1), axis=-1)  # a uniform permutation of each block's levels
-    hits = (ranks < rows[discordant][None, :, None]).sum(axis=1) + int(np.sum(rows == k))  # column totals
-    exceed = np.count_nonzero(np.sum(hits**2, axis=-1) >= observed)
+    exceed = 0
+    for start in range(0, n_permutations, _PERMUTATION_CHUNK):  # bounded memory: chunks of permutations
+        size = min(_PERMUTATION_CHUNK, n_permutations - start)
+        keys = rng.random((size, int(discordant.sum()), k))
+        ranks = np.argsort(np.argsort(keys, axis=-1), axis=-1)  # a uniform permutation of each block's levels
+        hits = (ranks < rows[discordant][None, :, None]).sum(axis=1) + int(np.sum(rows == k))  # column totals
+        exceed += int(np.count_nonzero(np.sum(hits**2, axis=-1) >= observed))
     return PairedTest(statistic=q, p_value=float((1 + exceed) / (1 + n_permutations)), p_chi2=p_chi2,
                       method=f"Cochran's Q, permutation ({n_permutations} draws)", **base)
+
+
+_PERMUTATION_CHUNK = 1000
 
 
 def _cochran_exact_tail(block_rows, k, n_full, observed, max_states):
