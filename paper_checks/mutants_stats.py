@@ -92,8 +92,8 @@ MUTANTS = (
            path="experiments/success_vs_R/claims.py", family=FAMILY),
     Mutant("stats-impossible-region-edge",
            "the zero-success region taken as every LS-unlikely cell, the edge cells (registered probability "
-           ">= 0.05) included",
-           'if row["ls_unlikely"] and row["oracle_success_probability"] < EDGE_PROBABILITY}',
+           ">= 0.01) included",
+           'if row["ls_unlikely"] and row["oracle_success_probability"] < IMPOSSIBLE}',
            'if row["ls_unlikely"]}',
            (f"{_MN_CLAIMS}::test_impossible_region_counts_only_the_deep_cells",),
            path="experiments/success_vs_mn/claims.py", family=FAMILY),
