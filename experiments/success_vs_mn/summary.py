@@ -174,5 +174,8 @@ def _paired_rows(config, records):
                              successes=" ".join(f"r={r:g}:{c}" for r, c in zip(rs, test.successes)),
                              verdict="differ at 5%" if test.p_value < 0.05 else "indistinguishable at 5%",
                              reason=None))
+    if not rows:  # every trial failed: nothing paired to compare
+        rows = [dict(dict.fromkeys(PAIRED_COLUMNS), rule=rule, test="not tested",
+                     reason="no trial without an error holds every r") for rule in RULES_DRAWN]
     return rows
 

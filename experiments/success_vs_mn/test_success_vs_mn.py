@@ -326,3 +326,11 @@ def test_paired_table_compares_the_r_of_a_draw_by_mcnemar():
     assert rows["honest"]["p_value"] == 1.0
     unpaired = _paired_rows(dataclasses.replace(config, shared_draws=False), records)
     assert {row["test"] for row in unpaired} == {"not tested"} and "no --shared-draws" in unpaired[0]["reason"]
+
+
+def test_paired_table_of_failed_trials_says_why():
+    from experiments.success_vs_mn.summary import _paired_rows
+
+    config = exp.Config(preset="t", **{**exp.PRESETS["quick"], "ms": (10,), "ns": (5,), "shared_draws": True})
+    rows = _paired_rows(config, [dict(r=0.1, n=5, m=10, cell=0, trial=0, error="ValueError: boom")])
+    assert [row["test"] for row in rows] == ["not tested"] * 3 and "error" in rows[0]["reason"]
