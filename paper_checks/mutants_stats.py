@@ -14,12 +14,24 @@ _R = "experiments/success_vs_R/test_success_vs_R.py"
 _R_CLAIMS = "experiments/success_vs_R/test_claims.py"
 _MN_CLAIMS = "experiments/success_vs_mn/test_claims.py"
 
-#: The tests that state the paired tests' laws (exact binomial, enumerated permutations, Cochran's formula).
+#: The tests that state the laws: the paired tests' (exact binomial, enumerated permutations, Cochran's
+#: formula, textbook numbers), the Wilson interval's (scipy), and what each claim's check must decide
+#: (a paired test on paired draws, a one-cell crossing undetermined, a drop only outside the intervals).
 THEOREM_LEVEL = (
+    f"{_PAIRED}::test_mcnemar_agresti_presidential_approval",
     f"{_PAIRED}::test_mcnemar_is_the_exact_binomial_test_on_the_discordant_pairs",
+    f"{_PAIRED}::test_mlxtend_cochran_q_example",
     f"{_PAIRED}::test_cochran_exact_p_is_the_permutation_distribution_enumerated",
     f"{_PAIRED}::test_cochran_q_formula_and_invariances",
-    "tests/test_stats.py::test_wilson_matches_scipy",
+    "tests/test_stats.py::test_wilson_matches_scipy[3-10]",
+    f"{_R}::test_paired_levels_get_cochrans_q_and_the_table_says_so",
+    f"{_R}::test_a_crossing_on_one_grid_cell_leaves_the_collapse_undetermined",
+    f"{_R_CLAIMS}::test_fig3_r_contradicted_only_by_a_significant_drop",
+    f"{_R_CLAIMS}::test_restarts_needs_the_interval_above_the_level",
+    f"{_R_CLAIMS}::test_sigma_effect_reads_the_pooled_paired_test",
+    f"{_R_CLAIMS}::test_collapse_undetermined_is_not_tested",
+    f"{_MN_CLAIMS}::test_fig3_mn_contradicted_only_by_a_significant_drop_in_m_or_n",
+    f"{_MN_CLAIMS}::test_impossible_region_counts_only_the_deep_cells",
 )
 
 MUTANTS = (
