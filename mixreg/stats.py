@@ -809,5 +809,6 @@ def _cochran_exact_tail(block_rows, k, n_full, observed, max_states):
         if len(new) > max_states:
             return None
         states = new
-    tail = sum(prob for state, prob in states.items() if sum(v * v for v in state) >= observed)
-    return float(min(1.0, tail))
+    tail = math.fsum(prob for state, prob in states.items() if sum(v * v for v in state) >= observed)
+    below = math.fsum(prob for state, prob in states.items() if sum(v * v for v in state) < observed)
+    return float(tail / (tail + below))  # normalised: the rounding of the convolution cancels (1 exactly if no state is below)
