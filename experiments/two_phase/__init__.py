@@ -73,7 +73,7 @@ from mixreg.problems import SIZE_LAWS, ProblemSpec, size_law
 from mixreg.study import Spec, Study, param
 
 from .figures import draw, plot_two_phase_contraction, plot_two_phase_rounds
-from .summary import CONTROL_METHODS, DEFAULT_SEED, NAME, TABLES, cell_keys, summarise
+from .summary import CONTROL_METHODS, DEFAULT_SEED, NAME, PREDICTIONS, TABLES, cell_keys, summarise
 from .trial import (
     CURVE_METHODS,
     SOLVERS,
@@ -145,6 +145,9 @@ class Config(Phase1Options):
     anchor_points: int = param("points per anchor", default=100, low=2)
     fmd_clients: int = param("clients |S_t| per Phase-1 round (0 = the method's default)", default=0, low=0)
     checkpoint_every: int = param("rounds between stored curve points", default=5, low=1)
+    ablation_data: str = param("Phase-2 data of the paired ablation run of FedAvg: split (sample splitting across "
+                               "rounds, each point used in one round) or reuse (no ablation run)", default="split",
+                               choices=("split", "reuse"))
 
     def check(self):
         """The constraints across fields that :func:`mixreg.study.param` cannot say."""
@@ -202,7 +205,7 @@ def _cell(config, M, law, p_min):
         fmd_anchor_sampling=config.fmd_anchor_sampling, fmd_step_constant=float(config.fmd_step_constant),
         fmd_clients=config.fmd_clients, fx_rounds=config.fx_rounds, fedavg_steps=config.fedavg_steps,
         steps=tuple(float(g) for g in config.steps), ifca_restarts=config.ifca_restarts,
-        checkpoint_every=config.checkpoint_every)
+        checkpoint_every=config.checkpoint_every, ablation_data=config.ablation_data)
 
 
 def cells_of(config):
@@ -241,4 +244,5 @@ STUDY = Study(
     paper_presets=("paper",),
     figures_dir=REPO / "figures",
     algorithms=(),  # its trial calls its drivers directly (fingerprinted as imports)
+    predictions=PREDICTIONS,  # registered in the manifest before the first trial
 )
