@@ -66,7 +66,7 @@ class Config(Spec):
     Each field but ``preset`` is a flag, named as the field (``nA_grid`` -> ``--nA-grid``).
     """
 
-    preset: str = param("quick (default, 40 s to 2 min on 2 cores) or paper (larger, a few CPU-hours)")
+    preset: str = param("quick (default, about 80 CPU-seconds) or paper (about 10 CPU-minutes)")
     k: int = param("clusters (at least 2: the far start is placed at a multiple of the separation of theta*, "
                    "which one cluster does not have)", low=2)
     sigma: float = param("noise level sigma", low=0)
@@ -157,15 +157,21 @@ class Config(Spec):
 # Quick: k = 3, Delta = 1, sigma = 0.25, start at 5 Delta from every truth, 20 rounds with c = 0.8
 # (c = 0.5 needs about twice the rounds; with n_A = 4k the error still falls between rounds 15
 # and 30, slightly more at large d, so fewer rounds would show a growth with d that is only slower
-# convergence).  (a): n_A from k to 16k at
-# d = 24, and d from 6 to 48 at n_A = 4k, both versions (9 random anchors), balanced clusters,
-# M = 16 d / p_min^2 = 144 d.  (b): d in {6, 12, 24} x p_min in {1/3, 0.2}, M = c d / p_min^2 for
-# c = 0.5 .. 32, journal anchors of 16k points (so that the anchors are not the bottleneck), 8 trials;
-# 40 s on two lightly loaded cores, 2 minutes on busy ones.  Paper: the same questions on wider
-# grids (d up to 96 in (a); d in {8, 16, 32} x 4 values of p_min in (b), M up to 128 d / p_min^2,
-# about 280000 clients at d = 32, p_min = 0.12), 30 rounds, 30 trials: 2.2e13 flops by the cost
-# model, about 3 to 8 CPU-hours at the rates measured on the quick run and a medium run, under
-# 1 GB per worker; not run for the figures here.  Use --jobs.
+# convergence).  (a): n_A from k to 16k at d = 24, and d from 6 to 48 at n_A = 4k, both versions
+# (9 random anchors), balanced clusters, M = 16 d / p_min^2 = 144 d.  (b): d in {6, 12, 24} x
+# p_min in {1/3, 0.2}, M = c d / p_min^2 for c = 0.5 .. 32, journal anchors of 16k points (so that
+# the anchors are not the bottleneck).  (c): one anchor per cluster cut to n_A in {4, ..., 64}, M =
+# 16 d / p_min^2, d in {6, 12, 24}, k in {2, 3, 4}, p_min in {0.1, 0.2, 0.3} through (12, 3, 0.2),
+# target Delta/2.  8 trials; about 80 CPU-seconds (4 to 5 minutes of wall time on busy cores).
+#
+# Paper: sized to the four claims, about 10 CPU-minutes (measured: see docs/studies/two_phase_phase1.md).
+# (a) as quick with 12 trials (the constant-accuracy claim reads medians at n_A >= 4k, both versions).
+# (b) three values each of d (6, 12, 24) and p_min (0.15, 0.22, 1/3) -- two p_min values cannot pin
+# the p_min exponent -- with c up to 64 so that the Delta/3 crossings (c ~ 10-20) lie inside the grid
+# at every cell; 12 trials.  (c) four or five values per axis (d 6..24, k 2..6, p_min 0.08..1/3), a
+# finer n_A grid (steps of about x1.4, up to 64 = 10k at k = 6) so that the n_A needed is resolved,
+# 12 trials; d stops at 24 because the cost grows as M d^2 = c d^3 / p_min^2 per round (the earlier
+# paper preset, d up to 96 and M up to 128 d / p_min^2, was 3 to 8 CPU-hours).
 PRESETS = {
     "quick": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=8,
                   anchor_modes=("random", "per_cluster"), n_anchors=9, p_ref=1 / 3, c_ref=16.0, d_ref=24,
@@ -174,12 +180,15 @@ PRESETS = {
                   need_nA=48, target_divisors=(2, 3, 4), main_divisor=3, n_boot=1000,
                   rates_ds=(6, 12, 24), rates_ks=(2, 3, 4), rates_p_mins=(0.1, 0.2, 0.3), rates_d_ref=12,
                   rates_k_ref=3, rates_p_ref=0.2, rates_c=16.0, rates_nA_grid=(4, 8, 16, 32, 64), rates_divisor=2),
-    "paper": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=30, fmd_step_constant=0.8, trials=30,
-                  anchor_modes=("random", "per_cluster"), n_anchors=12, p_ref=1 / 3, c_ref=32.0, d_ref=48,
-                  nA_grid=(3, 6, 12, 24, 48, 96, 192), nA_ref=12, d_grid=(6, 12, 24, 48, 96),
-                  need_ds=(8, 16, 32), need_p_mins=(0.12, 0.16, 0.22, 1 / 3),
-                  need_cs=(0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0), need_nA=48,
-                  target_divisors=(2, 3, 4), main_divisor=4),
+    "paper": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=12,
+                  anchor_modes=("random", "per_cluster"), n_anchors=9, p_ref=1 / 3, c_ref=16.0, d_ref=24,
+                  nA_grid=(3, 6, 12, 24, 48), nA_ref=12, d_grid=(6, 12, 24, 48),
+                  need_ds=(6, 12, 24), need_p_mins=(0.15, 0.22, 1 / 3),
+                  need_cs=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0), need_nA=48,
+                  target_divisors=(2, 3, 4), main_divisor=3, n_boot=2000,
+                  rates_ds=(6, 12, 18, 24), rates_ks=(2, 3, 4, 6), rates_p_mins=(0.08, 0.12, 0.16, 0.24, 0.33),
+                  rates_d_ref=12, rates_k_ref=3, rates_p_ref=0.16, rates_c=16.0,
+                  rates_nA_grid=(4, 6, 8, 12, 16, 24, 32, 48, 64), rates_divisor=2),
 }
 
 
