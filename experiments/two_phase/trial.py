@@ -312,7 +312,7 @@ def split_rounds(problem, n_rounds, rng):
     """The Phase-2 round of every data row under sample splitting across rounds.
 
     Each client's points, in a random order, are dealt to the rounds evenly from a random first
-    round: point ``j`` of client ``i`` goes to round :math:`(\lfloor j T / n_i \rfloor + s_i) \bmod T`,
+    round: point ``j`` of client ``i`` goes to round :math:`(\\lfloor j T / n_i \\rfloor + s_i) \\bmod T`,
     :math:`s_i` uniform on ``[0, T)``.  Every point is used in exactly one round; a client with
     :math:`n_i < T` points takes part in :math:`n_i` rounds only, each with one point.
 
@@ -349,9 +349,9 @@ def phase2_split(problem, start, steps, n_rounds, rng, *, local_solver="fedavg",
 
     Round ``t`` is one round of :func:`mixreg.algorithms.fedx.fedx` on the sub-problem of the
     points :func:`split_rounds` deals to it (the clients holding none sit the round out; the
-    weights :math:`w_i = n_{i,t} / \sum_{i'} n_{i',t}` are the paper's data weights on the data
+    weights :math:`w_i = n_{i,t} / \\sum_{i'} n_{i',t}` are the paper's data weights on the data
     used), over the step grid from one start.  The step is chosen as for the reuse run: the
-    lowest final training loss :math:`\frac1N\sum_i \min_l L_i` on all the data.
+    lowest final training loss :math:`\\frac1N\\sum_i \\min_l L_i` on all the data.
 
     Parameters
     ----------
