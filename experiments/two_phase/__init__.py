@@ -33,6 +33,17 @@ What it answers
    with the predicted rate and, as the floor, :math:`C_2\\nu\\log(1/\\nu)` with unit constants
    (a prediction, constants fixed before the data), and with :math:`C_2` fitted on the other
    cells and held out at the reference cell (its residual reported).
+4. **Does 1 - factor grow like** :math:`p_{min}^1` **?**  The theorem's shape with :math:`C_1` free:
+   the exponent of the median gap 1 - (measured factor) against ``p_min`` over the p_min sweep,
+   fitted on its inner cells and validated on the smallest and largest, held out (a prediction
+   registered in the manifest before the first trial; the derived :math:`C_1` of item 2 is a
+   worst case of linear algebra, not the paper's constant).
+5. **Is reusing the data crucial for data-scarce clients?**  FedAvg's Phase 2 again from the same
+   Phase-1 output with sample splitting across rounds (``ablation_data="split"``: each point used
+   in one round only, the assumption of IFCA's analysis that the slides say the method removes),
+   paired with the reuse run on the same draw: the median log ratio of final errors with its
+   paired bootstrap interval, a one-sided Wilcoxon signed-rank test, and the clustering error
+   rates of both (all clients; clients of at most two points).
 
 Grid: three one-dimensional sweeps through a reference cell (``M_ref``, ``law_ref``, ``p_ref``),
 over ``Ms``, ``laws`` and ``p_mins``: the cells where the controls and the contraction are
@@ -52,8 +63,10 @@ Writes into the results directory (default ``results/two_phase/<preset>``):
   figure (unit constants; fitted :math:`C_2`) and the fixed points;
 * ``checks.csv``: each claim the figures make, with the measured value, the reference value,
   the tolerance and the verdict;
-* ``two_phase_rounds.{png,pdf}`` and ``two_phase_contraction.{png,pdf}``, drawn from the tables
-  alone; ``--redraw DIR`` redraws them from a results directory without running anything.
+* ``factor.csv`` and ``factor_fit.csv`` (item 4), ``ablation.csv`` and ``pairs.csv`` (item 5);
+* ``two_phase_rounds.{png,pdf}``, ``two_phase_contraction.{png,pdf}`` and
+  ``two_phase_factor_reuse.{png,pdf}`` (items 4 and 5), drawn from the tables alone;
+  ``--redraw DIR`` redraws them from a results directory without running anything.
 
 The paper preset also writes the figures to ``figures/two_phase_<name>_paper.{png,pdf}`` (when
 the run is the unchanged preset).

@@ -106,7 +106,7 @@ CLAIMS = (
         check=_factor,
         predictions=("phase2_gap_exponent",),
         constants="exponent 1 in p_min; C1 free (fitted, reported), validated on held-out cells",
-        figures=("two_phase_contraction_paper.png",),
+        figures=("two_phase_factor_reuse_paper.png", "two_phase_contraction_paper.png"),
         mutants=("fedx-renormalised",),
     ),
     Claim(
@@ -125,7 +125,7 @@ CLAIMS = (
         check=_reuse,
         predictions=("data_reuse_sign",),
         constants="the sign (+1: reuse better), fixed before the data; level 0.05",
-        figures=("two_phase_contraction_paper.png",),
+        figures=("two_phase_factor_reuse_paper.png",),
         mutants=("split-reuses-all",),
     ),
 )

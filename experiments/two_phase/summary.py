@@ -15,7 +15,7 @@ __all__ = ["NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS", "CLOSE_TO_LS", "
            "FLOOR_FACTOR", "PREDICTIONS", "N_BOOT", "cell_keys", "p_min_keys", "held_out_p", "summarise"]
 
 NAME = "two_phase"
-TABLES = ("curves", "controls", "contraction", "theory", "checks", "factor", "factor_fit", "ablation")  # <name>.csv;
+TABLES = ("curves", "controls", "contraction", "theory", "checks", "factor", "factor_fit", "ablation", "pairs")  # <name>.csv;
 # the figures are drawn from them alone
 DEFAULT_SEED = 20220614  # the paper's arXiv submission month; any fixed integer would do
 
@@ -380,6 +380,32 @@ def _ablation(config, records):
     return rows
 
 
+def _pairs(config, records):
+    """Per trial that ran the ablation: its cell and FedAvg's final error and clustering error rates, with data
+    reuse and with sample splitting across rounds (the pairs of the ablation's paired test)."""
+    rows = []
+    for r in _ok(records):
+        if r.get("split_final") is None:
+            continue
+        key = _key(config, r["M"], r["size_law"], r["p_min"])
+        rows.append(dict(M=r["M"], size_law=r["size_law"], p_min=float(r["p_min"]), trial=r["trial"],
+                         reference=key == _ref_key(config), reuse_final=float(r["reuse_final"]),
+                         split_final=float(r["split_final"]), reuse_miscl=float(r["reuse_miscl"]),
+                         split_miscl=float(r["split_miscl"]),
+                         reuse_miscl_scarce=_num(r["reuse_miscl_scarce"]), split_miscl_scarce=_num(r["split_miscl_scarce"]),
+                         scarce_clients=float(r["scarce_clients"])))
+    if not rows:  # write_table needs a row: one of nan (no trial ran the ablation)
+        rows.append(dict(M=0, size_law="", p_min=float("nan"), trial=-1, reference=False, reuse_final=float("nan"),
+                         split_final=float("nan"), reuse_miscl=float("nan"), split_miscl=float("nan"),
+                         reuse_miscl_scarce=float("nan"), split_miscl_scarce=float("nan"),
+                         scarce_clients=float("nan")))
+    return rows
+
+
+def _num(v):
+    return float("nan") if v is None else float(v)
+
+
 def summarise(config, records):
     """The figures' tables.
 
@@ -407,10 +433,11 @@ def summarise(config, records):
         data reuse and with sample splitting across rounds on the same draws: the median log ratio
         (split / reuse) with its paired bootstrap interval, the one-sided Wilcoxon signed-rank
         p-value (split worse), and the clustering error rates (all clients; data-scarce ones).
+        ``pairs``: the ablation's pairs, one row per trial.
     """
     controls, contraction, theory = _controls(config, records), _contraction(config, records), \
         _theory(config, records)
     return dict(curves=_curves(config, records), controls=controls, contraction=contraction, theory=theory,
                 checks=_checks(config, records, controls, contraction, theory),
                 factor=_factor(config, contraction), factor_fit=_factor_fit(config, contraction),
-                ablation=_ablation(config, records))
+                ablation=_ablation(config, records), pairs=_pairs(config, records))

@@ -186,7 +186,8 @@ def test_end_to_end(tmp_path, capsys):
     assert two_phase.STUDY.main(TINY + ["--out", str(out)]) == 0
     for name in ("trials.csv", "manifest.json", "summary.csv", "curves.csv", "controls.csv", "contraction.csv",
                  "theory.csv", "checks.csv", "two_phase_rounds.png", "two_phase_rounds.pdf",
-                 "two_phase_contraction.png", "two_phase_contraction.pdf"):
+                 "two_phase_contraction.png", "two_phase_contraction.pdf", "factor.csv", "factor_fit.csv",
+                 "ablation.csv", "pairs.csv", "two_phase_factor_reuse.png", "two_phase_factor_reuse.pdf"):
         assert (out / name).is_file(), name
     assert not (out / "scaling.csv").exists() and not (out / "two_phase_scaling.png").exists()
     rows = _rows(out / "trials.csv")
@@ -209,7 +210,11 @@ def test_end_to_end(tmp_path, capsys):
     # each plot function draws into the axes it is given; draw writes the captions
     from experiments.ifca_mechanism.testing import check_figures
 
-    check_figures(two_phase, out, tmp_path / "figures", ["plot_two_phase_rounds", "plot_two_phase_contraction"])
+    check_figures(two_phase, out, tmp_path / "figures", ["plot_two_phase_rounds", "plot_two_phase_contraction",
+                                                         "plot_factor_and_reuse"])
+    # the predictions, registered before the first trial
+    registered = {p["name"]: {a: c["value"] for a, c in p["constants"].items()} for p in manifest["predictions"]}
+    assert registered == {"phase2_gap_exponent": {"p_min": 1.0}, "data_reuse_sign": {"sign": 1.0}}
 
 
 def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
@@ -245,6 +250,24 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
                                       else "fails")
         unit = check(f"{s}: recursion fixed point with C2 = C3 = C4 = 1")
         assert float(unit["measured"]) > 10 and unit["verdict"] == "fails"
+    # the data-reuse ablation: splitting the data across rounds ends further from theta* in every pair
+    ablation = {row["cell"]: row for row in _rows(out / "ablation.csv")}
+    pooled = ablation["all cells"]
+    assert int(pooled["pairs"]) == 8 and int(pooled["split_worse"]) == 8
+    assert float(pooled["log_ratio_low"]) > 0 and float(pooled["wilcoxon_p_greater"]) < 0.01
+    assert len(_rows(out / "pairs.csv")) == 8
+    # the factor's fit: two p_min values, none held out, every measured gap positive
+    fits = {row["solver"]: row for row in _rows(out / "factor_fit.csv")}
+    assert set(fits) == {"fedavg", "fedprox"} and all(row["held_out_p"] == "" for row in fits.values())
+    assert all(float(row["gap_median"]) > 0 for row in _rows(out / "factor.csv") if row["gap_median"])
+    # and the claims' checks run on this run
+    from experiments.two_phase.claims import CLAIMS
+    from mixreg.study import ClaimRun
+
+    claim_run = ClaimRun(two_phase.STUDY, out)
+    verdicts = {c.id: c.check(claim_run) for c in CLAIMS}
+    assert [v.status for v in verdicts["sxy-data-reuse"]] == ["consistent", "consistent"]
+    assert len(verdicts["sxy-phase2-factor"]) == 4
 
 
 @pytest.mark.parametrize(
