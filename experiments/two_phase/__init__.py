@@ -193,21 +193,22 @@ class Config(Phase1Options):
 # Step sizes eta in {0.25, 0.5, 1}: up to 1 / cov_high, where no cluster can overshoot (see
 # mixreg.theory._sxy).
 #
-# Paper: sized to its two claims, about 5 CPU-minutes (measured: docs/studies/two_phase.md).  The
-# quick setting at M = 2000 with six p_min values (0.04 .. 0.3; the factor's exponent is fitted on the
-# four inner ones and checked on the two outer ones, held out), equal sizes as the law control,
-# 24 trials per cell (the paired ablation's test pools the 7 x 24 pairs and is also given per cell),
+# Paper: sized to its two claims and to a shared machine, about 3 CPU-minutes (measured:
+# docs/studies/two_phase.md).  The quick setting at M = 2000 with five p_min values (0.04 .. 0.25;
+# the factor's exponent is fitted on the three inner ones and checked on the two outer ones, held
+# out), 12 trials per cell (the paired ablation's test pools the 5 x 12 pairs and is also given per
+# cell), one IFCA random start (IFCA is not in this preset's claims and was 60% of a trial's time),
 # and ONE step size eta = 1 for every method: C1 depends on eta, so the exponent of 1 - factor in
 # p_min is measured at one eta (with three steps FedProx's chosen eta drifts with p_min and the fit
 # mixes two effects).  The earlier paper preset (k = 4, d = 20, M up to 20000, 50 trials) took about
-# 1.6 hours at 2 workers and had one cell per value of p_min's neighbours only.
+# 1.6 hours at 2 workers.
 PRESETS = {
     "quick": dict(k=3, d=10, sigma=0.5, separation=2.0, Ms=(2000,), M_ref=2000, laws=("equal",), law_ref="zipf",
                   p_mins=(0.05, 0.2), p_ref=0.1, size_mean=6.0, n_max=200, trials=6, fmd_rounds=10,
                   fx_rounds=150, checkpoint_every=5),
-    "paper": dict(k=3, d=10, sigma=0.5, separation=2.0, Ms=(2000,), M_ref=2000, laws=("equal",), law_ref="zipf",
-                  p_mins=(0.04, 0.06, 0.15, 0.22, 0.3), p_ref=0.1, size_mean=6.0, n_max=200, trials=24,
-                  fmd_rounds=10, fx_rounds=150, steps=(1.0,), checkpoint_every=5),
+    "paper": dict(k=3, d=10, sigma=0.5, separation=2.0, Ms=(2000,), M_ref=2000, laws=("zipf",), law_ref="zipf",
+                  p_mins=(0.04, 0.07, 0.15, 0.25), p_ref=0.1, size_mean=6.0, n_max=200, trials=12,
+                  fmd_rounds=10, fx_rounds=150, steps=(1.0,), ifca_restarts=1, checkpoint_every=5),
 }
 
 

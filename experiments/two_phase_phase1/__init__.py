@@ -164,14 +164,16 @@ class Config(Spec):
 # 16 d / p_min^2, d in {6, 12, 24}, k in {2, 3, 4}, p_min in {0.1, 0.2, 0.3} through (12, 3, 0.2),
 # target Delta/2.  8 trials; about 80 CPU-seconds (4 to 5 minutes of wall time on busy cores).
 #
-# Paper: sized to the four claims, about 10 CPU-minutes (measured: see docs/studies/two_phase_phase1.md).
-# (a) as quick with 12 trials (the constant-accuracy claim reads medians at n_A >= 4k, both versions).
-# (b) three values each of d (6, 12, 24) and p_min (0.15, 0.22, 1/3) -- two p_min values cannot pin
-# the p_min exponent -- with c up to 64 so that the Delta/3 crossings (c ~ 10-20) lie inside the grid
-# at every cell; 12 trials.  (c) four or five values per axis (d 6..24, k 2..6, p_min 0.08..1/3), a
-# finer n_A grid (steps of about x1.4, up to 64 = 10k at k = 6) so that the n_A needed is resolved,
-# 12 trials; d stops at 24 because the cost grows as M d^2 = c d^3 / p_min^2 per round (the earlier
-# paper preset, d up to 96 and M up to 128 d / p_min^2, was 3 to 8 CPU-hours).
+# Paper: sized to the four claims and to a shared machine, about 5 CPU-minutes (measured: see
+# docs/studies/two_phase_phase1.md).  (a) as quick with 10 trials, d up to 24 (the constant-accuracy
+# claim reads medians at n_A >= 4k, both versions).  (b) three values each of d (6, 12, 24) and p_min
+# (0.15, 0.22, 1/3) -- two p_min values cannot pin the p_min exponent -- with c up to 32 so that the
+# Delta/3 crossings (c ~ 10-20 on the quick run) lie inside the grid; 8 trials.  (c) four values per
+# axis (d 6..24, k 2..6, p_min 0.12..1/3), n_A in steps of about x1.4 up to 48 = 8k at k = 6, M = 8 d /
+# p_min^2 (the Delta/2 crossing in M is at c ~ 2-3), 10 trials.  d stops at 24 because the cost grows as
+# M d^2 = c d^3 / p_min^2 per round: the earlier paper preset (d up to 96, M up to 128 d / p_min^2,
+# 30 trials) was 3 to 8 CPU-hours, and a first cut of this one (p_min down to 0.08, M = 16 d / p_min^2)
+# spent 6 CPU-seconds per trial of its costliest cell.
 PRESETS = {
     "quick": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=8,
                   anchor_modes=("random", "per_cluster"), n_anchors=9, p_ref=1 / 3, c_ref=16.0, d_ref=24,
@@ -180,15 +182,15 @@ PRESETS = {
                   need_nA=48, target_divisors=(2, 3, 4), main_divisor=3, n_boot=1000,
                   rates_ds=(6, 12, 24), rates_ks=(2, 3, 4), rates_p_mins=(0.1, 0.2, 0.3), rates_d_ref=12,
                   rates_k_ref=3, rates_p_ref=0.2, rates_c=16.0, rates_nA_grid=(4, 8, 16, 32, 64), rates_divisor=2),
-    "paper": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=12,
+    "paper": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=10,
                   anchor_modes=("random", "per_cluster"), n_anchors=9, p_ref=1 / 3, c_ref=16.0, d_ref=24,
-                  nA_grid=(3, 6, 12, 24, 48), nA_ref=12, d_grid=(6, 12, 24, 48),
+                  nA_grid=(3, 6, 12, 24, 48), nA_ref=12, d_grid=(6, 12, 24),
                   need_ds=(6, 12, 24), need_p_mins=(0.15, 0.22, 1 / 3),
-                  need_cs=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0), need_nA=48,
+                  need_cs=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0), need_nA=48,
                   target_divisors=(2, 3, 4), main_divisor=3, n_boot=2000,
-                  rates_ds=(6, 12, 18, 24), rates_ks=(2, 3, 4, 6), rates_p_mins=(0.08, 0.12, 0.16, 0.24, 0.33),
-                  rates_d_ref=12, rates_k_ref=3, rates_p_ref=0.16, rates_c=16.0,
-                  rates_nA_grid=(4, 6, 8, 12, 16, 24, 32, 48, 64), rates_divisor=2),
+                  rates_ds=(6, 12, 18, 24), rates_ks=(2, 3, 4, 6), rates_p_mins=(0.12, 0.16, 0.24, 0.33),
+                  rates_d_ref=12, rates_k_ref=3, rates_p_ref=0.16, rates_c=8.0,
+                  rates_nA_grid=(4, 6, 8, 12, 16, 24, 32, 48), rates_divisor=2),
 }
 
 
