@@ -527,26 +527,30 @@ def plot_factor_and_reuse(factors, pairs, *, ax=None, title=None, footnote=None)
     handles = []
     keys = [f["key"] for f in factors]
     a = axes[0]
+    any_positive = False
     for f in factors:
         style = method_style(f["key"], among=keys)
         label = series_label(f["key"], f.get("label"))
         marker = style.marker or "o"
         p, med, lo, hi = (np.asarray(f[k], dtype=float) for k in ("p", "median", "low", "high"))
         held = np.asarray(f["held_out"], dtype=bool)
-        ok = np.isfinite(med) & (med > 0)
+        ok = np.isfinite(med) & (med > 0) & np.isfinite(p) & (p > 0)
+        lo = np.where(np.isfinite(lo) & (lo > 0), lo, med)  # a bar never reaches 0 on the log axis
         for mask, fill in ((ok & ~held, style.color), (ok & held, "white")):
             a.errorbar(p[mask], med[mask], yerr=[np.clip(med - lo, 0, None)[mask], np.clip(hi - med, 0, None)[mask]],
                        ls="none", marker=marker, color=style.color, mfc=fill, capsize=1.5)
+        any_positive = any_positive or bool(ok.any())
         if np.isfinite(f["C1"]) and np.isfinite(f["slope"]) and ok.any():
             grid = np.geomspace(p[ok].min() / 1.15, p[ok].max() * 1.15, 30)
             a.plot(grid, f["C1"] * grid ** f["slope"], "--", color=style.color, lw=0.9)
         handles.append(matplotlib.lines.Line2D([], [], color=style.color, marker=marker, ls="--",
                                                label=f"(a) {label}: {f['fit_label']}"))
-    a.set_xscale("log")
-    a.set_yscale("log")
-    for axis in (a.xaxis, a.yaxis):
-        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    if any_positive:  # a log axis needs a positive value (a very short run may measure none)
+        a.set_xscale("log")
+        a.set_yscale("log")
+        for axis in (a.xaxis, a.yaxis):
+            axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     a.set_xlabel("p_min")
     a.set_ylabel("1 − ρ (median, quartiles)")
     a.set_title("(a) gap 1 − ρ against p_min")
@@ -557,7 +561,7 @@ def plot_factor_and_reuse(factors, pairs, *, ax=None, title=None, footnote=None)
                                       (np.asarray(pairs["reuse_miscl"], dtype=float),
                                        np.asarray(pairs["split_miscl"], dtype=float), "clients misclustered"))):
         a = axes[1 + b]
-        ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) & (y > 0) if b == 0 else True)
+        ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) & (y > 0) if b == 0 else np.ones(x.shape, dtype=bool))
         a.scatter(x[ok & ~ref], y[ok & ~ref], s=10, color=colour, alpha=0.6)
         a.scatter(x[ok & ref], y[ok & ref], s=16, color="k", marker="x", alpha=0.8)
         if ok.any():
