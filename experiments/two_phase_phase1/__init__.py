@@ -168,9 +168,9 @@ class Config(Spec):
 # docs/studies/two_phase_phase1.md).  (a) as quick with 10 trials, d up to 24 (the constant-accuracy
 # claim reads medians at n_A >= 4k, both versions).  (b) three values each of d (6, 12, 24) and p_min
 # (0.15, 0.22, 1/3) -- two p_min values cannot pin the p_min exponent -- with c up to 32 so that the
-# Delta/3 crossings (c ~ 10-20 on the quick run) lie inside the grid; 8 trials.  (c) four values per
+# Delta/3 crossings (c ~ 10-20 on the quick run) lie inside the grid.  10 trials per cell in every part.  (c) four values per
 # axis (d 6..24, k 2..6, p_min 0.12..1/3), n_A in steps of about x1.4 up to 48 = 8k at k = 6, M = 8 d /
-# p_min^2 (the Delta/2 crossing in M is at c ~ 2-3), 10 trials.  d stops at 24 because the cost grows as
+# p_min^2 (the Delta/2 crossing in M is at c ~ 2-3 at k = 3).  d stops at 24 because the cost grows as
 # M d^2 = c d^3 / p_min^2 per round: the earlier paper preset (d up to 96, M up to 128 d / p_min^2,
 # 30 trials) was 3 to 8 CPU-hours, and a first cut of this one (p_min down to 0.08, M = 16 d / p_min^2)
 # spent 6 CPU-seconds per trial of its costliest cell.

@@ -45,8 +45,12 @@ def _row_verdict(row, claim, *, held_out=False):
                        high=_num(row["high"]), n_points=int(row["n_points"]))
         why = (f"fitted exponent {numbers['fitted']:+.3f} [{numbers['low']:+.3f}, {numbers['high']:+.3f}] (95% "
                f"bootstrap over trials, {numbers['n_points']} cells) against the predicted {numbers['predicted']:+g}")
-    if status == "not tested" and not why:
-        why = "too few cells"
+    left_out = row.get("left_out") or ""
+    if left_out:
+        why += f"; cells left out (half the trials or more never reach the target there): {left_out}"
+    if status == "not tested":
+        why = (f"fewer than {3 if held_out else 2} cells with a determined statistic"
+               + (f" (left out: {left_out})" if left_out else ""))
     return Verdict(claim, status, numbers, why)
 
 

@@ -517,7 +517,9 @@ def _rates_figure(config, tables):
                          f"{_num(e['high']):+.2f}], predicted {_num(e['predicted']):+g}, {e['verdict']}; refitted "
                          f"without {axis} = {_num(e['heldout_x']):g}, the held-out log10 residual "
                          f"{_num(e['heldout_residual']):+.2f} [{_num(e['heldout_low']):+.2f}, "
-                         f"{_num(e['heldout_high']):+.2f}] ({e['heldout_verdict']})")
+                         f"{_num(e['heldout_high']):+.2f}] ({e['heldout_verdict']})"
+                         + (f"; left out of the fit (drawn): {axis} = {e['left_out']} trials never reaching the target"
+                            if e.get("left_out") else ""))
         sweeps.append(dict(axis=axis, x=[_num(r["p_min"] if axis == "p_min" else r[axis]) / refs[axis] for r in rows],
                            nA=[r["nA_needed_median"] for r in rows], nA_low=[r["nA_needed_q25"] for r in rows],
                            nA_high=[r["nA_needed_q75"] for r in rows], rounds=[r["rounds_mean"] for r in rows],

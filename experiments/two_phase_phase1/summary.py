@@ -287,34 +287,53 @@ def _part_c(config, records):
 
 def _exponents_c(config, records, rng):
     """Part (c)'s exponents: rounds (mean over trials reaching the target) and n_A needed (median) against
-    d, k and p_min, each fitted on all the sweep's cells (verdict against the registered exponent) and
-    refitted without its largest value, held out (residual and its verdict)."""
+    d, k and p_min, each fitted on the sweep's cells (verdict against the registered exponent) and
+    refitted without its largest value, held out (residual and its verdict).  A cell where half the
+    trials or more never reach the target (rounds) or reach it only above the n_A grid (n_A) has no
+    determined statistic and is left out (``left_out``: which, and how many trials); with fewer than
+    two cells left the exponent is not tested, with fewer than three there is no held-out cell."""
     grid = tuple(int(n) for n in config.rates_nA_grid)
     q, T = config.rates_divisor, config.fmd_rounds
     rows = []
     for quantity, prediction, statistic in (("rounds", PREDICTIONS[2], "mean"), ("n_A", PREDICTIONS[3], "median")):
         for axis in ("d", "k", "p_min"):
-            xs = np.array(_axis_values(config, axis), dtype=float)
-            ys = []
-            for x in xs:
+            all_xs = np.array(_axis_values(config, axis), dtype=float)
+            xs, ys, dropped = [], [], []
+            for x in all_xs:
                 sel = _select_c(records, *_axis_key(config, axis, x))
-                ys.append(np.array([rounds_needed(r, T, q) if quantity == "rounds" else nA_needed(r, grid, q)
-                                    for r in sel], dtype=float))
+                y = np.array([rounds_needed(r, T, q) if quantity == "rounds" else nA_needed(r, grid, q)
+                              for r in sel], dtype=float)
+                # a trial that never reaches the target (rounds: nan) or only above the grid (n_A: censored)
+                # leaves the cell's statistic undetermined once it is half the cell or more: left out
+                censored = ~np.isfinite(y) if quantity == "rounds" else y > grid[-1]
+                if y.size == 0 or 2 * censored.sum() >= y.size:
+                    dropped.append(f"{x:g} ({int(censored.sum())} of {y.size})")
+                    continue
+                xs.append(x)
+                ys.append(y)
+            xs = np.array(xs, dtype=float)
             predicted = _predicted(prediction, axis)
             what = ("rounds from which Phase 1 stays below Delta/%d (mean over the trials that do)" % q
                     if quantity == "rounds" else
                     "n_A needed for Delta/%d (median over trials; smallest grid n_A from which all larger succeed)" % q)
-            fit = fit_exponent(xs, ys, statistic=statistic, n_boot=config.n_boot, rng=rng)
-            verdict = exponent_verdict(f"{what} against {axis}", predicted, fit, tolerance=ROUND_OFF)
-            row = dict(quantity=quantity, axis=axis, setting=what, predicted=predicted, fitted=fit.slope, low=fit.low,
-                       high=fit.high, verdict=verdict.status, n_points=fit.n_points, statistic=statistic,
-                       x=" ".join(f"{v:g}" for v in xs), observed=" ".join(f"{v:.4g}" for v in fit.observed))
-            held = fit_exponent(xs, ys, held_out=[xs[-1]], statistic=statistic, n_boot=config.n_boot, rng=rng)
-            hv = held_out_verdict(f"{what} against {axis}: line fitted without {axis} = {xs[-1]:g}", held)
-            h = held.held_out[0]
-            row.update(heldout_x=h["x"], heldout_slope=held.slope, heldout_observed=h["observed"],
-                       heldout_fitted=h["fitted"], heldout_residual=h["residual"], heldout_low=h["residual_low"],
-                       heldout_high=h["residual_high"], heldout_verdict=hv.status)
+            row = dict(quantity=quantity, axis=axis, setting=what, predicted=predicted, fitted=float("nan"),
+                       low=float("nan"), high=float("nan"), verdict="not tested", n_points=int(xs.size),
+                       statistic=statistic, x=" ".join(f"{v:g}" for v in xs), observed="",
+                       left_out="; ".join(dropped), heldout_x=float("nan"), heldout_slope=float("nan"),
+                       heldout_observed=float("nan"), heldout_fitted=float("nan"), heldout_residual=float("nan"),
+                       heldout_low=float("nan"), heldout_high=float("nan"), heldout_verdict="not tested")
+            if xs.size >= 2:
+                fit = fit_exponent(xs, ys, statistic=statistic, n_boot=config.n_boot, rng=rng)
+                verdict = exponent_verdict(f"{what} against {axis}", predicted, fit, tolerance=ROUND_OFF)
+                row.update(fitted=fit.slope, low=fit.low, high=fit.high, verdict=verdict.status, n_points=fit.n_points,
+                           observed=" ".join(f"{v:.4g}" for v in fit.observed))
+            if xs.size >= 3:
+                held = fit_exponent(xs, ys, held_out=[xs[-1]], statistic=statistic, n_boot=config.n_boot, rng=rng)
+                hv = held_out_verdict(f"{what} against {axis}: line fitted without {axis} = {xs[-1]:g}", held)
+                h = held.held_out[0]
+                row.update(heldout_x=h["x"], heldout_slope=held.slope, heldout_observed=h["observed"],
+                           heldout_fitted=h["fitted"], heldout_residual=h["residual"], heldout_low=h["residual_low"],
+                           heldout_high=h["residual_high"], heldout_verdict=hv.status)
             rows.append(row)
     return rows
 
