@@ -275,20 +275,20 @@ def plot_two_phase_contraction(solvers, *, ax=None, title=None, footnote=None):
         pred, meas, exact, p = (np.asarray(s[key], dtype=float) for key in ("predicted", "measured", "exact", "p"))
         ok = np.isfinite(pred) & np.isfinite(meas)
         axes[0].scatter(pred[ok], meas[ok], s=12, color=style.color, marker=marker, alpha=0.8,
-                        label=f"{label}: measured")
+                        label=f"_{label}: measured")
         okx = np.isfinite(pred) & np.isfinite(exact)
         axes[0].scatter(pred[okx], exact[okx], s=22, facecolors="none", edgecolors=style.color, marker=marker,
-                        alpha=0.6, label=f"{label}: exact factor of the settled map")
+                        alpha=0.6, label=f"_{label}: exact factor of the settled map")
         for v in (pred[ok], meas[ok], exact[okx]):
             if v.size:
                 lows.append(v.min())
                 highs.append(v.max())
         okp = np.isfinite(p) & np.isfinite(meas)
         axes[1].scatter(p[okp], 1 - meas[okp], s=12, color=style.color, marker=marker, alpha=0.8,
-                        label=f"{label}: measured 1 − ρ")
+                        label=f"_{label}: measured 1 − ρ")
         okq = np.isfinite(p) & np.isfinite(pred)
         axes[1].scatter(p[okq], 1 - pred[okq], s=50, color=style.color, marker="_", alpha=0.8,
-                        label=f"{label}: predicted 1 − ρ, per trial")
+                        label=f"_{label}: predicted 1 − ρ, per trial")
         if okq.any():
             p_max = max(p_max, float(p[okq].max()))
         C1 = np.asarray(s["C1"], dtype=float)
@@ -297,12 +297,12 @@ def plot_two_phase_contraction(solvers, *, ax=None, title=None, footnote=None):
             C1s[s["key"]] = float(np.median(C1))
             grid = np.linspace(0.0, 1.15 * max(p_max, 1e-3), 50)
             axes[1].plot(grid, C1s[s["key"]] * grid, "--", color=style.color, lw=0.9,
-                         label=f"{label}: C₁ p_min, C₁ = {C1s[s['key']]:.3g} (median derived)")
+                         label=f"_{label}: C₁ p_min, C₁ = {C1s[s['key']]:.3g} (median derived)")
         rounds, rpred = np.asarray(s["rounds"], dtype=float), np.asarray(s["rounds_predicted"], dtype=float)
         okr = np.isfinite(rounds) & np.isfinite(rpred)
         reached[s["key"]] = (int(okr.sum()), int(rounds.size))
         axes[2].scatter(rpred[okr], rounds[okr], s=12, color=style.color, marker=marker, alpha=0.8,
-                        label=f"{label}: {int(okr.sum())} of {rounds.size} trials reached 2x the floor")
+                        label=f"_{label}: {int(okr.sum())} of {rounds.size} trials reached 2x the floor")
         if okr.any():
             r_max = max(r_max, float(rpred[okr].max()), float(rounds[okr].max()))
     a = axes[0]
