@@ -262,7 +262,8 @@ def plot_corollary1(tables, *, ax=None, title=None, footnote=None):
         _lemma2_panel(axes[4], tables["lemma2"]),
         _noise_panel(axes[5], tables["lemma2"]),
     ]
-    legends = [a.legend(handles=h, fontsize="x-small", loc="best") for a, h in zip(axes, groups)]
+    places = ("upper left", "best", "best", "best", "best", "best")
+    legends = [a.legend(handles=h, fontsize="x-small", loc=loc) for a, h, loc in zip(axes, groups, places)]
     finish(fig, axes, [], own=own, title=title, footnote=footnote)
     for a in axes:
         a.grid(True, which="major", alpha=0.25)
