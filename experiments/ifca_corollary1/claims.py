@@ -124,10 +124,14 @@ def check_exponential(run):
         what = "misclustered fraction at the end" if target == "miscl" else "final error minus known-label error"
         claim = (f"{what} ~ A exp(-c4 (rho/(rho+1))^2 n'), c4 fitted at rho not in "
                  f"{list(run.config.held_out_rhos)}, predicts the held-out rho")
-        v = held_out_verdict(claim, _held_out_fit(r, cells, target))
-        numbers = dict(v.numbers, c4=_f(r["c4"]), c4_low=_f(r["c4_low"]), c4_high=_f(r["c4_high"]),
-                       fit_cells=int(r["fit_cells"]))
-        why = v.why + f"; c4 = {numbers['c4']:.3g} [{numbers['c4_low']:.3g}, {numbers['c4_high']:.3g}]"
+        v = held_out_verdict(claim, _held_out_fit(r, cells, target))   # its x are e^x: back to x below
+        worst = v.numbers["worst_x"]
+        numbers = dict(v.numbers, worst_x=None if worst is None else math.log(worst), c4=_f(r["c4"]),
+                       c4_low=_f(r["c4_low"]), c4_high=_f(r["c4_high"]), fit_cells=int(r["fit_cells"]))
+        why = v.why.split(" (furthest at")[0]
+        if worst is not None:
+            why += f" (furthest at x = {math.log(worst):.3g})"
+        why += f"; c4 = {numbers['c4']:.3g} [{numbers['c4_low']:.3g}, {numbers['c4_high']:.3g}]"
         verdicts.append(Verdict(claim, v.status, numbers, why))
     return verdicts or [Verdict("exponential term", "not tested", {}, "no exponential cells")]
 

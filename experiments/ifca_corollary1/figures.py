@@ -111,6 +111,7 @@ def _rounds_panel(a, rows):
                        color=colours[m], lw=1.0, capsize=0)
     line = np.array([0.0, top + 0.5])
     a.plot(line, line, color="k", lw=1.0)
+    a.set_ylim(-0.3, 1.7 * (top + 0.5))   # room for the legend above the lines
     a.set_xlabel("log2(Δ / (4ε))")
     a.set_ylabel("rounds to reach ε")
     a.set_title("(a) rounds to ε")
@@ -124,11 +125,11 @@ def _rounds_panel(a, rows):
 
 def _success_panel(a, rows):
     handles = []
-    for series, marker, colour in (("fixed", "o", "C0"), ("scaled", "s", "C3")):
+    for series, marker, colour, shift in (("fixed", "o", "C0", 0.95), ("scaled", "s", "C3", 1.05)):
         cell = sorted((r for r in rows if r["series"] == series), key=lambda r: int(r["m"]))
         if not cell:
             continue
-        m = floats(cell, "m")
+        m = floats(cell, "m") * shift   # side by side
         f = floats(cell, "failure")
         a.errorbar(m, f, yerr=_yerr(f, floats(cell, "failure_low"), floats(cell, "failure_high")), ls="none",
                    marker=marker, ms=4, color=colour, capsize=2)
@@ -138,9 +139,10 @@ def _success_panel(a, rows):
     handles.append(matplotlib.lines.Line2D([], [], color="0.3", lw=0.8, label="our stationary-error law"))
     a.set_xscale("log")
     _log_ticks(a.xaxis, {int(r["m"]) for r in rows})
-    a.set_ylim(bottom=-0.02)
+    top = np.nanmax(floats(rows, "failure_high")) if rows else 1.0
+    a.set_ylim(-0.02, 1.8 * top)   # room for the legend above the bars
     a.set_xlabel("m")
-    a.set_ylabel("P(not within ε after T rounds)")
+    a.set_ylabel("failure proportion")
     a.set_title("(b) failure against m")
     return handles
 
@@ -194,6 +196,7 @@ def _lemma2_panel(a, rows):
     xs = floats(rows, "sqrt_d_over_N")
     line = np.array([np.nanmin(xs) / 1.3, np.nanmax(xs) * 1.3])
     a.plot(line, line, color="k", lw=1.0)
+    a.set_ylim(np.nanmin(floats(rows, "sv_dev")) / 1.5, 20 * np.nanmax(floats(rows, "op_dev")))  # legend room
     a.set_xscale("log")
     a.set_yscale("log")
     a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -221,6 +224,8 @@ def _noise_panel(a, rows):
         a.errorbar(N, y, yerr=_yerr(y, floats(cell, "noise_ratio_sq_low"), floats(cell, "noise_ratio_sq_high")),
                    ls="none", marker="o", ms=4, color=colours[d], capsize=2)
     a.axhline(1.0, color="k", lw=1.0)
+    low, high = a.get_ylim()
+    a.set_ylim(low, high + 0.8 * (high - low))   # room for the legend above the bars
     a.set_xscale("log")
     _log_ticks(a.xaxis, {int(r["N"]) for r in rows})
     a.set_xlabel("N")
@@ -250,7 +255,7 @@ def plot_corollary1(tables, *, ax=None, title=None, footnote=None):
     dict
         ``figure``, ``axes``, ``legend`` (the first panel's), ``legends`` (one per panel).
     """
-    fig, axes, own = panels(ax, _PANELS, aspect=0.8, max_cols=3)
+    fig, axes, own = panels(ax, _PANELS, aspect=0.62, max_cols=2)
     fits = {r["target"]: r for r in tables["exponential_fit"]}
     groups = [
         _rounds_panel(axes[0], tables["rounds"]),
@@ -262,8 +267,10 @@ def plot_corollary1(tables, *, ax=None, title=None, footnote=None):
         _lemma2_panel(axes[4], tables["lemma2"]),
         _noise_panel(axes[5], tables["lemma2"]),
     ]
-    places = ("upper left", "best", "best", "best", "best", "best")
-    legends = [a.legend(handles=h, fontsize="x-small", loc=loc) for a, h, loc in zip(axes, groups, places)]
+    places = (("upper left", 2), ("upper right", 1), ("lower left", 1), ("lower left", 1), ("upper left", 2),
+              ("upper center", 3))
+    legends = [a.legend(handles=h, fontsize="x-small", loc=loc, ncol=ncol)
+               for a, h, (loc, ncol) in zip(axes, groups, places)]
     finish(fig, axes, [], own=own, title=title, footnote=footnote)
     for a in axes:
         a.grid(True, which="major", alpha=0.25)
