@@ -15,9 +15,23 @@ from mixreg.study import Claim
 
 from . import STUDY
 
-__all__ = ["CLAIMS", "check_rounds", "check_success", "check_exponential", "check_lemma2"]
+__all__ = ["CLAIMS", "FRESH", "FRESH_UNDECIDED", "check_rounds", "check_success", "check_exponential",
+           "check_lemma2"]
 
 _FIGURES = ("ifca_corollary1_paper.png",)
+
+#: The quick preset's overrides for the fresh-run check (``paper_checks/test_claims_fresh.py``): 100
+#: trials, the exponential part's rho = 8 held out (where the committed run contradicts the shape),
+#: and Lemma 2 at the committed run's largest N and d.  About 70 CPU-seconds.
+FRESH = dict(trials=100, rhos=(1.0, 2.0, 4.0, 8.0), held_out_rhos=(1.0, 8.0), lemma2_ns=(1000, 16000),
+             lemma2_ds=(5, 40))
+
+#: Claims a fresh run of :data:`FRESH`'s size cannot decide, and why.
+FRESH_UNDECIDED = {
+    "ifca-cor1-success-vs-m": "the scaled series' failure falls from 0.14 to 0.05 over m = 26 to 400 in the committed "
+                              "run (Cochran-Armitage p = 4e-4 with 300 runs per m); with 100 runs at three m the fall "
+                              "is not always significant",
+}
 
 
 def _f(value):
@@ -237,7 +251,8 @@ CLAIMS = (
                "inequality)",
         statement="A proof lemma; its numeric content is checked on the pooled N x d Gaussian design of a cluster "
                   "at the sizes of the runs (N = 250 to 16000, d = 5 to 40): the singular values' deviation "
-                  "max |s/sqrt(N) - 1| scales as sqrt(d/N) (exponent -1/2 in N at each d, +1/2 in d at each N), "
+                  "max |s/sqrt(N) - 1| scales as sqrt(d/N) (exponent -1/2 in N at the largest d, +1/2 in d at the "
+                  "largest N; the other d and N are in lemma2_fits.csv), "
                   "each singular value's mean deviation is at most sqrt(d/N) (Gordon, constant 1), and "
                   "||X^T eps||^2 / (sigma^2 N d) has mean 1.",
         kind="prediction",

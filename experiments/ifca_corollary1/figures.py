@@ -44,9 +44,11 @@ def draw(config, tables, outdir):
         r = trend.get(series)
         if not r:
             return "no trend test"
-        return (f"Cochran-Armitage z = {float(r['z']):.3g} (one-sided p of a decrease {float(r['p_decrease']):.3g}), "
-                f"logistic slope in log m {float(r['slope']):.3g} [{float(r['slope_low']):.3g}, "
-                f"{float(r['slope_high']):.3g}]")
+        text = f"Cochran-Armitage z = {float(r['z']):.3g} (one-sided p of a decrease {float(r['p_decrease']):.3g})"
+        if np.isfinite(float(r["slope"])):
+            return text + (f", logistic slope in log m {float(r['slope']):.3g} [{float(r['slope_low']):.3g}, "
+                           f"{float(r['slope_high']):.3g}]")
+        return text + ", no logistic fit (the failures are separated in m)"
 
     caption = (
         f"{title}. k = 2 balanced clusters, Δ = {config.separation:g}, d = {config.d}, resampled IFCA "
@@ -54,7 +56,8 @@ def draw(config, tables, outdir):
         f"θ*_j + {config.alpha:g}Δ u_j (Assumption 1's boundary). "
         f"(a) Rounds needed to reach ε = (Δ/4) 2^-h against log2(Δ/(4ε)) = h, mean over {config.trials} runs "
         f"(interpolated between rounds in log distance), per m (colour) and c1 (solid 3/8, dashed 1/4), for the ε "
-        f"at least {config.margin:g}× the noise term (σ/p)√(d/(mn')); n' = {config.n_prime}, σ = {config.sigma:g}. "
+        f"at least {config.margin:g}× the noise term (σ/p)√(d/(mn')); n' = {config.n_prime}, σ = {config.sigma:g} "
+        f"(ρ = {config.separation**2 / config.sigma**2:.3g}). "
         f"Black: Corollary 1's T = log2(Δ/(4ε)) (base 2 from Theorem 1's factor 1/2; registered, not fitted). "
         f"Integer rounds above T at c1 = 3/8: {exceed} of {pairs} (run, ε) pairs. "
         f"(b) Fraction of the c1 = 3/8 runs not within ε after T = ⌈log2(Δ/(4ε))⌉ rounds, with {config.level:.0%} "
