@@ -15,7 +15,7 @@ cor1-lemma2-noise-norm   ``||X^T eps|| / (sigma sqrt(N))`` instead of ``sigma sq
 =======================  ===================================================================  ====================
 """
 
-from ifca_mutants import Mutant  # paper_checks is on sys.path
+from ifca_mutants import MARK, Mutant  # paper_checks is on sys.path
 
 FAMILY = "corollary1"
 
@@ -33,15 +33,16 @@ THEOREM_LEVEL = (
 
 MUTANTS = (
     Mutant("cor1-step-halved", "the run's step c1 / (2p) instead of c1 / p",
-           "gamma = ifca_step_size(p, c1=spec.c1)", "gamma = ifca_step_size(p, c1=spec.c1 / 2)",
+           "gamma = ifca_step_size(p, c1=spec.c1)", f"gamma = ifca_step_size(p, c1=spec.c1 / 2)  {MARK}",
            (THEOREM_LEVEL[0],), path=_TRIAL, family=FAMILY),
     Mutant("cor1-trend-sign", "the Cochran-Armitage statistic's sign flipped",
-           "stat = float(np.sum(s * (e - n * pbar)))", "stat = float(np.sum(s * (n * pbar - e)))",
+           "stat = float(np.sum(s * (e - n * pbar)))", f"stat = float(np.sum(s * (n * pbar - e)))  {MARK}",
            (THEOREM_LEVEL[1],), path=_SUMMARY, family=FAMILY),
     Mutant("cor1-known-label-step", "the known-label run's step not rescaled by m_j / m",
-           "step * clients.size / problem.m", "step",
+           "step * clients.size / problem.m, n_rounds=n_rounds, resample=True,",
+           f"step, n_rounds=n_rounds, resample=True,  {MARK}",
            (THEOREM_LEVEL[2],), path=_TRIAL, family=FAMILY),
     Mutant("cor1-lemma2-noise-norm", "||X^T eps|| normalised by sigma sqrt(N) instead of sigma sqrt(N d)",
-           "(sigma * math.sqrt(N * d))", "(sigma * math.sqrt(N))",
+           "(sigma * math.sqrt(N * d)))", f"(sigma * math.sqrt(N)))  {MARK}",
            (THEOREM_LEVEL[3],), path=_TRIAL, family=FAMILY),
 )
