@@ -34,7 +34,7 @@ started at ``theta*_j + alpha Delta u_j`` with ``alpha = 1/4``, Assumption 1's b
   (exponents -1/2 in ``N``, +1/2 in ``d``), and ``||X^T eps|| / (sigma sqrt(N d))`` (its square has
   mean exactly 1).
 
-Run ``python -m experiments.ifca_corollary1`` (quick, well under a minute on one core) or
+Run ``python -m experiments.ifca_corollary1`` (quick, about 19 CPU-seconds) or
 ``--preset paper``.  Writes into ``results/ifca_corollary1/<preset>``: ``trials.csv``, the tables
 of :data:`.summary.TABLES` (see :mod:`.summary`), ``manifest.json`` (registering
 :data:`.summary.PREDICTIONS` before the first trial) and ``ifca_corollary1.{png,pdf}``;
