@@ -59,7 +59,8 @@ def check_rounds(run):
         bound = Verdict(claim, "consistent", numbers, f"no run needed more than T rounds ({pairs} (run, eps) pairs in "
                                                       f"{len(fits)} cells of m; at most T {over:+g})")
     else:
-        bound = Verdict(claim, "contradicts", numbers, f"{exceed} of {pairs} (run, eps) pairs needed more than T rounds")
+        bound = Verdict(claim, "contradicts", numbers,
+                        f"{exceed} of {pairs} (run, eps) pairs needed more than T rounds")
     claim = "slope of the rounds to eps against log2(Delta/(4 eps)) at most 1 (Theorem 1's halving), at each m"
     tested = [r for r in fits if math.isfinite(_f(r["low"]))]
     above = [r for r in tested if _f(r["low"]) > 1.0]

@@ -475,7 +475,8 @@ def _exponential_tables(config, records):
         finite = [(lo, hi, res) for lo, hi, res in residuals if np.isfinite(lo) and np.isfinite(hi)]
         fits.append(dict(target=target, c4=-fit.slope, c4_low=-fit.high, c4_high=-fit.low, log_A=fit.intercept,
                          level=fit.level, n_boot=fit.n_boot, fit_cells=fit.n_points, held_out_cells=len(fit.held_out),
-                         held_out_compared=len(finite), held_out_outside=sum(not (lo <= 0 <= hi) for lo, hi, _ in finite),
+                         held_out_compared=len(finite),
+                         held_out_outside=sum(not (lo <= 0 <= hi) for lo, hi, _ in finite),
                          max_abs_residual=max((abs(res) for _, _, res in finite), default=math.nan),
                          slope=fit.slope, low=fit.low, high=fit.high, intercept=fit.intercept))
     return cells, fits
