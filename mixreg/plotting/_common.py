@@ -17,6 +17,7 @@ matplotlib.use("Agg", force=False)  # a no-op when a backend was already chosen
 import matplotlib.collections  # noqa: E402
 import matplotlib.colors  # noqa: E402
 import matplotlib.lines  # noqa: E402
+import matplotlib.markers  # noqa: E402
 import matplotlib.patches  # noqa: E402
 import matplotlib.path  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
@@ -330,16 +331,33 @@ def _line_part(handle, colour, axes):
                for ax in axes for line in ax.lines)
 
 
-def _marker_part(marker, colour, axes):
-    """Some line of ``axes`` with ``marker`` (``None``: lines do not count), or some scatter, of
-    ``colour``, with a point inside its axes (a scatter's marker shape is not compared)."""
+def _marker_path(marker):
+    style = matplotlib.markers.MarkerStyle(marker)
+    return style.get_path().transformed(style.get_transform()).vertices
+
+
+def _same_shape(vertices, coll):
+    """A scatter's marker has the shape ``vertices`` (a marker path in marker units), or any
+    shape when ``vertices`` is ``None``."""
+    if vertices is None:
+        return True
+    paths = coll.get_paths()
+    return any(len(p.vertices) == len(vertices) and np.allclose(p.vertices, vertices) for p in paths)
+
+
+def _marker_part(marker, colour, axes, shape=None):
+    """Some line of ``axes`` with ``marker`` (``None``: lines do not count), or some scatter of
+    that marker's shape (or of ``shape``, a marker path's vertices), of ``colour``, with a point
+    inside its axes."""
+    if marker is not None and shape is None:
+        shape = _marker_path(marker)
     for ax in axes:
         for line in ax.lines if marker is not None else ():
             drawn = _colours(line.get_color()) + _colours(line.get_markerfacecolor())
             if _marker(line) == marker and _same_colour(colour, drawn) and _line_shown(line, ax):
                 return True
         for coll in ax.collections:
-            if isinstance(coll, matplotlib.collections.PathCollection) and \
+            if isinstance(coll, matplotlib.collections.PathCollection) and _same_shape(shape, coll) and \
                     _same_colour(colour, _face_or_edge(coll)) and _paths_shown(coll, ax):
                 return True
     return False
@@ -370,7 +388,8 @@ def _matches(handle, axes):
         if not colour:
             return False
         if isinstance(handle, matplotlib.collections.PathCollection):   # a scatter's entry
-            return _marker_part(None, colour, axes)
+            paths = handle.get_paths()
+            return _marker_part(None, colour, axes, paths[0].vertices if len(paths) else None)
         return any(_same_colour(colour, _face_or_edge(a)) and _paths_shown(a, ax)
                    for ax in axes for a in list(ax.patches) + list(ax.collections)
                    if not isinstance(a, matplotlib.collections.LineCollection))
