@@ -452,7 +452,7 @@ def collect_families(directory=None):
     (default: this file's directory, ``paper_checks/``) in sorted order, as ``{name: Family}``.
 
     A family file is imported as the top-level module ``mutants_<family>`` with ``directory`` on
-    ``sys.path`` (as pytest imports it from ``paper_checks/``); raises ``ValueError`` for a
+    ``sys.path`` (appended, as pytest imports it from ``paper_checks/``); raises ``ValueError`` for a
     malformed file, a family named twice, or a mutant name already taken.
     """
     directory = Path(directory or Path(__file__).resolve().parent)
@@ -461,7 +461,7 @@ def collect_families(directory=None):
         for name, mutants in _BUILT_IN.items()
     }
     if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
+        sys.path.append(str(directory))  # last: nothing of paper_checks/ shadows another module
     for file in sorted(directory.glob("mutants_*.py")):
         hit = _FAMILY_FILE.match(file.name)
         if not hit:
