@@ -77,7 +77,8 @@ def _shown(artist, ax):
 
 
 def _problems(fig):
-    return {"undrawn legend entries": undrawn_legend_entries(fig), "labelled but not in a legend": unlisted_artists(fig)}
+    return {"undrawn legend entries": undrawn_legend_entries(fig),
+            "labelled but not in a legend": unlisted_artists(fig)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,7 +122,8 @@ def test_an_entry_for_a_series_that_shows_nothing_is_listed(case):
     else:
         ax.plot([1, 2], [0.5, 0.5], "--", color="C3", label=case, visible=False)
     ax.legend()
-    assert undrawn_legend_entries(fig) == [f"{case} ({'Line2D' if 'scatter' not in case and 'band' not in case else ('PathCollection' if 'scatter' in case else 'Rectangle')})"]
+    kind = "PathCollection" if "scatter" in case else "Rectangle" if "band" in case else "Line2D"
+    assert undrawn_legend_entries(fig) == [f"{case} ({kind})"]
     plt.close(fig)
 
 

@@ -381,8 +381,9 @@ def _matches(handle, axes):
                             and (not has_marker or _marker_part(_marker(handle), colour, axes)))
     if isinstance(handle, matplotlib.collections.LineCollection):
         colour = _colours(handle.get_color())
-        return any(isinstance(c, matplotlib.collections.LineCollection) and _same_colour(colour, _colours(c.get_color()))
-                   and _paths_shown(c, ax) for ax in axes for c in ax.collections)
+        return any(isinstance(c, matplotlib.collections.LineCollection)
+                   and _same_colour(colour, _colours(c.get_color())) and _paths_shown(c, ax)
+                   for ax in axes for c in ax.collections)
     if isinstance(handle, (matplotlib.patches.Patch, matplotlib.collections.Collection)):
         colour = _face_or_edge(handle)
         if not colour:
@@ -414,8 +415,8 @@ def undrawn_legend_entries(fig: Figure) -> list[str]:
     finite point in the axes or a segment crossing them (and, when the entry has a marker, a
     line or a scatter with that marker and a point in the axes: the same artist or another, as
     an interval drawn as a line with its estimate as a marker); for a marker-only entry, a line
-    or a scatter with that marker and a point in the axes;
-    for a patch entry (a band, a bar, an area), a patch or a collection overlapping the axes.
+    or a scatter with that marker and a point in the axes; for a patch entry (a band, a bar, an
+    area), a patch or a collection overlapping the axes.
     The colours must agree too, except that an achromatic entry (black, a grey) stands for any
     colour: a style legend ("dashed: the bound") drawn in grey over coloured series.  Handles
     are compared by style because a legend keeps copies of its handles, and because the figures
@@ -434,12 +435,16 @@ def undrawn_legend_entries(fig: Figure) -> list[str]:
     list of str
         One line per undrawn entry: the entry's label and the handle's type.
 
+    See Also
+    --------
+    save_figure : where a figure whose legends pass this check is written.
+
     Examples
     --------
     >>> from mixreg.plotting import new_figure
     >>> fig, (ax,) = new_figure()
     >>> _ = ax.plot([1, 2, 3], [1, 4, 9], "-o", label="data")
-    >>> _ = ax.plot([1, 2, 3], [50, 60, 70], "--", label="bound")   # off the scale below
+    >>> _ = ax.plot([1, 2, 3], [50, 60, 70], "--", label="bound")   # above the axis
     >>> _ = ax.set_ylim(0, 10)
     >>> _ = ax.legend()
     >>> undrawn_legend_entries(fig)
