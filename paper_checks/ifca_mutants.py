@@ -1,4 +1,4 @@
-"""Mutation check of the IFCA and FedX drivers and of the known-label LS theory under a covariance:
+"""Mutation check of the IFCA and FedX drivers, the known-label LS theory and every paper_checks/mutants_<family>.py:
 the theorem-level tests must fail on a broken driver or formula.
 
     python -m paper_checks.ifca_mutants                      # check every mutant (a few minutes)
@@ -9,9 +9,10 @@ the theorem-level tests must fail on a broken driver or formula.
 
 For every mutant, the repository's code, tests and committed data (``mixreg/``, ``tests/``,
 ``experiments/``, ``paper_checks/``, ``figures/``, ``docs/``, ``pyproject.toml``, the root
-``conftest.py`` and ``README.md``; see ``COPIED``) are copied into a scratch directory, one exact text replacement is applied to the copy's
-``mixreg/algorithms/ifca.py`` (FedX mutants: ``mixreg/algorithms/fedx.py`` or
-``mixreg/kernels.py``) (the script stops if the target text is not there exactly once, so
+``conftest.py`` and ``README.md``; see ``COPIED``) are copied into a scratch directory, one
+exact text replacement is applied to the copy's ``mixreg/algorithms/ifca.py`` (FedX mutants:
+``mixreg/algorithms/fedx.py`` or ``mixreg/kernels.py``; a family file's: the mutant's ``path``,
+under ``mixreg/`` or ``experiments/``) (the script stops if the target text is not there exactly once, so
 a refactor of the driver makes it fail loudly instead of silently testing nothing), and the
 tests that the table below says catch the mutant are run against the copy with
 ``python -m pytest <tests> -q -p no:cacheprovider -rfE`` (``cwd`` and ``PYTHONPATH`` the copy;
@@ -452,7 +453,7 @@ def collect_families(directory=None):
     (default: this file's directory, ``paper_checks/``) in sorted order, as ``{name: Family}``.
 
     A family file is imported as the top-level module ``mutants_<family>`` with ``directory`` on
-    ``sys.path`` (as pytest imports it from ``paper_checks/``); raises ``ValueError`` for a
+    ``sys.path`` (appended, as pytest imports it from ``paper_checks/``); raises ``ValueError`` for a
     malformed file, a family named twice, or a mutant name already taken.
     """
     directory = Path(directory or Path(__file__).resolve().parent)
@@ -461,7 +462,7 @@ def collect_families(directory=None):
         for name, mutants in _BUILT_IN.items()
     }
     if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
+        sys.path.append(str(directory))  # last: nothing of paper_checks/ shadows another module
     for file in sorted(directory.glob("mutants_*.py")):
         hit = _FAMILY_FILE.match(file.name)
         if not hit:
@@ -477,7 +478,8 @@ def collect_families(directory=None):
     for family in families.values():
         for mutant in family.mutants:
             if mutant.name in seen:
-                raise ValueError(f"{family.source}: mutant name {mutant.name!r} is taken (family {seen[mutant.name]!r})")
+                raise ValueError(f"{family.source}: mutant name {mutant.name!r} is taken "
+                                 f"(family {seen[mutant.name]!r})")
             seen[mutant.name] = family.name
     return families
 

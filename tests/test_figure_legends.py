@@ -18,10 +18,12 @@ import importlib
 import json
 import pathlib
 import re
+from types import SimpleNamespace
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.collections  # noqa: E402
 import matplotlib.lines  # noqa: E402
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
@@ -32,6 +34,7 @@ from _figure_tables import m_n_tables, separation_rates  # noqa: E402
 from experiments import redraw_figures  # noqa: E402
 from mixreg.cli import config_from_record  # noqa: E402
 from mixreg.montecarlo.reader import read_results  # noqa: E402
+from mixreg.plotting._common import _line_shown, _matches, _paths_shown  # noqa: E402 (the same matching)
 from mixreg.plotting import (DEFAULT_STYLE, error_plot, new_figure, success_plot, undrawn_legend_entries,  # noqa: E402
                              use_style)
 
@@ -44,23 +47,38 @@ def _words(text):
 
 
 def unlisted_artists(fig):
-    """Labels of the artists of ``fig``'s axes given a label (not ``_``-prefixed) that no legend
-    of the figure lists (labels compared with their whitespace collapsed: legends wrap)."""
-    listed = set()
+    """Labels of the artists of ``fig``'s axes given a label (not ``_``-prefixed) and shown in
+    their axes that no legend entry stands for: neither an entry of the same text (whitespace
+    collapsed: legends wrap) nor one that looks like the artist (the figures list style proxies,
+    "fitted slope" in grey for the fitted line of every series; an artist's label may carry
+    the caption's numbers instead)."""
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    for legend in legends:
-        listed |= {_words(t.get_text()) for t in legend.get_texts()}
+    listed = {_words(t.get_text()) for legend in legends for t in legend.get_texts()}
+    handles = [h for legend in legends for h in legend.legend_handles if h is not None]
     missing = []
     for ax in fig.axes:
-        for artist in list(ax.lines) + list(ax.collections) + list(ax.patches) + list(ax.containers):
+        for artist in list(ax.lines) + list(ax.collections) + list(ax.patches):
             label = str(artist.get_label() or "")
-            if label and not label.startswith("_") and _words(label) not in listed:
+            if not label or label.startswith("_") or _words(label) in listed:
+                continue
+            alone = SimpleNamespace(
+                bbox=ax.bbox, lines=[artist] if isinstance(artist, matplotlib.lines.Line2D) else [],
+                collections=[artist] if isinstance(artist, matplotlib.collections.Collection) else [],
+                patches=[artist] if isinstance(artist, matplotlib.patches.Patch) else [])
+            if _shown(artist, ax) and not any(_matches(h, [alone]) for h in handles):
                 missing.append(label)
     return sorted(set(missing))
 
 
+def _shown(artist, ax):
+    if isinstance(artist, matplotlib.lines.Line2D):
+        return _line_shown(artist, ax)
+    return _paths_shown(artist, ax)
+
+
 def _problems(fig):
-    return {"undrawn legend entries": undrawn_legend_entries(fig), "labelled but not in a legend": unlisted_artists(fig)}
+    return {"undrawn legend entries": undrawn_legend_entries(fig),
+            "labelled but not in a legend": unlisted_artists(fig)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,30 +122,39 @@ def test_an_entry_for_a_series_that_shows_nothing_is_listed(case):
     else:
         ax.plot([1, 2], [0.5, 0.5], "--", color="C3", label=case, visible=False)
     ax.legend()
-    assert undrawn_legend_entries(fig) == [f"{case} ({'Line2D' if 'scatter' not in case and 'band' not in case else ('PathCollection' if 'scatter' in case else 'Rectangle')})"]
+    kind = "PathCollection" if "scatter" in case else "Rectangle" if "band" in case else "Line2D"
+    assert undrawn_legend_entries(fig) == [f"{case} ({kind})"]
     plt.close(fig)
 
 
 def test_a_proxy_for_nothing_is_listed():
     """Proxies: one with neither line nor marker, one whose dash pattern no line has, one whose
-    colour no artist has (grey proxies stand for any colour, as the studies' style legends)."""
+    colour no artist has (grey proxies stand for any colour, as the studies' style legends), one
+    whose marker no line or scatter has."""
     fig, ax = _axes()
+    ax.scatter([2], [0.8], marker="^", color="C1")
     handles = [matplotlib.lines.Line2D([], [], color="C0", marker="o", label="data"),
+               matplotlib.lines.Line2D([], [], color="0.3", marker="^", ls="none", label="grey: the scatter"),
+               matplotlib.lines.Line2D([], [], color="0.3", marker="s", ls="none", label="squares"),
                matplotlib.lines.Line2D([], [], color="0.3", ls="-", label="grey: any solid line"),
                matplotlib.lines.Line2D([], [], ls="none", label="nothing at all"),
                matplotlib.lines.Line2D([], [], color="0.3", ls="--", label="a dashed bound"),
                matplotlib.lines.Line2D([], [], color="C5", ls="-", label="a series in another colour"),
                matplotlib.patches.Patch(color="C0", alpha=0.2, label="a band")]
     ax.legend(handles=handles)
-    assert undrawn_legend_entries(fig) == ["nothing at all (Line2D)", "a dashed bound (Line2D)",
+    assert undrawn_legend_entries(fig) == ["squares (Line2D)", "nothing at all (Line2D)", "a dashed bound (Line2D)",
                                            "a series in another colour (Line2D)", "a band (Rectangle)"]
     plt.close(fig)
 
 
 def test_a_labelled_artist_missing_from_the_legends_is_listed():
+    """Listed: a labelled line no entry names or looks like; not listed: one a grey style entry
+    stands for, and one off the scale."""
     fig, ax = _axes()
-    ax.plot([1, 2], [0.3, 0.3], color="C1", label="kept out")
-    ax.legend(handles=ax.lines[:1])
+    ax.plot([1, 2], [0.3, 0.3], "--", color="C1", label="kept out")
+    ax.plot([1, 2], [0.7, 0.7], ":", color="C2", label="slope +0.51 [0.47, 0.55]")
+    ax.plot([1, 2], [7.0, 7.0], "-.", color="C3", label="off the scale")
+    ax.legend(handles=ax.lines[:1] + [matplotlib.lines.Line2D([], [], color="0.3", ls=":", label="fitted slope")])
     assert unlisted_artists(fig) == ["kept out"]
     plt.close(fig)
 
@@ -141,12 +168,29 @@ def _tiny_figures():
     """Every plot function of mixreg.plotting and of the two Fig. 3 studies, on tiny tables."""
     from experiments.success_vs_mn.figures import plot_success_heatmap, plot_success_vs_m
     from experiments.success_vs_R.figures import plot_success_collapse, plot_success_vs_separation
+    from experiments.two_phase.figures import plot_error_vs_rounds, plot_two_phase_scaling
 
     trials = [dict(method=method, m=m, ok=int(m > 10 + 10 * i), err=(1 + i) / m)
               for i, method in enumerate(("ifca", "mine")) for m in (10, 20, 40) for _ in range(3)]
     scales = [dict(divisor={0.0: 1.0, 0.5: 2.0}, xlabel="Δ / s(σ)", title="a scale", verdict="verdict"),
               dict(divisor={0.0: 1.0, 0.5: 1.0}, xlabel="Δ", title="σ-free")]
     rates, predictions = m_n_tables()
+    # the two two-phase figures no draw() of a study calls (its own figures are drawn from its run)
+    rounds = np.arange(0, 21, 5)
+    curves = [dict(key=key, rounds=rounds, median=np.exp(-rounds / (5.0 + j)), low=0.8 * np.exp(-rounds / (5.0 + j)),
+                   high=1.2 * np.exp(-rounds / (5.0 + j))) for j, key in enumerate(("ifca", "oracle", "fedavg"))]
+    keys = ("fedavg", "fedprox", "ifca", "ls")
+
+    def series(n):
+        return [(key, None, 0.1 * (j + 1) / np.arange(1, n + 1), 0.09 * (j + 1) / np.arange(1, n + 1),
+                 0.11 * (j + 1) / np.arange(1, n + 1)) for j, key in enumerate(keys)]
+
+    by_M = dict(M=np.array([100, 200, 400]), series=series(3), theory=(0.2 / np.arange(1, 4), "theory"))
+    by_law = dict(laws=["equal", "zipf"], chi2=[0.0, 1.5], series=series(2), theory=([0.1, 0.05], "theory"))
+    draws = np.random.default_rng(0)
+    solver_rates = [dict(key=key, p=draws.uniform(0.05, 0.3, 5), measured=draws.uniform(0.01, 0.1, 5),
+                         linear=draws.uniform(0.01, 0.1, 5), C1=0.3, C1_label="1 − ρ = C₁ p_min")
+                    for key in ("fedavg", "fedprox")]
     return {
         "mixreg.plotting.success_plot": lambda: success_plot(trials, "m", success="ok", title="t", footnote="f"),
         "mixreg.plotting.error_plot": lambda: error_plot(trials, "m", "err", prediction=lambda m: 1 / m, n_boot=50),
@@ -156,6 +200,9 @@ def _tiny_figures():
             separation_rates(), scales, crossings={0.0: (1.0, 0.5, 2.0)}, held_out={"held out": {0.5: 1.2}}, title="t"),
         "success_vs_mn.plot_success_vs_m": lambda: plot_success_vs_m(rates, predictions, title="t", footnote="f"),
         "success_vs_mn.plot_success_heatmap": lambda: plot_success_heatmap(rates, predictions, title="t", footnote="f"),
+        "two_phase.plot_error_vs_rounds": lambda: plot_error_vs_rounds(
+            curves, floor=(1e-3, None), switch_round=5, theory=(rounds, np.exp(-rounds / 4.0), "theory")),
+        "two_phase.plot_two_phase_scaling": lambda: plot_two_phase_scaling(by_M, by_law, solver_rates, title="t"),
     }
 
 

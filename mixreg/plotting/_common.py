@@ -17,6 +17,7 @@ matplotlib.use("Agg", force=False)  # a no-op when a backend was already chosen
 import matplotlib.collections  # noqa: E402
 import matplotlib.colors  # noqa: E402
 import matplotlib.lines  # noqa: E402
+import matplotlib.markers  # noqa: E402
 import matplotlib.patches  # noqa: E402
 import matplotlib.path  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
@@ -330,16 +331,33 @@ def _line_part(handle, colour, axes):
                for ax in axes for line in ax.lines)
 
 
-def _marker_part(marker, colour, axes):
-    """Some line of ``axes`` with ``marker`` (``None``: lines do not count), or some scatter, of
-    ``colour``, with a point inside its axes (a scatter's marker shape is not compared)."""
+def _marker_path(marker):
+    style = matplotlib.markers.MarkerStyle(marker)
+    return style.get_path().transformed(style.get_transform()).vertices
+
+
+def _same_shape(vertices, coll):
+    """A scatter's marker has the shape ``vertices`` (a marker path in marker units), or any
+    shape when ``vertices`` is ``None``."""
+    if vertices is None:
+        return True
+    paths = coll.get_paths()
+    return any(len(p.vertices) == len(vertices) and np.allclose(p.vertices, vertices) for p in paths)
+
+
+def _marker_part(marker, colour, axes, shape=None):
+    """Some line of ``axes`` with ``marker`` (``None``: lines do not count), or some scatter of
+    that marker's shape (or of ``shape``, a marker path's vertices), of ``colour``, with a point
+    inside its axes."""
+    if marker is not None and shape is None:
+        shape = _marker_path(marker)
     for ax in axes:
         for line in ax.lines if marker is not None else ():
             drawn = _colours(line.get_color()) + _colours(line.get_markerfacecolor())
             if _marker(line) == marker and _same_colour(colour, drawn) and _line_shown(line, ax):
                 return True
         for coll in ax.collections:
-            if isinstance(coll, matplotlib.collections.PathCollection) and \
+            if isinstance(coll, matplotlib.collections.PathCollection) and _same_shape(shape, coll) and \
                     _same_colour(colour, _face_or_edge(coll)) and _paths_shown(coll, ax):
                 return True
     return False
@@ -363,14 +381,16 @@ def _matches(handle, axes):
                             and (not has_marker or _marker_part(_marker(handle), colour, axes)))
     if isinstance(handle, matplotlib.collections.LineCollection):
         colour = _colours(handle.get_color())
-        return any(isinstance(c, matplotlib.collections.LineCollection) and _same_colour(colour, _colours(c.get_color()))
-                   and _paths_shown(c, ax) for ax in axes for c in ax.collections)
+        return any(isinstance(c, matplotlib.collections.LineCollection)
+                   and _same_colour(colour, _colours(c.get_color())) and _paths_shown(c, ax)
+                   for ax in axes for c in ax.collections)
     if isinstance(handle, (matplotlib.patches.Patch, matplotlib.collections.Collection)):
         colour = _face_or_edge(handle)
         if not colour:
             return False
         if isinstance(handle, matplotlib.collections.PathCollection):   # a scatter's entry
-            return _marker_part(None, colour, axes)
+            paths = handle.get_paths()
+            return _marker_part(None, colour, axes, paths[0].vertices if len(paths) else None)
         return any(_same_colour(colour, _face_or_edge(a)) and _paths_shown(a, ax)
                    for ax in axes for a in list(ax.patches) + list(ax.collections)
                    if not isinstance(a, matplotlib.collections.LineCollection))
@@ -395,8 +415,8 @@ def undrawn_legend_entries(fig: Figure) -> list[str]:
     finite point in the axes or a segment crossing them (and, when the entry has a marker, a
     line or a scatter with that marker and a point in the axes: the same artist or another, as
     an interval drawn as a line with its estimate as a marker); for a marker-only entry, a line
-    or a scatter with that marker and a point in the axes;
-    for a patch entry (a band, a bar, an area), a patch or a collection overlapping the axes.
+    or a scatter with that marker and a point in the axes; for a patch entry (a band, a bar, an
+    area), a patch or a collection overlapping the axes.
     The colours must agree too, except that an achromatic entry (black, a grey) stands for any
     colour: a style legend ("dashed: the bound") drawn in grey over coloured series.  Handles
     are compared by style because a legend keeps copies of its handles, and because the figures
@@ -415,12 +435,16 @@ def undrawn_legend_entries(fig: Figure) -> list[str]:
     list of str
         One line per undrawn entry: the entry's label and the handle's type.
 
+    See Also
+    --------
+    save_figure : where a figure whose legends pass this check is written.
+
     Examples
     --------
     >>> from mixreg.plotting import new_figure
     >>> fig, (ax,) = new_figure()
     >>> _ = ax.plot([1, 2, 3], [1, 4, 9], "-o", label="data")
-    >>> _ = ax.plot([1, 2, 3], [50, 60, 70], "--", label="bound")   # off the scale below
+    >>> _ = ax.plot([1, 2, 3], [50, 60, 70], "--", label="bound")   # above the axis
     >>> _ = ax.set_ylim(0, 10)
     >>> _ = ax.legend()
     >>> undrawn_legend_entries(fig)
