@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.stats
 
 from mixreg.predictions import Constant, Prediction, fit_exponent
 from mixreg.stats import bootstrap_mean_interval, loglog_slope, wilson_interval
@@ -121,9 +122,26 @@ def _rng(*keys):
     return np.random.default_rng([DEFAULT_SEED, *keys])
 
 
+def family_level(level, cells):
+    """The level of each of ``cells`` intervals whose union holds at ``level`` (Bonferroni)."""
+    return 1.0 - (1.0 - level) / max(int(cells), 1)
+
+
+def t_interval(values, level):
+    """Mean of the finite ``values`` and its Student-t interval at ``level`` (``nan`` with < 2 values)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return (float(v.mean()) if v.size else math.nan), math.nan, math.nan
+    half = float(scipy.stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
 def _factors(config, records):
     rows = []
-    for i, (cell, recs) in enumerate(_group(records, "rate")):
+    groups = _group(records, "rate")
+    fw = family_level(config.level, K * len(groups))
+    for i, (cell, recs) in enumerate(groups):
         spec = ScSpec.from_cell(cell)
         planned = plan(spec)
         p = float(min(planned["p"]))
@@ -137,10 +155,15 @@ def _factors(config, records):
             per_trial = np.array([f(v) for v in d2])
             exact = window_factor(dict(cell=cell, cluster=j))
             measured = f(mean)
+            _, fw_low, fw_high = t_interval(d2, fw)
+            paired = d2 / np.array([r[f"exact2win_{j}"] for r in recs], dtype=float)
+            ratio, ratio_low, ratio_high = t_interval(paired, fw)
             rows.append(dict(
                 kappa=spec.kappa, p=p, p_j=float(planned["p"][j]), cluster=j, ratio=spec.kappa / p,
                 m=spec.problem.m, n_prime=spec.problem.n, trials=len(recs), window=w, r0=r0,
-                factor=measured, low=f(low), high=f(high), exact=exact, bound=bound,
+                factor=measured, low=f(low), high=f(high), fw_low=f(max(fw_low, 1e-300)), fw_high=f(fw_high),
+                fw_level=fw, exact=exact, bound=bound, paired_ratio=ratio, paired_low=ratio_low,
+                paired_high=ratio_high,
                 population=1.0 - float(planned["p"][j]) / spec.kappa,
                 looseness=(1.0 - measured) / (1.0 - bound) if np.isfinite(measured) else math.nan,
                 above_bound=int(np.sum(per_trial > bound)),
@@ -196,10 +219,13 @@ def _rounds_fit(config, records, rounds):
 def _floor_points(config, records):
     rows = []
     ref = dict(m=config.m_ref, n_prime=config.n_prime_ref)
-    for i, (cell, recs) in enumerate(_group(records, "floor")):
+    groups = _group(records, "floor")
+    fw = family_level(config.level, len(groups))
+    for i, (cell, recs) in enumerate(groups):
         spec = ScSpec.from_cell(cell)
         ms = np.array([np.mean([r[f"final2_{j}"] for j in range(K)]) for r in recs])
         mean, low, high = bootstrap_mean_interval(ms, _rng(4, i), config.n_boot, config.level)
+        _, fw_low, fw_high = t_interval(ms, fw)
         rms = np.sqrt(ms)
         rmean, rlow, rhigh = bootstrap_mean_interval(rms, _rng(5, i), config.n_boot, config.level)
         for axis, other in (("m", "n_prime"), ("n_prime", "m")):  # the reference cell is on both axes
@@ -207,6 +233,7 @@ def _floor_points(config, records):
                 continue
             rows.append(dict(axis=axis, x=float(cell[axis]), m=cell["m"], n_prime=cell["n_prime"], kappa=spec.kappa,
                              rounds=spec.rounds, trials=len(recs), ms=mean, ms_low=low, ms_high=high,
+                             ms_fw_low=fw_low, ms_fw_high=fw_high, fw_level=fw,
                              exact_ms=final_mean_square(dict(cell=cell)), rms=rmean, rms_low=rlow, rms_high=rhigh,
                              wrong_all=float(np.mean([r[f"wrong_all_{j}"] for r in recs for j in range(K)]))))
     return sorted(rows, key=lambda r: (r["axis"], r["x"]))
@@ -238,7 +265,9 @@ def _floor_exponents(config, records, points):
 
 def _lemma(config, records):
     rows = []
-    for cell, recs in _group(records, "lemma"):
+    groups = _group(records, "lemma")
+    fw = family_level(config.level, len(groups))
+    for cell, recs in groups:
         spec = ScSpec.from_cell(cell)
         sizes = np.bincount(np.repeat(np.arange(K), [round(spec.p_min * spec.problem.m),
                                                      spec.problem.m - round(spec.p_min * spec.problem.m)]))
@@ -250,9 +279,16 @@ def _lemma(config, records):
         def wmean(key):
             return float(np.average([r[f"{key}_{j}"] for r in recs for j in range(K)], weights=weights))
 
+        share = sizes / sizes.sum()
+        per_trial = np.array([sum(share[j] * r[f"wrong_{j}"] for j in range(K)) for r in recs])
+        paired = per_trial - np.array([sum(share[j] * r[f"exact_{j}"] for j in range(K)) for r in recs])
+        _, fw_low, fw_high = t_interval(per_trial, fw)
+        diff, diff_low, diff_high = t_interval(paired, fw)
         rows.append(dict(kappa=spec.kappa, n_prime=spec.problem.n, m=spec.problem.m, sigma=spec.problem.sigma,
                          r0=spec.r0, trials=len(recs), worker_rounds=total, wrong=wrong, measured=wrong / total,
-                         low=float(low), high=float(high), exact=wmean("exact"), chebyshev=wmean("cheb"),
+                         low=float(low), high=float(high), fw_low=fw_low, fw_high=fw_high, fw_level=fw,
+                         diff=diff, diff_low=diff_low, diff_high=diff_high,
+                         exact=wmean("exact"), chebyshev=wmean("cheb"),
                          lemma=wmean("lemma"), eta2=wmean("eta2"), chernoff=wmean("chernoff"),
                          delta=float(np.mean([r["separation"] for r in recs]))))
     return sorted(rows, key=lambda r: (r["kappa"], r["n_prime"]))

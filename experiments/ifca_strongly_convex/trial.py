@@ -21,6 +21,7 @@ from mixreg.problems import CellSchema, exact_labels, make_problem_from_paramete
 from mixreg.study import TrialSpec, param
 from mixreg.theory import misclustering_exponent, misclustering_probability
 from mixreg.theory._ifca_sc import (
+    ifca_sc_conditional_moments,
     ifca_sc_second_moments,
     ifca_sc_stationary,
     lemma3_bound,
@@ -142,7 +143,8 @@ def sc_trial(spec, seed):
         ``step`` (``1/L``), ``separation`` (``Delta``), ``points_per_round`` (``n'``), ``rounds_eps`` (first round
         with ``max_j ||theta_j - theta*_j|| <= eps``; ``nan`` if not within the run), and per
         cluster ``j`` (cluster 0 the smallest): ``p_j``, ``win_j`` (the window of :func:`plan`),
-        ``d2win_j`` (``||e_j||^2`` at its end), ``final2_j`` (``||e_j||^2`` after the last
+        ``d2win_j`` (``||e_j||^2`` at its end), ``exact2win_j`` (its exact mean given
+        the trial's initial error, :func:`mixreg.theory.ifca_sc_conditional_moments`), ``final2_j`` (``||e_j||^2`` after the last
         round), ``wrong_j`` (fraction of cluster ``j``'s workers misclustered in the first
         round), ``wrong_all_j`` (in all rounds), ``exact_j`` (exact probability of the first
         round's geometry, :func:`mixreg.theory.residual_pair`), ``chernoff_j`` (its exact
@@ -183,10 +185,13 @@ def sc_trial(spec, seed):
         eta2 = max(squared_loss_variance(theta[j], star[j], cov, pb.sigma),
                    squared_loss_variance(theta[other], star[j], cov, pb.sigma))
         pair = residual_pair(star[j], theta[j], theta[other], cov, pb.sigma)
+        exact = ifca_sc_conditional_moments(cov, float(mine.mean()), pb.m, n_prime, pb.sigma, theta[j] - star[j],
+                                            win)
         record.update({
             f"p_{j}": float(mine.mean()),
             f"win_{j}": win,
             f"d2win_{j}": float(dist[win, j] ** 2),
+            f"exact2win_{j}": float(exact[win]),
             f"final2_{j}": float(dist[-1, j] ** 2),
             f"rounds_eps_{j}": float(np.nonzero(dist[:, j] <= spec.eps)[0][0]) if (dist[:, j] <= spec.eps).any()
             else math.nan,

@@ -49,6 +49,7 @@ from ..validation import check_array, check_int, check_real
 from ._ifca_clustering import ResidualPair
 
 __all__ = ["strong_convexity_constants", "ifca_sc_factor", "ifca_sc_rounds", "ifca_sc_second_moments",
+           "ifca_sc_conditional_moments",
            "ifca_sc_stationary", "squared_loss_variance", "lemma3_bound", "lemma3_chebyshev", "residual_pair",
            "LEMMA3_CONSTANT", "THEOREM2_CONSTANT"]
 
@@ -189,6 +190,52 @@ def ifca_sc_second_moments(eigenvalues: ArrayLike, p_j: float, m: int, n_prime: 
     for t in range(rounds):
         q = _moments_step(q, s, c, N, sigma2)
         out[t + 1] = q.sum()
+    return out
+
+
+def ifca_sc_conditional_moments(covariance: ArrayLike, p_j: float, m: int, n_prime: int, sigma: float,
+                                e0: ArrayLike, rounds: int) -> np.ndarray:
+    r"""Exact :math:`E[\lVert \theta_j^{(t)} - \theta^*_j \rVert^2 \mid e_0]`, ``t = 0..rounds``, from a
+    given initial error :math:`e_0` (the recursion of :func:`ifca_sc_second_moments` on the full
+    matrix :math:`P`, from :math:`P_0 = e_0 e_0^\top`), with Theorem 2's step :math:`1 / L`.
+
+    A trial's own prediction: its measured distance divided by it has mean 1 whatever the
+    initial direction (a paired comparison, free of the direction's spread).
+
+    Parameters
+    ----------
+    covariance : array of shape (d, d)
+    p_j, m, n_prime, sigma
+        As :func:`ifca_sc_second_moments`.
+    e0 : array of shape (d,)
+        :math:`\theta_j^{(0)} - \theta^*_j`.
+    rounds : int >= 0
+
+    Returns
+    -------
+    ndarray of shape (rounds + 1,)
+
+    Examples
+    --------
+    >>> e0 = np.array([1.0, 0.0])
+    >>> v = ifca_sc_conditional_moments(np.diag([1.0, 0.25]), 0.5, 10**9, 1, 0.0, e0, 1)  # (1 - 0.5 * 1)^2
+    >>> np.round(v, 6).tolist()
+    [1.0, 0.25]
+    """
+    cov = check_array("covariance", covariance, ndim=2, dtype=np.float64)
+    e0 = check_array("e0", e0, shape=(cov.shape[0],), dtype=np.float64)
+    p_j = check_real("p_j", p_j, low=0.0, high=1.0, low_inclusive=False)
+    N = p_j * check_int("m", m, low=1) * check_int("n_prime", n_prime, low=1)
+    sigma2 = check_real("sigma", sigma, low=0.0) ** 2
+    rounds = check_int("rounds", rounds, low=0)
+    c = 2.0 * p_j / (2.0 * float(np.linalg.eigvalsh(cov)[-1]))
+    A = np.eye(cov.shape[0]) - c * cov
+    P = np.outer(e0, e0)
+    out = np.empty(rounds + 1)
+    out[0] = np.trace(P)
+    for t in range(rounds):
+        P = A @ P @ A + (c * c / N) * (cov @ P @ cov + np.trace(P @ cov) * cov) + (c * c * sigma2 / N) * cov
+        out[t + 1] = np.trace(P)
     return out
 
 
