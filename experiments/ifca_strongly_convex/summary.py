@@ -3,15 +3,22 @@
 Tables (each a list of dicts, written as ``<name>.csv``):
 
 * ``factors``: per ``(kappa, p)`` rate cell and cluster, the measured per-round factor over the
-  window far above the floor, against Theorem 2's ``1 - p lambda / (8 L)`` and the exact second
-  moments' factor;
+  window far above the floor (the RMS distance over the trials, ``(RMS_w / r0)^(1/w)``), against
+  Theorem 2's ``1 - p lambda / (8 L)`` and the exact second moments' factor, and the paired ratio
+  of each trial's squared distance at the window's end to its exact mean given the trial's start;
 * ``rounds``: per rate cell, the rounds to ``max_j ||theta_j - theta*_j|| <= eps`` against
   Theorem 2's ``T = (8 L / (p lambda)) log(Delta / (2 eps))``; ``rounds_fit``: the exponent of the
   measured rounds in ``L / (p lambda)``;
 * ``floor_points`` and ``floor_exponents``: the final error along the ``m`` and ``n'`` axes and its
   fitted exponents against Theorem 2's ``-1/2`` (with a held-out cell), and the exact mean square;
 * ``lemma`` and ``lemma_decay``: the misclustering probability per worker-round against Lemma 3's
-  Chebyshev bound, the proof's Chebyshev step and the exact probability, and its decay in ``n'``.
+  Chebyshev bound, the proof's Chebyshev step and the exact probability (paired per trial), and its
+  decay in ``n'`` (the polynomial exponent, the exponential rate, the exact Chernoff exponent).
+
+Intervals: ``low``/``high`` are 95% (``level``) bootstrap or Wilson intervals of a cell;
+``fw_low``/``fw_high`` (and ``paired_*``, ``diff_*``, ``ms_fw_*``) Student-t intervals of the mean
+over trials at the Bonferroni level ``1 - (1 - level) / cells`` of their table (``fw_level``), so
+that all the cells of a table hold together at ``level``: what the claims' checks compare with.
 """
 
 from __future__ import annotations

@@ -140,14 +140,15 @@ def sc_trial(spec, seed):
     -------
     dict of scalars
         ``lam``, ``L`` (Assumption 3's constants, :func:`mixreg.theory.strong_convexity_constants`),
-        ``step`` (``1/L``), ``separation`` (``Delta``), ``points_per_round`` (``n'``), ``rounds_eps`` (first round
-        with ``max_j ||theta_j - theta*_j|| <= eps``; ``nan`` if not within the run), and per
-        cluster ``j`` (cluster 0 the smallest): ``p_j``, ``win_j`` (the window of :func:`plan`),
-        ``d2win_j`` (``||e_j||^2`` at its end), ``exact2win_j`` (its exact mean given
-        the trial's initial error, :func:`mixreg.theory.ifca_sc_conditional_moments`), ``final2_j`` (``||e_j||^2`` after the last
-        round), ``wrong_j`` (fraction of cluster ``j``'s workers misclustered in the first
-        round), ``wrong_all_j`` (in all rounds), ``exact_j`` (exact probability of the first
-        round's geometry, :func:`mixreg.theory.residual_pair`), ``chernoff_j`` (its exact
+        ``step`` (``1/L``), ``separation`` (``Delta``), ``points_per_round`` (``n'``),
+        ``rounds_eps`` (first round with ``max_j ||theta_j - theta*_j|| <= eps``; ``nan`` if not
+        within the run), and per cluster ``j`` (cluster 0 the smallest): ``p_j``, ``win_j`` (the
+        window of :func:`plan`), ``d2win_j`` (``||e_j||^2`` at its end), ``exact2win_j`` (its
+        exact mean given the trial's initial error,
+        :func:`mixreg.theory.ifca_sc_conditional_moments`), ``final2_j`` (``||e_j||^2`` after
+        the last round), ``wrong_j`` (fraction of cluster ``j``'s workers misclustered in the
+        first round), ``wrong_all_j`` (in all rounds), ``exact_j`` (exact probability of the
+        first round's geometry, :func:`mixreg.theory.residual_pair`), ``chernoff_j`` (its exact
         Chernoff exponent, :func:`mixreg.theory.misclustering_exponent`), ``cheb_j`` (the proof's
         Chebyshev step there, :func:`mixreg.theory.lemma3_chebyshev`), ``eta2_j`` (the larger
         loss variance of the two models, :func:`mixreg.theory.squared_loss_variance`),
@@ -185,8 +186,8 @@ def sc_trial(spec, seed):
         eta2 = max(squared_loss_variance(theta[j], star[j], cov, pb.sigma),
                    squared_loss_variance(theta[other], star[j], cov, pb.sigma))
         pair = residual_pair(star[j], theta[j], theta[other], cov, pb.sigma)
-        exact = ifca_sc_conditional_moments(cov, float(mine.mean()), pb.m, n_prime, pb.sigma, theta[j] - star[j],
-                                            win)
+        exact = ifca_sc_conditional_moments(cov, float(mine.mean()), pb.m, n_prime, pb.sigma,
+                                            theta[j] - star[j], win)
         record.update({
             f"p_{j}": float(mine.mean()),
             f"win_{j}": win,
