@@ -67,8 +67,8 @@ CLAIMS = (
         statement="a worker's probability of being misclustered in a round is at most 128 eta^2 / (lambda^2 "
                   "Delta^4 n') (k = 2; the constant from the proof's steps, our reconstruction), with eta^2 = "
                   "2 (||theta - theta*||_Sigma^2 + sigma^2)^2 the exact loss variance at the two models; also at "
-                  "most the proof's Chebyshev step itself; the measured rate equals the exact probability (paired "
-                  "per trial). The decay in n' is reported (polynomial bound, exponential data)",
+                  "most the proof's Chebyshev step itself; the count of misclustered worker-rounds equals its exact "
+                  "expectation given each trial's models. The decay in n' is reported (polynomial bound, exponential data)",
         kind="prediction",
         study=STUDY, preset="paper",
         check=check_lemma3,
