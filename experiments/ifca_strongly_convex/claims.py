@@ -68,7 +68,8 @@ CLAIMS = (
                   "Delta^4 n') (k = 2; the constant from the proof's steps, our reconstruction), with eta^2 = "
                   "2 (||theta - theta*||_Sigma^2 + sigma^2)^2 the exact loss variance at the two models; also at "
                   "most the proof's Chebyshev step itself; the count of misclustered worker-rounds equals its exact "
-                  "expectation given each trial's models. The decay in n' is reported (polynomial bound, exponential data)",
+                  "expectation given each trial's models. The cells where a bound is >= 1 (vacuous) are counted; the decay "
+                  "in n' is reported (polynomial bound, exponential data)",
         kind="prediction",
         study=STUDY, preset="paper",
         check=check_lemma3,
