@@ -116,10 +116,6 @@ def _ok(records):
 _CELL_KEYS = ("m", "d", "sigma", "delta", "n_prime", "family", "kappa", "p_min", "r0", "rounds", "eps", "far")
 
 
-def _cell_of(record):
-    return {k: record[k] for k in _CELL_KEYS}
-
-
 def _group(records, family):
     groups = {}
     for r in records:
@@ -178,7 +174,9 @@ def _factors(config, records):
             w = planned["window"][j]
             d2 = np.array([r[f"d2win_{j}"] for r in recs], dtype=float)
             mean, low, high = bootstrap_mean_interval(d2, _rng(1, i, j), config.n_boot, config.level)
-            f = (lambda v: (v / r0**2) ** (0.5 / w) if w > 0 and v > 0 else math.nan)
+            def f(v, w=w):  # the per-round factor of a mean square at the window's end
+                return (v / r0**2) ** (0.5 / w) if w > 0 and v > 0 else math.nan
+
             per_trial = np.array([f(v) for v in d2])
             exact = window_factor(dict(cell=cell, cluster=j))
             measured = f(mean)
