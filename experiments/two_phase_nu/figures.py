@@ -24,7 +24,8 @@ from ..ifca_mechanism.figures import finish, result
 from ..ifca_mechanism.figures import panels as panels_for
 from .summary import AXES, AXIS_NAMES, C3_GRID, C4_GRID, JOINT_LEVEL, METHOD_KEYS, NAME, NU_SWEEPS, VARIANTS
 
-__all__ = ["draw", "statement", "level_statement", "region_statement", "plot_nu_sweeps", "plot_nu_constants"]
+__all__ = ["draw", "statement", "level_statement", "region_statement", "results_markdown", "plot_nu_sweeps",
+           "plot_nu_constants"]
 
 
 # The sweeps' short names on the figure (panel title, x label); the caption has the long ones
@@ -482,3 +483,51 @@ def _draw_constants(config, tables, outdir, labels):
         + f" Level (ν/p_min): is there one constant C with C·ν/p_min inside every cell's median interval "
         f"(order statistics, exact, Bonferroni over the cells)? {one_level}. " + _footnote(config, unit=False))
     return save_figure(drawn["figure"], pathlib.Path(outdir) / f"{NAME}_constants", caption=caption)
+
+
+def _interval(row):
+    return f"{_fmt(float(row['fitted']))} [{_fmt(float(row['low']))}, {_fmt(float(row['high']))}]"
+
+
+def results_markdown(config, tables):
+    """The results section of the study's page (``docs/studies/two_phase_nu.md``), from the tables
+    alone: every number of it is read off ``exponents``, ``axes``, ``holdout`` and ``region``,
+    so the page says what the committed run shows (a test compares the page with this text)."""
+    labels = _labels(config)
+    exponents, rows, holdout, region = tables["exponents"], tables["axes"], tables["holdout"], tables["region"]
+    by = {(r["axis"], r["method"]): r for r in exponents}
+    lines = [f"| sweep | ν/p_min predicts (C₃ = C₄ = 1) | {labels['fedavg']} [95%] | {labels['fedprox']} [95%] | "
+             "known-label LS [95%] (its rate) | verdict (FedAvg, FedProx) |", "|---|---|---|---|---|---|"]
+    for axis, moves, *_ in AXES:
+        avg, prox, ls = by[axis, "fedavg"], by[axis, "fedprox"], by[axis, "ls"]
+        lines.append(f"| {_SHORT[axis][0]} | {_fmt(float(avg['predicted']))} | {_interval(avg)} | {_interval(prox)} | "
+                     f"{_interval(ls)} ({_fmt(float(avg['ls_rate']))}) | {avg['verdict']}, {prox['verdict']} |")
+    lines.append("")
+    share = []
+    for axis, *_ in AXES:
+        values = [100 * float(r["fedavg_misclustered_median"]) for r in rows if r["axis"] == axis]
+        share.append(f"{_SHORT[axis][0]} {values[0]:.2g}% → {values[-1]:.2g}%")
+    lines.append("Misclustered share of the data (FedAvg, median over the trials), first to last cell of each sweep: "
+                 + "; ".join(share) + ".")
+    lines.append("")
+    residual = {}
+    for h in holdout:
+        lo, hi = residual.get(h["method"], (np.inf, -np.inf))
+        residual[h["method"]] = (min(lo, float(h["residual_min"])), max(hi, float(h["residual_max"])))
+    lines.append(level_statement(holdout, labels) + " With C fitted on the other sweeps, the held-out residuals "
+                 "(median / (C₋ₛ ν/p_min)) range " + " and ".join(
+                     f"{lo:.2g} to {hi:.2g} ({labels[m].replace('FMD → ', '')})" for m, (lo, hi) in residual.items())
+                 + ".")
+    lines.append("")
+    lines.append(f"Constants (grid C₃ in [{float(C3_GRID[0]):g}, {float(C3_GRID[-1]):g}], C₄ in "
+                 f"[{float(C4_GRID[0]):g}, {float(C4_GRID[-1]):g}], intervals at {JOINT_LEVEL:.0%} per sweep):")
+    lines.append("")
+    for m in ("fedavg", "fedprox"):
+        for variant in VARIANTS:
+            lines.append(f"- {region_statement(region, m, variant, labels[m])}")
+    for m in ("fedavg", "fedprox"):
+        r = next(r for r in region if r["method"] == m and r["variant"] == "nu" and r["test"] == "one level")
+        lines.append(f"- {labels[m]}, one level constant C with C·ν/p_min inside every cell's median interval "
+                     f"(exact, {float(r['level']):.2%} per cell): "
+                     + (f"{r['pairs']} of {r['of']} pairs" if int(r["pairs"]) else "no pair of the grid") + ".")
+    return "\n".join(lines) + "\n"
