@@ -1,0 +1,76 @@
+"""Every claim of the claims report checked again on fresh runs (slow: tens of minutes on 2 cores).
+
+    python -m pytest -m slow paper_checks/test_claims_fresh.py
+
+For each study with claims, its quick preset with the study's ``FRESH`` overrides (declared in
+its ``claims.py``, sized so that its claims can be decided; default: none) is run with another
+root seed than any committed run (:data:`FRESH_SEED`), into the paper checks' results directory
+(``--paper-checks-dir``, reused by a second session), and each claim's check is applied to it.
+The verdict must be the committed report's (``test_claims_report.EXPECTED``), except for the
+claims a study lists in ``FRESH_UNDECIDED`` (id -> why its fresh size cannot decide it), which
+must then be ``not tested`` or the committed verdict.  Every row goes into the session's report
+(``paper_checks_report.md``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from mixreg.montecarlo import ConfigMismatchError, run_sweep
+from mixreg.predictions import Verdict
+from mixreg.study import ClaimRun, claim_status, find_claims
+
+from test_claims_report import EXPECTED
+
+pytestmark = pytest.mark.slow
+
+#: The root seed of the fresh runs (no committed run uses it).
+FRESH_SEED = 20261127
+
+CLAIMS = find_claims("experiments")
+STUDIES = sorted({c.study_name for c in CLAIMS})
+
+
+def _module(study):
+    return importlib.import_module(f"experiments.{study}.claims")
+
+
+@pytest.fixture(scope="module")
+def fresh_root(paper_checks_dir):
+    return paper_checks_dir / "fresh"
+
+
+def _fresh_run(study_name, root):
+    module = _module(study_name)
+    study = importlib.import_module(f"experiments.{study_name}").STUDY
+    config = study.preset("quick", **getattr(module, "FRESH", {}))
+    outdir = root / study_name / "fresh"
+    sweep = study.sweep(config, root_seed=FRESH_SEED)
+    try:
+        run_sweep(sweep, outdir, jobs=2, progress=False)
+    except ConfigMismatchError:
+        run_sweep(sweep, outdir, jobs=2, progress=False, overwrite=True)
+    return ClaimRun(study, outdir)
+
+
+@pytest.mark.parametrize("study_name", STUDIES)
+def test_the_claims_hold_on_a_fresh_run(study_name, fresh_root, claim_report):
+    run = _fresh_run(study_name, fresh_root)
+    undecided = getattr(_module(study_name), "FRESH_UNDECIDED", {})
+    claims = [c for c in CLAIMS if c.study_name == study_name]
+    wrong = []
+    for claim in claims:
+        out = claim.check(run)
+        verdicts = (out,) if isinstance(out, Verdict) else tuple(out)
+        status = claim_status(verdicts)
+        for v in verdicts:
+            claim_report.add(claim=f"{claim.id}: {v.claim}", source=claim.source, predicted=claim.kind,
+                             measured="; ".join(f"{k}={v.numbers[k]}" for k in list(v.numbers)[:6]),
+                             interval="", tolerance="", verdict=v.status)
+        expected = EXPECTED.get(claim.id)
+        allowed = {expected, "not tested"} if claim.id in undecided else {expected}
+        if status not in allowed:
+            wrong.append((claim.id, status, expected))
+    assert wrong == []

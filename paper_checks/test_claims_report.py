@@ -1,0 +1,71 @@
+"""The committed claims report, checked in the default suite (fast: no trial is run).
+
+``figures/claims_report.{md,html}`` is what ``python -m experiments.claims_report`` writes from the
+committed runs under ``figures/data/``; these tests rebuild it from those runs with today's code
+and assert that it is current, that every claim's verdict is the one recorded below (a changed
+verdict is a result to look at, not a drift to accept silently), that the papers' 27 claims each
+have a check, a source and a mutant of the mutation script, and that every prediction was
+registered before its data.  The same checks on fresh runs: ``test_claims_fresh.py`` (slow).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import claims_report
+from ifca_mutants import MUTANTS  # paper_checks is on sys.path (see test_ifca_mutants.py)
+
+#: The verdict of every claim on the committed runs.  Contradicted predictions are results.
+EXPECTED: dict[str, str] = {}
+
+#: The papers whose claims are counted.
+PAPERS = ("IFCA", "Su-Xu-Yang")
+
+
+@pytest.fixture(scope="module")
+def built():
+    return claims_report.build()
+
+
+def test_the_committed_report_is_the_one_the_committed_runs_give(built):
+    _, markdown, page = built
+    for name, text in (("claims_report.md", markdown), ("claims_report.html", page)):
+        committed = (claims_report.FIGURES / name).read_text(encoding="utf-8")
+        assert committed == text, f"figures/{name} is not current: run python -m experiments.claims_report"
+
+
+def test_no_check_raised_and_every_claim_has_its_run(built):
+    results, _, _ = built
+    assert [r.claim.id for r in results if r.error] == []
+    assert [r.claim.id for r in results if not r.run] == []
+
+
+def test_every_verdict_is_the_recorded_one(built):
+    results, _, _ = built
+    assert {r.claim.id: r.status for r in results} == EXPECTED
+
+
+def test_the_papers_27_claims_each_have_a_check(built):
+    results, _, _ = built
+    papers = [r for r in results if r.claim.kind == "prediction" and r.claim.paper in PAPERS]
+    assert len(papers) == 27, sorted(r.claim.id for r in papers)
+    assert all(r.claim.source and r.claim.statement for r in papers)
+
+
+def test_every_claim_names_a_mutant_of_the_mutation_script(built):
+    results, _, _ = built
+    known = {m.name for m in MUTANTS}
+    assert [r.claim.id for r in results if not r.claim.mutants] == []
+    assert {r.claim.id: sorted(set(r.claim.mutants) - known) for r in results if set(r.claim.mutants) - known} == {}
+
+
+def test_every_prediction_was_registered_before_its_data(built):
+    results, _, _ = built
+    late = {r.claim.id: r.registrations for r in results if r.claim.kind == "prediction" and not r.registered_before_data}
+    assert late == {}
+
+
+def test_every_figure_a_claim_names_is_committed(built):
+    results, _, _ = built
+    missing = {r.claim.id: f for r in results for f in r.claim.figures if not (claims_report.FIGURES / f).is_file()}
+    assert missing == {}
