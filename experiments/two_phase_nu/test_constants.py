@@ -2,14 +2,17 @@
 against the scalar formula, the bootstrap against :func:`mixreg.stats.fit_slope`, the region on
 data drawn from the bound itself (it must hold the constants they were drawn with) and on data
 whose p_min exponent is off (no constants may fit), the exact median interval, the sign-pattern
-bound of the proof device, and the study page's results against the committed paper run."""
+bound of the proof device, the claims' checks (:mod:`.claims`) on such data, and the study page's
+results against the committed paper run."""
 
 import pathlib
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from experiments import two_phase_nu
+from experiments.two_phase_nu import claims
 from experiments.two_phase_nu.figures import level_statement, results_markdown
 from experiments.two_phase_nu.summary import (
     AXIS_NAMES,
@@ -167,12 +170,16 @@ def test_no_constants_fit_when_the_p_min_exponent_is_off(off):
         assert nu["C3_min"] <= TRUE_C3 <= nu["C3_max"] and nu["C4_min"] <= TRUE_C4 <= nu["C4_max"]
 
 
-def test_joint_intervals_are_wider_than_the_exponents(truth):
+def test_joint_intervals_are_bonferroni_over_the_sweeps(truth):
+    """Each sweep's interval in the joint test is at 1 - 0.05/5 (the five together at >= 95%),
+    from the same bootstrap replicates as exponents.csv's 95% interval, so strictly wider."""
+    assert JOINT_LEVEL == pytest.approx(1 - 0.05 / len(AXIS_NAMES))
     by = {(r["axis"], r["method"]): r for r in truth["exponents"]}
     for axis in AXIS_NAMES:
         for m in ("fedavg", "fedprox"):
             joint = _region(truth, m, "nu", axis)
-            assert joint["low"] <= by[axis, m]["low"] and by[axis, m]["high"] <= joint["high"]
+            assert joint["level"] == JOINT_LEVEL
+            assert joint["low"] < by[axis, m]["low"] and by[axis, m]["high"] < joint["high"]
 
 
 def test_sign_patterns_stay_under_the_milnor_thom_bound():
@@ -191,6 +198,52 @@ def test_sign_patterns_stay_under_the_milnor_thom_bound():
         assert 2 <= count <= k ** M and np.log10(count) <= bound
         assert bound == pytest.approx(d * k * np.log10(50 * 2 * M / (d * k)))
     assert np.log10(count) > np.log10(50 * 2 * M / (d * k))  # the power is what keeps the count under
+
+
+def _shaped_records(config, seed=4):
+    """Synthetic trials shaped as the paper run's FedAvg: flat along the tiny share and chi2(w),
+    falling with M at fixed n_i, rising with M at fixed N, falling with p_min."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for spec in two_phase_nu.cells_of(config):
+        design = spec.design
+        q = design_quantities(design, d=config.d, sigma=config.sigma)
+        level = 0.1 * design.M ** -0.4 * (design.N / design.M) ** -1.0 * q["p_min_realised"] ** -0.8
+        cell = design.to_cell()
+        for t in range(config.trials):
+            rec = {key: cell[key] for key in DESIGN_KEYS}
+            rec.update(error="", trial=t, fmd_err=0.5, ls_err=q["ls_floor"] * rng.lognormal(0, 0.05))
+            for m in ("fedavg", "fedprox"):
+                rec.update({f"{m}_final": level * rng.lognormal(0, 0.05), f"{m}_misclustered_data": 0.05,
+                            f"{m}_converged": True})
+            records.append(rec)
+    return records
+
+
+def test_the_floor_claim_reads_the_region(truth, off):
+    """sxy-floor-nu: consistent on data drawn from the bound, contradicts where the p_min exponent is
+    off (one verdict per method and shape of the bound)."""
+    assert [v.status for v in claims.floor_nu(SimpleNamespace(tables=truth))][::2] == ["consistent"] * 2
+    verdicts = claims.floor_nu(SimpleNamespace(tables=off))
+    assert len(verdicts) == 4 and {v.status for v in verdicts} <= {"contradicts", "not tested"}
+    assert verdicts[0].status == "contradicts" and "outside" in verdicts[0].why
+
+
+def test_the_data_shape_observation_on_data_of_that_shape_and_on_the_bound(config, truth):
+    shaped = two_phase_nu.summarise(config, _shaped_records(config))
+    assert [v.status for v in claims.floor_data_shape(SimpleNamespace(tables=shaped))] == ["consistent"] * 5
+    # data shaped as the bound: nu1, so the error, grows with the tiny share
+    statuses = {v.claim.split(":")[0]: v.status for v in claims.floor_data_shape(SimpleNamespace(tables=truth))}
+    assert statuses["tiny"] == "contradicts"
+
+
+def test_the_proof_device_claim_holds_and_can_fail(monkeypatch):
+    verdicts = claims.vc_proof_device()
+    assert [v.status for v in verdicts] == ["consistent"] * len(claims.VC_INSTANCE["Ms"])
+    assert all(v.numbers["patterns"] >= 100 for v in verdicts)
+    # a bound one power of ten too small is exceeded: the check can fail
+    monkeypatch.setattr(claims, "sxy_sign_pattern_bound", lambda m, n, degree=2: 2.0)
+    assert "contradicts" in {v.status for v in claims.vc_proof_device()}
 
 
 def test_level_statement_reads_the_holdout_table():
