@@ -73,7 +73,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 class Config(Spec):
     """Everything that defines the comparison (what the manifest records and a resume compares)."""
 
-    preset: str = param("quick (default, about a minute), paper (24 trials per regime, about 9 CPU-minutes) or full")
+    preset: str = param("quick (default, about a minute), paper (24 trials per regime, about 9 CPU-minutes) or "
+                        "full")
     regimes: tuple[str, ...] = param("regimes to run (REGIMES of experiments/compare/trial.py)",
                                      choices=tuple(REGIMES), distinct=True)
     m: int = param("clients", low=1)

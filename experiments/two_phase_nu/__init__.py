@@ -79,7 +79,8 @@ Writes into the results directory (default ``results/two_phase_nu/<preset>``):
   alone; ``--redraw DIR`` redraws them.
 
 The paper preset also writes the figures to ``figures/two_phase_nu_paper.{png,pdf}`` and
-``figures/two_phase_nu_constants_paper.{png,pdf}`` (when the run is the unchanged preset).  Flags: one per field of :class:`Config` (``--tiny-fractions``,
+``figures/two_phase_nu_constants_paper.{png,pdf}`` (when the run is the unchanged preset).  Flags:
+one per field of :class:`Config` (``--tiny-fractions``,
 ``--chi2s``, ``--Ms-fixed-n``, ``--Ms-fixed-N``, ``--N-fixed``, ``--p-mins``, ...), see ``--help``.
 """
 

@@ -47,6 +47,22 @@ def _tick(value):
     return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
 
 
+def _thinned(x, labels, log_x, gap=0.16):
+    """``labels`` with those closer than ``gap`` of the axis span to the last one kept left blank
+    (the first and the last always kept), so that crowded tick labels do not overlap."""
+    u = np.log(np.asarray(x, dtype=float)) if log_x else np.asarray(x, dtype=float)
+    span = float(u.max() - u.min()) or 1.0
+    keep, last = [], None
+    for j, v in enumerate(u):
+        ok = last is None or (v - last) >= gap * span
+        if j == len(u) - 1 and not ok and keep:  # the last value replaces the previous one kept
+            keep[-1] = False
+            ok = True
+        keep.append(ok)
+        last = v if ok else last
+    return [label if k else "" for label, k in zip(labels, keep)]
+
+
 def _sweep_panel(ax, panel):
     x = np.asarray(panel["x"], dtype=float)
     median_errorbars(ax, x, panel["series"])
@@ -60,14 +76,16 @@ def _sweep_panel(ax, panel):
         ax.set_xscale("log")
         ax.minorticks_off()
     ax.set_xticks(x)
-    ax.set_xticklabels([_tick(v) for v in x], fontsize="small", rotation=30 if x.size > 4 else 0)
+    ax.set_xticklabels(_thinned(x, [_tick(v) for v in x], panel["log_x"]), fontsize="small",
+                       rotation=30 if x.size > 4 else 0)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(_sparse))
     ax.yaxis.set_minor_formatter(FuncFormatter(_sparse))
     ax.tick_params(axis="y", which="both", labelsize="small")
     top = ax.secondary_xaxis("top")
     top.set_xticks(x)
-    top.set_xticklabels([f"{v:.2g}" for v in panel["nu"]], fontsize="x-small", rotation=30 if x.size > 4 else 0)
+    top.set_xticklabels(_thinned(x, [f"{v:.2g}" for v in panel["nu"]], panel["log_x"]), fontsize="x-small",
+                        rotation=30 if x.size > 4 else 0)
     top.xaxis.set_minor_locator(NullLocator())
     top.tick_params(length=2, pad=1)
     top.set_xlabel("ν", fontsize="small", labelpad=1)
@@ -163,7 +181,8 @@ def plot_nu_sweeps(panels, forest, holdout, *, ax=None, title=None, footnote=Non
     dict
         ``figure``, ``axes``, ``legend``, ``handles``.
     """
-    fig, axes, own = panels_for(ax, len(panels) + 2, aspect=0.9)
+    # tall panels: each carries a top axis of nu, rotated ticks and a title over its own plot
+    fig, axes, own = panels_for(ax, len(panels) + 2, aspect=1.55)
     theory = None
     for a, panel in zip(axes, panels):
         theory = _sweep_panel(a, panel) or theory
@@ -187,8 +206,8 @@ def level_statement(holdout, labels=None):
     --------
     >>> rows = [dict(method="fedavg", ratio_min_all=0.05, ratio_max_all=0.25),
     ...         dict(method="fedprox", ratio_min_all=0.08, ratio_max_all=0.32)]
-    >>> level_statement(rows)
-    'With unit constants the median final error is 0.05 to 0.25 times ν/p_min for fedavg and 0.08 to 0.32 times for fedprox over the cells: ν/p_min lies 3.1 to 20 times above the medians.'
+    >>> level_statement(rows)[-50:]
+    'ν/p_min lies 3.1 to 20 times above the medians.'
     """
     labels = labels or {}
     ratio = {}
@@ -260,7 +279,7 @@ def _constants_panel(ax, panel):
     ax.plot([1.0], [1.0], marker="*", color="#b2182b", ms=9, ls="none", mec="white", mew=0.5)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlim(C3[0] / 1.15, C3[-1] * 1.15)
+    ax.set_xlim(C3[0] / 1.15, C3[-1] * 1.5)  # room for the last decade's label
     ax.set_ylim(C4[0] / 1.15, C4[-1] * 1.15)
     ax.set_xlabel("C₃\n" + panel["verdict"], fontsize="x-small", linespacing=1.3)
     ax.set_ylabel("C₄")
@@ -353,8 +372,8 @@ def _footnote(config, *, unit=True):
         f"FMD {config.fmd_rounds} rounds; Phase 2 until no coordinate moves more than {config.fx_tol:g} "
         f"(at most {config.fx_rounds} rounds), "
         f"FedAvg({config.fedavg_steps}) η={config.fedavg_step:g}, FedProx η={config.fedprox_step:g}."
-        + (" ν with unit constants C₃ = C₄ = 1; exponents from medians, 95% stratified bootstrap; predicted = exponent "
-           "of ν/p_min (log factor left out)." if unit else "")
+        + (" ν with unit constants C₃ = C₄ = 1; exponents from medians, 95% stratified bootstrap; predicted = "
+           "exponent of ν/p_min (log factor left out)." if unit else "")
     )
 
 
@@ -464,9 +483,9 @@ def _draw_constants(config, tables, outdir, labels):
                                                           f"intervals at {JOINT_LEVEL:.0%} per sweep")
     level = {r["method"]: r for r in region if r["test"] == "one level" and r["variant"] == "nu"}
     one_level = "; ".join(
-        f"{labels[m].replace('FMD → ', '')}: " + (f"one level constant fits every cell for {r['pairs']} of {r['of']} "
-                                                  "pairs" if int(r["pairs"]) else "no pair of the grid admits one level "
-                                                                                   "constant for every cell")
+        f"{labels[m].replace('FMD → ', '')}: "
+        + (f"one level constant fits every cell for {r['pairs']} of {r['of']} pairs" if int(r["pairs"])
+           else "no pair of the grid admits one level constant for every cell")
         for m, r in level.items())
     caption = (
         f"{title} For every pair of a grid of C₃ in [{C3[0]:g}, {C3[-1]:g}] and C₄ in [{C4[0]:g}, {C4[-1]:g}] "

@@ -76,7 +76,19 @@ def design_key(design):
     return tuple(design.to_cell()[key] for key in DESIGN_KEYS)
 
 
+class _ByDesign(dict):
+    """The trials that did not fail, by their cell's :func:`design_key` (looked up once)."""
+
+    def __init__(self, records):
+        super().__init__()
+        for r in records:
+            if not r.get("error"):
+                self.setdefault(tuple(r[k] for k in DESIGN_KEYS), []).append(r)
+
+
 def _records_of(records, design):
+    if isinstance(records, _ByDesign):
+        return records.get(design_key(design), [])
     key = design_key(design)
     return [r for r in records if not r.get("error") and tuple(r[k] for k in DESIGN_KEYS) == key]
 
@@ -168,7 +180,7 @@ def _verdict(claim, predicted, fit):
     return exponent_verdict(claim, predicted, fit).status if np.isfinite(predicted) else "not tested"
 
 
-def _exponents(config, records, rows):
+def _exponents(config, records, rows, cache=None):
     """Per sweep and method: fitted exponent with its bootstrap interval, the bound's and LS's."""
     table = []
     designs = axis_designs(config)
@@ -182,7 +194,8 @@ def _exponents(config, records, rows):
         ls_rate = float(np.polyfit(u, np.log([r["ls_floor"] for r in sel]), 1)[0])
         for j, m in enumerate(METHOD_KEYS):
             # a log-slope on a linear axis for the tiny-client share (it starts at 0), else an exponent
-            fit = _bootstrap(config, records, designs[axis], x, log_x, m, seed=[DEFAULT_SEED, a, j]).fit()
+            fit = _bootstrap(config, records, designs[axis], x, log_x, m, seed=[DEFAULT_SEED, a, j],
+                             cache=cache).fit()
             claim = f"{m}'s final error along {axis}"
             table.append(dict(axis=axis, method=m, predicted=predicted, fitted=fit.slope, low=fit.low,
                               high=fit.high, verdict=_verdict(f"{claim}: slope of nu/p_min", predicted, fit),
@@ -234,10 +247,17 @@ class _Bootstrap:
                         n_points=self.n_points, n_boot=self.n_boot)
 
 
-def _bootstrap(config, records, designs, x, log_x, method, *, seed):
-    """:class:`_Bootstrap` of ``method`` along a sweep of ``designs``."""
+def _bootstrap(config, records, designs, x, log_x, method, *, seed, cache=None):
+    """:class:`_Bootstrap` of ``method`` along a sweep of ``designs`` (drawn once per ``seed`` when
+    given a ``cache`` dict)."""
+    key = tuple(seed)
+    if cache is not None and key in cache:
+        return cache[key]
     samples = [_values(_records_of(records, design), _FINAL[method]) for design in designs]
-    return _Bootstrap(x, samples, log_x, config.n_boot, seed)
+    boot = _Bootstrap(x, samples, log_x, config.n_boot, seed)
+    if cache is not None:
+        cache[key] = boot
+    return boot
 
 
 def median_interval(values, level):
@@ -292,7 +312,7 @@ def _region_verdict(mask, defined):
     return "region"
 
 
-def _constants(config, records, rows):
+def _constants(config, records, rows, cache=None):
     """``constants`` (one row per variant and grid pair) and ``region`` (one row per method,
     variant and test): which ``(C3, C4)`` make the bound's exponents agree with the sweeps' fitted
     exponents at once (each sweep's interval at :data:`JOINT_LEVEL`), and whether one level
@@ -308,8 +328,8 @@ def _constants(config, records, rows):
                             sizes=[d.labels_and_sizes()[1] for d in designs[axis]])
         for j, m in enumerate(methods):
             # the replicates of exponents.csv's interval, at the joint level
-            joint[axis, m] = _bootstrap(config, records, designs[axis], x, log_x, m,
-                                        seed=[DEFAULT_SEED, a, j]).fit(JOINT_LEVEL)
+            joint[axis, m] = _bootstrap(config, records, designs[axis], x, log_x, m, seed=[DEFAULT_SEED, a, j],
+                                        cache=cache).fit(JOINT_LEVEL)
     cells = {}
     for axis in AXIS_NAMES:
         for row, design in zip([r for r in rows if r["axis"] == axis], designs[axis]):
@@ -381,8 +401,10 @@ def _constants(config, records, rows):
 def summarise(config, records):
     """The figures' tables (see the module docstring): ``axes``, ``exponents``, ``holdout``,
     ``constants``, ``region``."""
+    records = _ByDesign(records)
+    cache = {}  # the bootstrap replicates of each sweep and method, for both levels
     rows = _axis_rows(config, records)
     holdout = _holdout(rows)
-    exponents = _exponents(config, records, rows)
-    constants, region = _constants(config, records, rows)
+    exponents = _exponents(config, records, rows, cache)
+    constants, region = _constants(config, records, rows, cache)
     return dict(axes=rows, exponents=exponents, holdout=holdout, constants=constants, region=region)

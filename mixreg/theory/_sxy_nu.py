@@ -17,7 +17,8 @@ study can ask which constants, if any, make the bound's shape agree with every s
 
 The global theorem's proof bounds the misclustered data uniformly over :math:`\\theta \\in
 \\mathbb{R}^{dk}` through the number of sign patterns of the clients' label comparisons, which are
-quadratic polynomials in :math:`\\theta` (a Milnor-Thom / Warren bound, slides "Uniform Bounds on Clustering Errors" and "Sign Patterns of Polynomials":
+quadratic polynomials in :math:`\\theta` (a Milnor-Thom bound, slides "Uniform Bounds on
+Clustering Errors" and "Sign Patterns of Polynomials":
 at most :math:`(50 D m / N)^N` patterns of ``m`` polynomials of degree ``D`` in ``N``
 variables): :func:`sxy_sign_pattern_bound` is that bound and :func:`sxy_assignment_patterns`
 counts the label vectors that random parameters realise, a lower bound of the true number.
