@@ -221,8 +221,13 @@ def level_statement(holdout, labels=None):
             f"{1 / high:.2g} to {1 / low:.2g} times above the medians.")
 
 
+def _c(value):
+    """A constant of the grid to two digits (100, not 1e+02)."""
+    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
+
+
 def _range(lo, hi):
-    return f"= {lo:.2g}" if np.isclose(lo, hi) else f"in [{lo:.2g}, {hi:.2g}]"
+    return f"= {_c(lo)}" if np.isclose(lo, hi) else f"in [{_c(lo)}, {_c(hi)}]"
 
 
 def region_statement(region, method, variant, label=None):
@@ -539,7 +544,25 @@ def results_markdown(config, tables):
                  + ".")
     lines.append("")
     lines.append(f"Constants (grid C₃ in [{float(C3_GRID[0]):g}, {float(C3_GRID[-1]):g}], C₄ in "
-                 f"[{float(C4_GRID[0]):g}, {float(C4_GRID[-1]):g}], intervals at {JOINT_LEVEL:.0%} per sweep):")
+                 f"[{float(C4_GRID[0]):g}, {float(C4_GRID[-1]):g}], intervals at {JOINT_LEVEL:.0%} per sweep): the "
+                 "grid pairs whose predicted exponent lies in each sweep's interval (`region.csv`), and their extent.")
+    lines.append("")
+    columns = [(m, v) for m in ("fedavg", "fedprox") for v in VARIANTS]
+    lines.append("| test | " + " | ".join(f"{labels[m].replace('FMD → ', '')}, {VARIANTS[v]}" for m, v in columns)
+                 + " |")
+    lines.append("|---" * (len(columns) + 1) + "|")
+    cells = {(r["method"], r["variant"], r["test"]): r for r in region}
+    for test in (*AXIS_NAMES, "nu sweeps", "all sweeps", "one level"):
+        entries = []
+        for m, v in columns:
+            r = cells[m, v, test]
+            text = f"{r['pairs']} of {r['of']}"
+            if int(r["pairs"]) and r["verdict"] != "every pair fits":
+                text += f" (C₃ {_range(r['C3_min'], r['C3_max'])}, C₄ {_range(r['C4_min'], r['C4_max'])})"
+            entries.append(text)
+        name = _SHORT[test][0] if test in _SHORT else {"nu sweeps": "the four ν sweeps", "all sweeps": "all five",
+                                                         "one level": "one level constant (every cell)"}[test]
+        lines.append(f"| {name} | " + " | ".join(entries) + " |")
     lines.append("")
     for m in ("fedavg", "fedprox"):
         for variant in VARIANTS:
