@@ -93,8 +93,32 @@ from mixreg.study import Study, param
 
 from experiments.two_phase import Phase1Options
 
-from .figures import draw, plot_nu_sweeps, statement
-from .summary import AXES, AXIS_NAMES, DEFAULT_SEED, METHOD_KEYS, NAME, TABLES, axis_designs, design_key, summarise
+from .figures import (
+    draw,
+    level_statement,
+    plot_nu_constants,
+    plot_nu_sweeps,
+    region_statement,
+    results_markdown,
+    statement,
+)
+from .summary import (
+    AXES,
+    AXIS_NAMES,
+    C3_GRID,
+    C4_GRID,
+    DEFAULT_SEED,
+    JOINT_LEVEL,
+    METHOD_KEYS,
+    NAME,
+    NU_SWEEPS,
+    TABLES,
+    VARIANTS,
+    axis_designs,
+    design_key,
+    median_interval,
+    summarise,
+)
 from .trial import (
     DESIGN_KEYS,
     NuTrialSpec,
@@ -107,7 +131,8 @@ from .trial import (
 __all__ = ["STUDY", "Config", "PRESETS", "NuTrialSpec", "SizeDesign", "DESIGN_KEYS", "cells_of", "axis_designs",
            "design_key", "trial_flops", "summarise", "draw", "statement", "NAME", "TABLES", "DEFAULT_SEED", "AXES",
            "AXIS_NAMES", "METHOD_KEYS", "design_quantities", "two_phase_nu_trial", "two_phase_nu_memory",
-           "plot_nu_sweeps"]
+           "plot_nu_sweeps", "plot_nu_constants", "level_statement", "region_statement", "results_markdown",
+           "median_interval", "C3_GRID", "C4_GRID", "JOINT_LEVEL", "VARIANTS", "NU_SWEEPS"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

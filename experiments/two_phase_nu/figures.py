@@ -206,7 +206,7 @@ def level_statement(holdout, labels=None):
     --------
     >>> rows = [dict(method="fedavg", ratio_min_all=0.05, ratio_max_all=0.25),
     ...         dict(method="fedprox", ratio_min_all=0.08, ratio_max_all=0.32)]
-    >>> level_statement(rows)[-50:]
+    >>> level_statement(rows).split(': ')[-1]
     'ν/p_min lies 3.1 to 20 times above the medians.'
     """
     labels = labels or {}
