@@ -351,12 +351,12 @@ def statement(axis, exponents):
         shape = f"{fitted}, consistent with the {_fmt(avg['predicted'])} of ν/p_min"
     elif avg["verdict"] == "contradicts":
         flat = avg["low"] <= 0 <= avg["high"]
-        shape = (f"CONTRADICTS the bound's shape{': no visible effect' if flat else ''}, {fitted} where ν/p_min "
-                 f"predicts {_fmt(avg['predicted'])}")
+        shape = (f"CONTRADICTS the exponent of ν/p_min at unit constants{': no visible effect' if flat else ''}, "
+                 f"{fitted} where it predicts {_fmt(avg['predicted'])}")
     else:
         shape = "not tested (no interval)"
     if ls["verdict_ls"] == "consistent" and avg["verdict_ls"] == "consistent":
-        floor = f"; FedAvg follows known-label LS ({_fmt(ls['fitted'])})"
+        floor = f"; its interval holds the known-label LS rate {_fmt(avg['ls_rate'])}"
     elif avg["verdict_ls"] == "contradicts":
         floor = f"; FedAvg departs from the LS rate {_fmt(avg['ls_rate'])}"
     else:
@@ -428,7 +428,8 @@ def draw(config, tables, outdir):
     caption = (
         f"{title}. One panel per sweep: the final error (median, quartile bars) of each method against the swept "
         "value, ν of each cell on the top axis (unit constants), and C·ν/p_min with C fitted on the other sweeps' "
-        "cells (FedAvg, dashed); a red title: the sweep contradicts the bound's shape. Exponent panel: fitted "
+        "cells (FedAvg, dashed); a red title: FedAvg's interval excludes the exponent of ν/p_min with unit constants "
+        "(other constants: two_phase_nu_constants). Exponent panel: fitted "
         "exponents (95% bootstrap) against the exponent of ν/p_min (black bar) and of the known-label LS scale "
         "σ√(d/(N_min−d−1)) (grey dotted); tiny sweep: log-slope per unit fraction. Held-out panel: observed / "
         "(C₋ₛ ν/p_min) (observed / predicted), C fitted without the sweep s and checked on the sweep's own cells "
