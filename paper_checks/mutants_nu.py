@@ -29,9 +29,10 @@ VC_CLAIM = _T + "test_the_proof_device_claim_holds_and_can_fail"
 FLOOR_CLAIM = _T + "test_the_floor_claim_reads_the_region"
 SHAPE = _T + "test_the_data_shape_observation_on_data_of_that_shape_and_on_the_bound"
 
-#: The tests that check the theorem's statements themselves (the region on data drawn from the
-#: bound, the proof device's bound).
-THEOREM_LEVEL = (TRUTH, FLOOR_CLAIM, SIGNS)
+#: The tests that check the theorem's statements themselves: the region on data drawn from the
+#: bound (and the claim's verdict on it), nu on the grid against the theorem's formula, the joint
+#: test's coverage (Bonferroni over the sweeps), the proof device's bound.
+THEOREM_LEVEL = (TRUTH, FLOOR_CLAIM, GRID, BONFERRONI, SIGNS)
 
 _THEORY = "mixreg/theory/_sxy_nu.py"
 _SUMMARY = "experiments/two_phase_nu/summary.py"
@@ -42,7 +43,7 @@ MUTANTS = (
         "nu's uniform deviation on the constants' grid without its (chi2(w) + 1) factor",
         "    nu2 = C4 * np.sqrt(d * k * np.log(k) / n.size * (chi2 + 1.0))\n",
         f"    nu2 = C4 * np.sqrt(d * k * np.log(k) / n.size)  {MARK}\n",
-        (GRID,),
+        (GRID, TRUTH),
         path=_THEORY,
         family=FAMILY,
     ),
@@ -69,7 +70,7 @@ MUTANTS = (
         "the bootstrap replicates' slopes from the uncentred log x",
         "        boots = np.log(medians[:, ok]) @ centred / float(centred @ centred)\n",
         f"        boots = np.log(medians[:, ok]) @ u[ok] / float(centred @ centred)  {MARK}\n",
-        (BOOTSTRAP,),
+        (BOOTSTRAP, TRUTH),
         path=_SUMMARY,
         family=FAMILY,
     ),
