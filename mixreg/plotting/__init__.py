@@ -39,7 +39,8 @@ without saying so.
 
 from __future__ import annotations
 
-from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
+from ._common import (FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label,
+                      undrawn_legend_entries)
 from ._style import (DEFAULT_STYLE, MIN_PANEL_WIDTH, STYLES, add_footnote, axes_for, axes_width, current_style,
                      figure_width, finish_panels, fit_titles, keep_aspect, legend_above, new_figure, use_style, wrap_text)
 from ._generic import CROWDED, PREDICTION_LABEL, error_plot, success_plot
@@ -77,6 +78,7 @@ __all__ = [
     "method_style",
     "series_label",
     "median_errorbars",
+    "undrawn_legend_entries",
     "MethodStyle",
     "METHODS",
     "RULES",
