@@ -104,7 +104,7 @@ def plot_comparison(rows, *, ax=None, title=None, footnote=None):
             lo, hi = a.get_xlim()
             wide = a.get_position().width * fig.get_figwidth() >= 2.0
             subs = ((1.0, 2.0, 5.0) if wide else (1.0, 3.0)) if hi / lo < 300 else (1.0,)
-            if hi / lo < 10:  # less than a decade: a log locator labels every hundred (3000 3500 ... overlapped)
+            if hi / lo < 4:  # a narrow range: a log locator labels every 500 there (3000 3500 ... overlapped)
                 a.xaxis.set_major_locator(MaxNLocator(nbins=3, steps=[1, 2, 5, 10]))
             else:
                 a.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
