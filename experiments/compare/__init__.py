@@ -1,7 +1,9 @@
 """The registered methods of :data:`.trial.COMPARED`, head to head, on a suite of regimes.
 
 Run ``python -m experiments.compare`` for the quick default (eight regimes, k = 2, d = 10,
-m = 40, 8 trials each, about a minute on two cores) or ``--preset full`` (40 trials, m = 100).
+m = 40, 8 trials each, about a minute on two cores), ``--preset paper`` (the same problems, 24
+trials each: about 9 CPU-minutes; its figures are copied into ``figures/``) or ``--preset full``
+(40 trials, m = 100).
 
 Methods (:mod:`.trial`): IFCA (options I and II, two aggregations), Su-Xu-Yang's
 Phase 2 (FedAvg(2), FedProx with the ML decoder) from random starts, the one-shot method, FeSEM,
@@ -71,7 +73,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 class Config(Spec):
     """Everything that defines the comparison (what the manifest records and a resume compares)."""
 
-    preset: str = param("quick (default, about a minute) or full")
+    preset: str = param("quick (default, about a minute), paper (24 trials per regime, about 9 CPU-minutes) or "
+                        "full")
     regimes: tuple[str, ...] = param("regimes to run (REGIMES of experiments/compare/trial.py)",
                                      choices=tuple(REGIMES), distinct=True)
     m: int = param("clients", low=1)
@@ -101,6 +104,10 @@ class Config(Spec):
 
 PRESETS = {
     "quick": dict(regimes=tuple(REGIMES), m=40, n=40, d=10, k=2, sigma=0.5, separation=2.0, trials=8, n_inits=3,
+                  n_rounds=200),
+    # paper: the quick preset's problems with 3x its trials, so every interval of summary.csv is about
+    # sqrt(3) narrower (see docs/studies/compare.md for why this size)
+    "paper": dict(regimes=tuple(REGIMES), m=40, n=40, d=10, k=2, sigma=0.5, separation=2.0, trials=24, n_inits=3,
                   n_rounds=200),
     "full": dict(regimes=tuple(REGIMES), m=100, n=40, d=10, k=2, sigma=0.5, separation=2.0, trials=40, n_inits=5,
                  n_rounds=300),
@@ -188,6 +195,7 @@ STUDY = Study(
     memory=compare_memory,
     size_flags=("--m", "--n", "--d", "--k", "--n-inits"),
     record=_record,
+    paper_presets=("paper",),
     figures_dir=REPO / "figures",
     algorithms=COMPARED,  # the registered methods it runs by name
 )

@@ -14,7 +14,7 @@ import pathlib
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from mixreg.methods import COMPARE, styles_for
 from mixreg.plotting import MIN_PANEL_WIDTH, figure_width, save_figure
@@ -104,7 +104,10 @@ def plot_comparison(rows, *, ax=None, title=None, footnote=None):
             lo, hi = a.get_xlim()
             wide = a.get_position().width * fig.get_figwidth() >= 2.0
             subs = ((1.0, 2.0, 5.0) if wide else (1.0, 3.0)) if hi / lo < 300 else (1.0,)
-            a.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
+            if hi / lo < 4:  # a narrow range: a log locator labels every 500 there (3000 3500 ... overlapped)
+                a.xaxis.set_major_locator(MaxNLocator(nbins=3, steps=[1, 2, 5, 10]))
+            else:
+                a.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
             a.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
             a.xaxis.set_minor_formatter(NullFormatter())
         a.grid(axis="x", alpha=0.3)

@@ -44,6 +44,14 @@ against the rate of known-label least squares (verdicts:
 ``C nu / p_min`` is fitted with each sweep held out and its residual shown on the held-out sweep
 (:func:`mixreg.theory.leave_group_out_constant`).
 
+The paper gives no ``C3``, ``C4``: the ``constants`` and ``region`` tables ask which pairs of a grid
+(``C3`` in [0.01, 10], ``C4`` in [0.01, 100], log-spaced) make the bound's exponent along every
+sweep lie inside the sweep's fitted interval, for ``nu / p_min`` and for the theorem's
+``nu log(1/nu) / p_min`` (:func:`mixreg.theory.sxy_constants_exponents`), each interval at 99% so
+that the five sweeps together hold the true constants with probability at least 95% (Bonferroni);
+and whether one level constant puts ``C nu / p_min`` inside every cell's exact median interval.
+The ``p_min`` sweep holds nu fixed: its prediction, ``-1``, needs no constant.
+
 Writes into the results directory (default ``results/two_phase_nu/<preset>``):
 
 * ``trials.csv``, ``summary.csv``, ``manifest.json`` (from the engine);
@@ -56,11 +64,23 @@ Writes into the results directory (default ``results/two_phase_nu/<preset>``):
   exponent of the design), ``fitted`` with ``low``/``high`` (95% bootstrap), ``verdict``
   (predicted inside the interval or not) and ``verdict_ls``;
 * ``holdout.csv``: per sweep and method, ``C`` fitted without the sweep and the residual range on
-  it, and the range of ``final / (nu / p_min)`` over all cells;
-* ``two_phase_nu.{png,pdf}``, drawn from the three tables alone; ``--redraw DIR`` redraws it.
+  it, and the range of ``median final error / (nu / p_min)`` over all cells;
+* ``constants.csv``: per shape of the bound (``variant``: ``nu`` or ``nu_log``) and pair
+  ``(C3, C4)`` of the grid, whether the shape is defined at every cell, the range of nu, the
+  exponent predicted along each sweep (``predicted_<sweep>``), and per method the sweeps whose
+  99% interval holds it (``<method>_consistent``, e.g. ``tiny+chi2``), whether one level constant
+  fits every cell (``<method>_level``) and the smallest constant with which the bound lies above
+  every cell's median (``<method>_C_min``);
+* ``region.csv``: per method, variant and test (each sweep, the four ``nu sweeps``, ``all
+  sweeps``, ``one level``) the pairs that pass, their extent in ``C3`` and ``C4``, whether the
+  unit constants pass, whether the prediction needs no constant (``constant_free``) and the
+  verdict (``no constants fit``, ``region``, ``every pair fits``, ``not tested``);
+* ``two_phase_nu.{png,pdf}`` and ``two_phase_nu_constants.{png,pdf}``, drawn from the tables
+  alone; ``--redraw DIR`` redraws them.
 
-The paper preset also writes the figure to ``figures/two_phase_nu_paper.{png,pdf}`` (when the run
-is the unchanged preset).  Flags: one per field of :class:`Config` (``--tiny-fractions``,
+The paper preset also writes the figures to ``figures/two_phase_nu_paper.{png,pdf}`` and
+``figures/two_phase_nu_constants_paper.{png,pdf}`` (when the run is the unchanged preset).  Flags:
+one per field of :class:`Config` (``--tiny-fractions``,
 ``--chi2s``, ``--Ms-fixed-n``, ``--Ms-fixed-N``, ``--N-fixed``, ``--p-mins``, ...), see ``--help``.
 """
 
@@ -73,8 +93,32 @@ from mixreg.study import Study, param
 
 from experiments.two_phase import Phase1Options
 
-from .figures import draw, plot_nu_sweeps, statement
-from .summary import AXES, AXIS_NAMES, DEFAULT_SEED, METHOD_KEYS, NAME, TABLES, axis_designs, design_key, summarise
+from .figures import (
+    draw,
+    level_statement,
+    plot_nu_constants,
+    plot_nu_sweeps,
+    region_statement,
+    results_markdown,
+    statement,
+)
+from .summary import (
+    AXES,
+    AXIS_NAMES,
+    C3_GRID,
+    C4_GRID,
+    DEFAULT_SEED,
+    JOINT_LEVEL,
+    METHOD_KEYS,
+    NAME,
+    NU_SWEEPS,
+    TABLES,
+    VARIANTS,
+    axis_designs,
+    design_key,
+    median_interval,
+    summarise,
+)
 from .trial import (
     DESIGN_KEYS,
     NuTrialSpec,
@@ -87,7 +131,8 @@ from .trial import (
 __all__ = ["STUDY", "Config", "PRESETS", "NuTrialSpec", "SizeDesign", "DESIGN_KEYS", "cells_of", "axis_designs",
            "design_key", "trial_flops", "summarise", "draw", "statement", "NAME", "TABLES", "DEFAULT_SEED", "AXES",
            "AXIS_NAMES", "METHOD_KEYS", "design_quantities", "two_phase_nu_trial", "two_phase_nu_memory",
-           "plot_nu_sweeps"]
+           "plot_nu_sweeps", "plot_nu_constants", "level_statement", "region_statement", "results_markdown",
+           "median_interval", "C3_GRID", "C4_GRID", "JOINT_LEVEL", "VARIANTS", "NU_SWEEPS"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

@@ -33,7 +33,8 @@ def test_run_writes_everything(run):
     status, out = run
     assert status == 0
     for name in ("trials.csv", "summary.csv", "manifest.json", "axes.csv", "exponents.csv", "holdout.csv",
-                 "two_phase_nu.png", "two_phase_nu.pdf"):
+                 "constants.csv", "region.csv", "two_phase_nu.png", "two_phase_nu.pdf", "two_phase_nu_constants.png",
+                 "two_phase_nu_constants.pdf"):
         assert (out / name).is_file(), name
     trials = _read(out / "trials.csv")
     assert all(row["error"] == "" for row in trials)
@@ -147,4 +148,4 @@ def test_figures_draw_into_given_axes_and_write_captions(run, tmp_path):
     writes a caption file beside each figure."""
     from experiments.ifca_mechanism.testing import check_figures
 
-    check_figures(two_phase_nu, run[1], tmp_path, ["plot_nu_sweeps"])
+    check_figures(two_phase_nu, run[1], tmp_path, ["plot_nu_sweeps", "plot_nu_constants"])
