@@ -40,7 +40,8 @@ SPHINX = (sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "htm
 BUILD_TIMEOUT = 900          # seconds: a deadlock guard, not a speed limit
 BROWSER_TIMEOUT = 60
 STUDIES = ("success_vs_R", "success_vs_mn", "error_floor", "ifca_basin", "ifca_misclustering",
-           "ifca_contraction", "two_phase", "two_phase_phase1", "two_phase_nu", "compare")
+           "ifca_contraction", "ifca_corollary1", "ifca_strongly_convex", "two_phase", "two_phase_phase1", "two_phase_nu",
+           "compare")
 
 
 def _chromium():

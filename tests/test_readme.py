@@ -13,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 STUDIES = ("success_vs_R", "success_vs_mn", "error_floor", "ifca_basin", "ifca_misclustering",
-           "ifca_contraction", "two_phase", "two_phase_phase1", "two_phase_nu", "compare")
+           "ifca_contraction", "ifca_corollary1", "ifca_strongly_convex", "two_phase", "two_phase_phase1", "two_phase_nu",
+           "compare")
 
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.M | re.S)
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")

@@ -10,6 +10,9 @@ One private module per paper, every public name re-exported here (``from mixreg.
 * ``_ifca_clustering``: IFCA's identity estimate exactly (linear model, k = 2
   models compared): the misclustering probability, its Chernoff exponent against Lemma 1's
   shape, and the population edge of the basin;
+* ``_ifca_sc``: IFCA Theorem 2 and Lemma 3 (the strongly convex analysis) for squared loss under a
+  feature covariance: the constants lambda and L, the per-round factor and rounds T, the exact second
+  moments of the resampled run, Lemma 3's Chebyshev bound;
 * ``_sxy``: Su, Xu and Yang (NeurIPS 2022), Phase 2 of the two-phase algorithm
   (FedX + clustering): the chi-square divergence of the client weights, :math:`\\nu` and the
   Phase-2 recursion, its bound and its fixed point; the contraction constant :math:`C_1` derived
@@ -37,14 +40,15 @@ say which constants it used (unit or fitted).
 
 from __future__ import annotations
 
-from . import _fitting, _ifca, _ifca_clustering, _ls_oracle, _sxy, _sxy_nu
+from . import _fitting, _ifca, _ifca_clustering, _ifca_sc, _ls_oracle, _sxy, _sxy_nu
 from ._fitting import *  # noqa: F401,F403
 from ._ifca import *  # noqa: F401,F403
 from ._ifca_clustering import *  # noqa: F401,F403
+from ._ifca_sc import *  # noqa: F401,F403
 from ._ls_oracle import *  # noqa: F401,F403
 from ._sxy import *  # noqa: F401,F403
 from ._sxy_nu import *  # noqa: F401,F403
 
 # every public name of the private modules, listed once (in each module's own ``__all__``)
-__all__ = [*_ifca.__all__, *_ifca_clustering.__all__, *_sxy.__all__, *_sxy_nu.__all__, *_fitting.__all__,
+__all__ = [*_ifca.__all__, *_ifca_clustering.__all__, *_ifca_sc.__all__, *_sxy.__all__, *_sxy_nu.__all__, *_fitting.__all__,
            *_ls_oracle.__all__]
