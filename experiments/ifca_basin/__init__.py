@@ -93,7 +93,7 @@ PRESETS = {
     "quick": dict(ks=(2, 4), m_per=20, n_prime=20, n_rounds=10, d=10, sigma=0.3, alphas=_ALPHAS_QUICK,
                   directions=DIRECTIONS, trials=12),
     "paper": dict(ks=(2, 4), m_per=50, n_prime=50, n_rounds=12, d=20, sigma=0.3, alphas=_ALPHAS_PAPER,
-                  directions=DIRECTIONS, trials=60),
+                  directions=DIRECTIONS, trials=20),
 }
 
 

@@ -375,6 +375,11 @@ def _summary(results):
     return counts
 
 
+def _overview(results):
+    """The results in the order of the report's sections: each section's papers in first-seen order."""
+    return [r for _, papers in _groups(results) for _, rows in papers for r in rows]
+
+
 def _groups(results):
     """``(heading, [(paper, [results])])`` for the two sections, papers in first-seen order."""
     sections = []
@@ -397,7 +402,7 @@ def _markdown(results, title, intro, figures_link):
         lines.append(f"- {total} {kind}{'s' if total != 1 else ''}: "
                      + ", ".join(f"{n} {status}" for status, n in counts.items()))
     lines += ["", "| claim | paper | source | kind | verdict | run |", "|---|---|---|---|---|---|"]
-    for r in results:
+    for r in _overview(results):
         lines.append(f"| [{r.claim.id}](#{r.claim.id}) | {_md(r.claim.paper)} | {_md(r.claim.source)} | "
                      f"{r.claim.kind}{' (proof lemma)' if r.claim.proof_lemma else ''} | **{r.status}** | "
                      f"{_md(r.run.get('path', 'none'))} |")
@@ -456,7 +461,7 @@ def _html(results, title, intro, figures_dir):
         parts.append(f"<li>{total} {kind}{'s' if total != 1 else ''}: "
                      + ", ".join(f"{n} {status}" for status, n in counts.items()) + "</li>")
     parts.append("</ul><table><tr><th>claim</th><th>paper</th><th>source</th><th>kind</th><th>verdict</th></tr>")
-    for r in results:
+    for r in _overview(results):
         parts.append(f"<tr><td><a href='#{r.claim.id}'>{e(r.claim.id)}</a></td><td>{e(r.claim.paper)}</td>"
                      f"<td>{e(r.claim.source)}</td><td>{r.claim.kind}</td>"
                      f"<td class='{r.status.replace(' ', '-')}'><b>{r.status}</b></td></tr>")
