@@ -37,7 +37,8 @@ def _lemma1(run):
         if row["n_points"] < 2 or row["exact_slope"] != row["exact_slope"]:
             out.append(Verdict(claim, "not tested", numbers, "fewer than two n' with a misclustered worker"))
             continue
-        status = "consistent" if row["verdict_exact_slope"] == "consistent" else "contradicts"
+        inside = _inside(row["exact_slope"], row["fitted_low"], row["fitted_high"], widening)
+        status = "consistent" if inside else "contradicts"
         where = "in" if status == "consistent" else "outside"
         out.append(Verdict(claim, status, numbers,
                            f"the exact slope {row['exact_slope']:.4g} lies {where} the fitted "
