@@ -105,7 +105,7 @@ CLAIMS = (
         constants="alpha' > 0, i.e. alpha < 1/2 (no constant); the paper's n' condition for small alpha' is not "
                   "recoverable from the text",
         figures=_FIGURE,
-        mutants=("bs-alpha-comparison-flipped",),
+        mutants=("bs-half-inclusive",),
     ),
     Claim(
         id="ifca-basin-k4-near-half",
@@ -117,7 +117,7 @@ CLAIMS = (
         study=STUDY,
         check=lambda run: _below_half(run, 4),
         figures=_FIGURE,
-        mutants=("bs-alpha-comparison-flipped",),
+        mutants=("bs-half-inclusive",),
         observed="ifca_basin quick preset (12 trials per cell): for k = 4 every run with alpha <= 0.45 reached its "
                  "own centre in all three directions (same-centre edge of the adversarial direction 0.51), as "
                  "for k = 2.",

@@ -107,7 +107,7 @@ CLAIMS = (
         predictions=("misclustering_probability", "chernoff_exponent"),
         constants="none fitted: the exact law at theta = theta* (mixreg.theory.misclustering_probability)",
         figures=_FIGURE,
-        mutants=("mc-exact-slope-wrong-grid",),
+        mutants=("mc-exact-slope-is-chernoff",),
     ),
     Claim(
         id="ifca-misclustering-steepening",
@@ -121,7 +121,7 @@ CLAIMS = (
         study=STUDY,
         check=_steepening,
         figures=_FIGURE,
-        mutants=("mc-exact-slope-wrong-grid",),
+        mutants=("mc-steepening-any-overlap",),
         observed="ifca_misclustering quick preset (8 trials per cell, rho = 0.5 ... 8): the Chernoff verdict "
                  "'contradicts' at every rho with the fitted exponent above I(rho) (e.g. 0.133 [0.127, 0.142] "
                  "against 0.112 at rho = 1), recorded by the slow claim checks before issue 27.",

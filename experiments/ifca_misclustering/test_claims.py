@@ -68,3 +68,19 @@ def test_lemma1_turns_red_on_a_law_with_another_exponent():
     verdicts = _claim("ifca-lemma1").check(_Run(config, _records(config, law=1.3)))
     assert claim_status(verdicts) == "contradicts"
     assert verdicts[-1].status == "contradicts"   # the cell-by-cell law too
+
+
+def test_steepening_observation_turns_red_on_a_pure_chernoff_law():
+    """With P = exp(-I(rho) n') / 2 exactly, the fitted exponent is I(rho): not above it."""
+    config = _config()
+    rng = np.random.default_rng(3)
+    records = []
+    for spec in ifca_misclustering.cells_of(config):
+        n_prime = spec.problem.n // 2
+        p = 0.5 * float(np.exp(-ifca_misclustering.PREDICTIONS[1].predict([dict(rho=spec.rho)])[0] * n_prime))
+        for t in range(config.trials):
+            wrong = int(rng.binomial(config.m, p))
+            records.append(dict(m=config.m, k=2, n=2 * n_prime, d=config.d, rho=spec.rho, n_prime=n_prime, trial=t,
+                                n_workers=config.m, n_wrong=wrong, wrong_fraction=wrong / config.m, error=""))
+    verdicts = _claim("ifca-misclustering-steepening").check(_Run(config, records))
+    assert sum(v.status == "contradicts" for v in verdicts) >= len(verdicts) - 1, [v.why for v in verdicts]
