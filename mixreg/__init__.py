@@ -13,6 +13,8 @@ matplotlib.
 - sweeps and results: :class:`~mixreg.montecarlo.Sweep`, :func:`~mixreg.montecarlo.run_sweep`,
   :func:`~mixreg.montecarlo.read_results`, :func:`~mixreg.stats.group_rates`
 - studies: :class:`~mixreg.study.Study`, :class:`~mixreg.study.Spec`, :func:`~mixreg.study.param`
+- claims: :class:`~mixreg.study.Claim`, :func:`~mixreg.study.check_claims`,
+  :func:`~mixreg.study.claims_report`
 - predictions: :class:`~mixreg.predictions.Prediction`, :class:`~mixreg.predictions.Constant`,
   :func:`~mixreg.predictions.fit_exponent`
 - figures: :func:`~mixreg.plotting.use_style`, :func:`~mixreg.plotting.success_plot`,
@@ -48,6 +50,9 @@ _FACE = {
     "Study": "mixreg.study",
     "Spec": "mixreg.study",
     "param": "mixreg.study",
+    "Claim": "mixreg.study",
+    "check_claims": "mixreg.study",
+    "claims_report": "mixreg.study",
     "Prediction": "mixreg.predictions",
     "Constant": "mixreg.predictions",
     "fit_exponent": "mixreg.predictions",

@@ -22,8 +22,11 @@ from mixreg.problems import Problem as Problem
 from mixreg.problems import ProblemSpec as ProblemSpec
 from mixreg.problems import make_problem as make_problem
 from mixreg.stats import group_rates as group_rates
+from mixreg.study import Claim as Claim
 from mixreg.study import Spec as Spec
 from mixreg.study import Study as Study
+from mixreg.study import check_claims as check_claims
+from mixreg.study import claims_report as claims_report
 from mixreg.study import param as param
 
 __version__: str
