@@ -15,7 +15,7 @@ import math
 import sys
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import binom, chi2, norm
 
 from .validation import check_int, check_real
 
@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # the frames extra: imported only when a DataFrame is asked f
     import pandas
 
 __all__ = ["wilson_interval", "group_rates", "SlopeFit", "fit_slope", "slope_verdict", "finite_mean",
-           "bootstrap_mean_interval", "loglog_slope", "crossing", "fit_clients_needed"]
+           "bootstrap_mean_interval", "loglog_slope", "crossing", "fit_clients_needed", "PairedTest",
+           "mcnemar_exact", "cochran_q"]
 
 
 def wilson_interval(successes: int | np.ndarray, trials: int | np.ndarray,
@@ -544,3 +545,270 @@ def fit_clients_needed(cells: list[dict], *, level: float = 0.5, n_boot: int = 2
         out[name] = SlopeFit(slope=value, intercept=b, low=float(low), high=float(high), level=ci,
                              n_points=int(np.isfinite(found).sum()), n_boot=int(col.size))
     return out
+
+
+
+# --------------------------------------------------------------------------------------------
+# Paired success/failure outcomes: several levels measured on one draw per trial
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedTest:
+    """The result of a test that paired binary outcomes share one success probability
+    (:func:`mcnemar_exact`, :func:`cochran_q`).
+
+    Attributes
+    ----------
+    statistic : float
+        Cochran's Q (with two levels, McNemar's uncorrected chi-square ``(b - c)^2 / (b + c)``).
+    df : int
+        Degrees of freedom of the chi-square approximation: levels - 1.
+    p_value : float
+        The exact p-value (or the permutation p-value, see ``method``): the probability, under the
+        null that within every block the levels' outcomes are exchangeable, of a statistic at
+        least as large as observed, given each block's number of successes.
+    p_chi2 : float
+        The chi-square approximation's p-value (poor with few discordant blocks).
+    method : str
+        Which test gave ``p_value``: ``"exact McNemar"``, ``"Cochran's Q, exact"`` or
+        ``"Cochran's Q, permutation (<n> draws)"``.
+    n_blocks : int
+        Blocks (trials) compared.
+    n_discordant : int
+        Blocks whose levels do not all agree: the only ones carrying information.
+    successes : tuple of int
+        Successes per level (column totals).
+    """
+
+    statistic: float
+    df: int
+    p_value: float
+    p_chi2: float
+    method: str
+    n_blocks: int
+    n_discordant: int
+    successes: tuple
+
+
+def _paired_outcomes(name, outcomes, min_levels):
+    """``outcomes`` as an int array (n_blocks, levels) of 0/1, validated."""
+    x = np.asarray(outcomes)
+    if x.ndim != 2 or x.shape[1] < min_levels:
+        raise ValueError(f"{name} must be a 2-D array of shape (n_blocks, levels) with levels >= {min_levels}, "
+                         f"got shape {x.shape}")
+    if x.dtype == bool:
+        return x.astype(np.int64)
+    if x.size and not np.all((x == 0) | (x == 1)):
+        bad = x[(x != 0) & (x != 1)].ravel()[0]
+        raise ValueError(f"{name} must hold 0/1 or booleans (success or failure), got {bad!r}")
+    return x.astype(np.int64)
+
+
+def mcnemar_exact(first: np.ndarray | list[bool], second: np.ndarray | list[bool]) -> PairedTest:
+    r"""Exact McNemar test: do two levels measured on the same trials share one success probability?
+
+    Each trial (block) gives an outcome under both levels, on one draw.  Only the discordant
+    trials carry information: ``b`` (success under ``first`` only) and ``c`` (under ``second``
+    only).  Under the null (within a trial the two outcomes are exchangeable), given
+    :math:`b + c`, :math:`b \sim \mathrm{Binomial}(b + c, 1/2)`; the two-sided exact p-value is
+
+    .. math:: p = \min\Big(1,\ 2\, P\big(B \le \min(b, c)\big)\Big), \qquad B \sim \mathrm{Bin}(b + c, 1/2),
+
+    (McNemar 1947; Agresti, *Categorical Data Analysis*, 3rd ed., Sec. 11.1; statsmodels'
+    ``mcnemar(exact=True)``).  The statistic is McNemar's uncorrected chi-square
+    :math:`(b - c)^2 / (b + c)` (0 when ``b + c = 0``), whose chi-square(1) p-value is
+    ``p_chi2``; it equals Cochran's Q with two levels (:func:`cochran_q`).
+
+    An unpaired test (Fisher's, or a chi-square on the two totals) treats the two columns as
+    independent samples: with outcomes positively correlated within a trial (same data, same
+    initialisations) it is conservative and its p-value does not answer the paired question.
+
+    Parameters
+    ----------
+    first, second : array of shape (n,) of bool or 0/1
+        The outcome of each trial under each level, in the same trial order.
+
+    Returns
+    -------
+    PairedTest
+        ``method`` is ``"exact McNemar"``; ``successes`` is ``(sum(first), sum(second))``.
+
+    Raises
+    ------
+    ValueError
+        If the two arrays differ in length or hold anything but 0/1 or booleans.
+
+    See Also
+    --------
+    cochran_q : The same null for more than two levels.
+
+    Examples
+    --------
+    Agresti's presidential-approval table (1,600 people asked twice; 150 approve then
+    disapprove, 86 the reverse): :math:`z^2 = 64^2 / 236 = 17.36`.
+
+    >>> first = [1] * 794 + [1] * 150 + [0] * 86 + [0] * 570
+    >>> second = [1] * 794 + [0] * 150 + [1] * 86 + [0] * 570
+    >>> test = mcnemar_exact(first, second)
+    >>> round(test.statistic, 2), test.n_discordant, test.p_value < 1e-4
+    (17.36, 236, True)
+    """
+    a = np.asarray(first)
+    b = np.asarray(second)
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"first and second must be 1-D of one length (one outcome per trial), got shapes "
+                         f"{a.shape} and {b.shape}")
+    x = _paired_outcomes("first and second", np.column_stack([a, b]) if a.size else np.zeros((0, 2)), 2)
+    only_first = int(np.count_nonzero((x[:, 0] == 1) & (x[:, 1] == 0)))
+    only_second = int(np.count_nonzero((x[:, 0] == 0) & (x[:, 1] == 1)))
+    discordant = only_first + only_second
+    statistic = (only_first - only_second) ** 2 / discordant if discordant else 0.0
+    p_value = min(1.0, 2.0 * float(binom.cdf(min(only_first, only_second), discordant, 0.5))) if discordant else 1.0
+    return PairedTest(statistic=float(statistic), df=1, p_value=p_value,
+                      p_chi2=float(chi2.sf(statistic, 1)) if discordant else 1.0, method="exact McNemar",
+                      n_blocks=int(x.shape[0]), n_discordant=discordant,
+                      successes=tuple(int(v) for v in x.sum(axis=0)))
+
+
+def _cochran_statistic(column_totals, k, total, row_squares):
+    """Cochran's Q from the column totals (any leading shape), ``k`` levels, ``total`` successes and
+    ``sum_i R_i^2``: ``(k - 1) (k sum_j C_j^2 - N^2) / (k N - sum_i R_i^2)``."""
+    c = np.asarray(column_totals, dtype=float)
+    return (k - 1) * (k * np.sum(c**2, axis=-1) - total**2) / (k * total - row_squares)
+
+
+def cochran_q(outcomes: np.ndarray | list[list[bool]], *, exact: bool | None = None, n_permutations: int = 20000,
+              seed: int = 0, max_states: int = 200_000) -> PairedTest:
+    r"""Cochran's Q test: do ``k`` levels measured on the same blocks share one success probability?
+
+    ``outcomes[i, j]`` is the success (1) or failure (0) of block ``i`` (a trial: one draw of
+    the data and the initialisations) under level ``j`` (e.g. a noise level applied to that
+    draw).  With :math:`C_j` the successes of level ``j``, :math:`R_i` those of block ``i`` and
+    :math:`N = \sum_j C_j` (Cochran 1950; Conover, *Practical Nonparametric Statistics*, 3rd ed.,
+    Sec. 4.6),
+
+    .. math:: Q = \frac{(k - 1)\big(k \sum_j C_j^2 - N^2\big)}{k N - \sum_i R_i^2},
+
+    approximately chi-square with ``k - 1`` degrees of freedom for many discordant blocks
+    (``p_chi2``).  Blocks whose levels all agree (all succeed or all fail) leave :math:`Q`
+    unchanged.  Null hypothesis: within each block the ``k`` outcomes are exchangeable (so the
+    levels share one success probability; blocks may differ arbitrarily, e.g. by separation).
+    The exact p-value conditions on every :math:`R_i`: under the null a block's :math:`R_i`
+    successes fall on a uniformly random set of :math:`R_i` levels, independently across blocks,
+    and :math:`p = P(Q^* \ge Q)`.  It is computed by convolving the blocks' contributions to
+    the sorted column totals (``"Cochran's Q, exact"``), or, when that needs more than
+    ``max_states`` states, estimated from ``n_permutations`` within-block permutations
+    (``(1 + #{Q^* >= Q}) / (1 + n_permutations)``, fixed ``seed``).  With two levels the exact
+    p-value is the exact McNemar test's (:func:`mcnemar_exact`).
+
+    Parameters
+    ----------
+    outcomes : array of shape (n_blocks, k), bool or 0/1, k >= 2
+    exact : bool or None, default None
+        ``True``: the exact p-value, or ``ValueError`` if it needs more than ``max_states``
+        states; ``False``: the permutation p-value; ``None``: exact when it fits in
+        ``max_states``, permutation otherwise.
+    n_permutations : int >= 1
+    seed : int >= 0
+        Seed of the permutation draws.
+    max_states : int >= 1
+        Largest number of distinct (sorted) column-total vectors the exact convolution may hold.
+
+    Returns
+    -------
+    PairedTest
+        ``statistic`` Q (0 without discordant blocks, then both p-values are 1), ``df = k - 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``outcomes`` is not 2-D with ``k >= 2`` columns of 0/1, or ``exact=True`` and the exact
+        distribution needs more than ``max_states`` states.
+
+    See Also
+    --------
+    mcnemar_exact : The exact test for two levels.
+    mixreg.theory.stratified_homogeneity_test : The test for independent samples per level.
+
+    Examples
+    --------
+    Three classifiers scored on the same 100 cases (mlxtend's ``cochrans_q`` example):
+
+    >>> wrong = np.zeros((100, 3), dtype=int)
+    >>> wrong[:16, 0] = 1
+    >>> wrong[[0, 1, 2, 3, 4, 5, 20, 21], 1] = 1
+    >>> wrong[[0, 1, 2, 6, 20, 21, 98, 99], 2] = 1
+    >>> test = cochran_q(1 - wrong)
+    >>> round(test.statistic, 4), round(test.p_chi2, 4), test.method
+    (7.5294, 0.0232, "Cochran's Q, exact")
+    """
+    x = _paired_outcomes("outcomes", outcomes, 2)
+    n_permutations = check_int("n_permutations", n_permutations, low=1)
+    seed = check_int("seed", seed, low=0)
+    max_states = check_int("max_states", max_states, low=1)
+    if exact not in (None, True, False):
+        raise ValueError(f"exact must be True, False or None, got {exact!r}")
+    n_blocks, k = x.shape
+    rows = x.sum(axis=1)
+    columns = x.sum(axis=0)
+    discordant = (rows > 0) & (rows < k)
+    base = dict(df=k - 1, n_blocks=int(n_blocks), n_discordant=int(discordant.sum()),
+                successes=tuple(int(v) for v in columns))
+    if not discordant.any():
+        return PairedTest(statistic=0.0, p_value=1.0, p_chi2=1.0, method="Cochran's Q, exact", **base)
+    total = int(rows.sum())
+    row_squares = int(np.sum(rows**2))
+    q = float(_cochran_statistic(columns, k, total, row_squares))
+    p_chi2 = float(chi2.sf(q, k - 1))
+    # Q grows with sum_j C_j^2 alone (N and the R_i are fixed by the conditioning): compare that integer.
+    observed = int(np.sum(columns**2))
+    p_value = None
+    if exact is not False:
+        p_value = _cochran_exact_tail(rows[discordant], k, int(np.sum(rows == k)), observed, max_states)
+        if p_value is None and exact:
+            raise ValueError(f"the exact distribution of Cochran's Q needs more than max_states={max_states} states "
+                             f"({int(discordant.sum())} discordant blocks, k = {k}); raise max_states or pass "
+                             "exact=None for the permutation p-value")
+    if p_value is not None:
+        return PairedTest(statistic=q, p_value=p_value, p_chi2=p_chi2, method="Cochran's Q, exact", **base)
+    rng = np.random.default_rng(seed)
+    exceed = 0
+    for start in range(0, n_permutations, _PERMUTATION_CHUNK):  # bounded memory: chunks of permutations
+        size = min(_PERMUTATION_CHUNK, n_permutations - start)
+        keys = rng.random((size, int(discordant.sum()), k))
+        ranks = np.argsort(np.argsort(keys, axis=-1), axis=-1)  # a uniform permutation of each block's levels
+        hits = (ranks < rows[discordant][None, :, None]).sum(axis=1) + int(np.sum(rows == k))  # column totals
+        exceed += int(np.count_nonzero(np.sum(hits**2, axis=-1) >= observed))
+    return PairedTest(statistic=q, p_value=float((1 + exceed) / (1 + n_permutations)), p_chi2=p_chi2,
+                      method=f"Cochran's Q, permutation ({n_permutations} draws)", **base)
+
+
+_PERMUTATION_CHUNK = 1000
+
+
+def _cochran_exact_tail(block_rows, k, n_full, observed, max_states):
+    """``P(sum_j C_j^2 >= observed)`` when each block puts its ``R_i`` successes on a uniform random
+    ``R_i``-subset of the ``k`` levels, by convolution over the blocks of the distribution of the
+    *sorted* column totals (the null is invariant under relabelling the levels, so sorting loses
+    nothing), starting from the ``n_full`` blocks that succeed at every level; ``None`` if more than
+    ``max_states`` states would be needed."""
+    from itertools import combinations
+
+    subsets = {r: [tuple(int(j in s) for j in range(k)) for s in combinations(range(k), r)]
+               for r in set(int(v) for v in block_rows)}
+    states = {(int(n_full),) * k: 1.0}
+    for r in block_rows:
+        choices = subsets[int(r)]
+        weight = 1.0 / len(choices)
+        new = {}
+        for state, prob in states.items():
+            for add in choices:
+                key = tuple(sorted(a + b for a, b in zip(state, add)))
+                new[key] = new.get(key, 0.0) + prob * weight
+        if len(new) > max_states:
+            return None
+        states = new
+    tail = math.fsum(prob for state, prob in states.items() if sum(v * v for v in state) >= observed)
+    below = math.fsum(prob for state, prob in states.items() if sum(v * v for v in state) < observed)
+    return float(tail / (tail + below))  # normalised: the rounding of the convolution cancels (1 exactly if no state is below)

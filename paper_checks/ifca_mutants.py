@@ -1,19 +1,23 @@
-"""Mutation check of the IFCA and FedX drivers and of the known-label LS theory under a covariance:
+"""Mutation check of the IFCA and FedX drivers, the known-label LS theory and every paper_checks/mutants_<family>.py:
 the theorem-level tests must fail on a broken driver or formula.
 
     python -m paper_checks.ifca_mutants                      # check every mutant (a few minutes)
     python -m paper_checks.ifca_mutants --mutant true-labels # one mutant
     python -m paper_checks.ifca_mutants --survey             # which candidate tests fail, per mutant
     python -m paper_checks.ifca_mutants --family fedx        # the FedX (Phase 2) mutants only (ls: the LS theory)
+    python -m paper_checks.ifca_mutants --list               # every family and mutant, with its tests
 
-For every mutant, the package (``mixreg/``, ``tests/``, ``pyproject.toml``) is copied into a
-scratch directory, one exact text replacement is applied to the copy's
-``mixreg/algorithms/ifca.py`` (FedX mutants: ``mixreg/algorithms/fedx.py`` or
-``mixreg/kernels.py``) (the script stops if the target text is not there exactly once, so
+For every mutant, the repository's code, tests and committed data (``mixreg/``, ``tests/``,
+``experiments/``, ``paper_checks/``, ``figures/``, ``docs/``, ``pyproject.toml``, the root
+``conftest.py`` and ``README.md``; see ``COPIED``) are copied into a scratch directory, one
+exact text replacement is applied to the copy's ``mixreg/algorithms/ifca.py`` (FedX mutants:
+``mixreg/algorithms/fedx.py`` or ``mixreg/kernels.py``; a family file's: the mutant's ``path``,
+under ``mixreg/`` or ``experiments/``) (the script stops if the target text is not there exactly once, so
 a refactor of the driver makes it fail loudly instead of silently testing nothing), and the
 tests that the table below says catch the mutant are run against the copy with
 ``python -m pytest <tests> -q -p no:cacheprovider -rfE`` (``cwd`` and ``PYTHONPATH`` the copy;
-a sanity run checks that the copy's ``mixreg``, mutated, is the one imported).  Each of them
+a sanity run checks that the copy's ``mixreg`` and, for a mutant of a study, ``experiments``,
+mutated, are the ones imported).  Each of them
 must FAIL: the run must exit with code 1 and its summary must list every named test as failed
 (so no ``-x`` here: with it, only the first failure would be seen).  All of them must PASS on an
 unmutated copy (one run, with ``-x``).  One pytest process per copy (its start-up, about 3 s of
@@ -131,6 +135,23 @@ ls-floor-identity     ``mixreg/metrics.py``: the floor's ``tr(Sigma^-1)`` replac
                       ``a_covariance_uses_the_trace_of_its_inverse`` fails
 ====================  =========================================================================
 
+Other families live in their own files, one per family: every ``paper_checks/mutants_<family>.py``
+is collected (imported as the top-level module ``mutants_<family>``, ``paper_checks/`` put on
+``sys.path``) and joins ``MUTANTS`` and ``FAMILIES``.  Such a file defines::
+
+    from ifca_mutants import MARK, Mutant
+
+    FAMILY = "<family>"                  # the file's name after ``mutants_``
+    THEOREM_LEVEL = ("tests/...::test_...",)   # the family's theorem-level tests (node ids)
+    MUTANTS = (Mutant(name, summary, old, new, caught_by, path="mixreg/..." or "experiments/...",
+                      family=FAMILY), ...)
+    CANDIDATES = (...)                   # optional: the tests a ``--survey`` runs (default THEOREM_LEVEL)
+
+and documents its mutants and which tests catch each in its own docstring.  Every mutant must
+name at least one theorem-level test of its own family; mutant names are unique across families.
+A malformed family file stops the import of this module with a message naming the file (so the
+default test ``tests/test_mutant_script.py`` fails instead of the mutants being skipped).
+
 The copy takes the working tree as it is (uncommitted changes included).  Numba's on-disk cache
 is copied with the package (file times preserved), so the copy does not recompile the kernels
 (except those of a mutated ``mixreg/kernels.py``: fedx-first-sample recompiles, about 20 s).
@@ -139,6 +160,7 @@ is copied with the package (file times preserved), so the copy does not recompil
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import re
@@ -161,6 +183,10 @@ __all__ = [
     "CANDIDATES",
     "FEDX_CANDIDATES",
     "THEOREM_LEVEL",
+    "THEOREM_LEVELS",
+    "FAMILIES",
+    "COPIED",
+    "collect_families",
     "check",
     "survey",
     "main",
@@ -200,9 +226,6 @@ LS_MOMENTS = ("tests/theory/test_theory_ls_oracle.py::"
 LS_FLOOR = "tests/test_metrics.py::test_oracle_floor_with_a_covariance_uses_the_trace_of_its_inverse"
 LS_THEOREM_LEVEL = (LS_MOMENTS, LS_FLOOR)
 
-#: A mutant must name at least one of these (its family's theorem-level tests).
-THEOREM_LEVEL = IFCA_THEOREM_LEVEL + FEDX_THEOREM_LEVEL + LS_THEOREM_LEVEL
-
 #: Every test the survey runs against every mutant.
 CANDIDATES = (RATE, MEAN, FACTOR, ARGMIN, THEOREM1, REFERENCE, REFERENCE_RESAMPLED)
 FEDX_CANDIDATES = (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY, FX_REFERENCE)
@@ -213,11 +236,13 @@ _UPDATE = "new = server_step.gradient(th, grad, step, t=t, state=state, rows=row
 
 @dataclass(frozen=True)
 class Mutant:
-    """One exact text replacement in the copy's driver, and the tests that must catch it.
+    """One exact text replacement in the copy of one file, and the tests that must catch it.
 
-    ``old`` must occur exactly once in ``path``; ``append`` is added at the end of the file
-    (helpers of the mutant).  ``caught_by`` lists pytest node ids relative to the root.
-    ``family`` (``"ifca"``, ``"fedx"`` or ``"ls"``) selects the candidate tests of a survey.
+    ``old`` must occur exactly once in ``path`` (relative to the repository root: a file under
+    ``mixreg/`` or ``experiments/``); ``append`` is added at the end of the file (helpers of the
+    mutant).  ``caught_by`` lists pytest node ids relative to the root.  ``family`` (``"ifca"``,
+    ``"fedx"``, ``"ls"`` or a collected ``mutants_<family>.py``'s ``FAMILY``) selects the
+    theorem-level tests one of which it must name, and the candidate tests of a survey.
     """
 
     name: str
@@ -376,8 +401,102 @@ LS_MUTANTS = (
     ),
 )
 
-MUTANTS = IFCA_MUTANTS + FEDX_MUTANTS + LS_MUTANTS
-FAMILIES = {"ifca": IFCA_MUTANTS, "fedx": FEDX_MUTANTS, "ls": LS_MUTANTS}
+_BUILT_IN = {"ifca": IFCA_MUTANTS, "fedx": FEDX_MUTANTS, "ls": LS_MUTANTS}
+_BUILT_IN_LEVELS = {"ifca": IFCA_THEOREM_LEVEL, "fedx": FEDX_THEOREM_LEVEL, "ls": LS_THEOREM_LEVEL}
+_BUILT_IN_CANDIDATES = {"ifca": CANDIDATES, "fedx": FEDX_CANDIDATES, "ls": LS_THEOREM_LEVEL}
+_FAMILY_FILE = re.compile(r"^mutants_([a-z0-9][a-z0-9_]*)\.py$")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of mutants: its name, theorem-level tests, mutants, survey candidates, source file."""
+
+    name: str
+    theorem_level: tuple
+    mutants: tuple
+    candidates: tuple
+    source: str
+
+
+def _family_from_module(module, name, source):
+    """Validate a ``mutants_<family>`` module's names; raise ``ValueError`` naming ``source``."""
+    def fail(message):
+        raise ValueError(f"{source}: {message}")
+
+    if getattr(module, "FAMILY", None) != name:
+        fail(f"FAMILY must be {name!r} (the file's name after 'mutants_'), not {getattr(module, 'FAMILY', None)!r}")
+    level = getattr(module, "THEOREM_LEVEL", None)
+    if not isinstance(level, tuple) or not level or not all(isinstance(t, str) and "::" in t for t in level):
+        fail("THEOREM_LEVEL must be a non-empty tuple of pytest node ids ('path::test')")
+    mutants = getattr(module, "MUTANTS", None)
+    if not isinstance(mutants, tuple) or not mutants:
+        fail("MUTANTS must be a non-empty tuple of Mutant")
+    for mutant in mutants:
+        if not all(hasattr(mutant, a) for a in ("name", "old", "new", "caught_by", "path", "family", "apply")):
+            fail(f"{mutant!r} is not a Mutant (from ifca_mutants import Mutant)")
+        if mutant.family != name:
+            fail(f"mutant {mutant.name!r} has family={mutant.family!r}; it must be family=FAMILY ({name!r})")
+        if not isinstance(mutant.caught_by, tuple) or not mutant.caught_by:
+            fail(f"mutant {mutant.name!r}: caught_by must be a non-empty tuple of node ids")
+        if not set(mutant.caught_by) & set(level):
+            fail(f"mutant {mutant.name!r} names no theorem-level test of its family (THEOREM_LEVEL)")
+        if Path(mutant.path).is_absolute() or ".." in Path(mutant.path).parts:
+            fail(f"mutant {mutant.name!r}: path {mutant.path!r} must be relative to the repository root")
+    candidates = getattr(module, "CANDIDATES", level)
+    if not isinstance(candidates, tuple) or not candidates:
+        fail("CANDIDATES, when given, must be a non-empty tuple of node ids")
+    return Family(name, level, mutants, candidates, source)
+
+
+def collect_families(directory=None):
+    """Every family: the three of this file, then each ``mutants_<family>.py`` of ``directory``
+    (default: this file's directory, ``paper_checks/``) in sorted order, as ``{name: Family}``.
+
+    A family file is imported as the top-level module ``mutants_<family>`` with ``directory`` on
+    ``sys.path`` (appended, as pytest imports it from ``paper_checks/``); raises ``ValueError`` for a
+    malformed file, a family named twice, or a mutant name already taken.
+    """
+    directory = Path(directory or Path(__file__).resolve().parent)
+    families = {
+        name: Family(name, _BUILT_IN_LEVELS[name], mutants, _BUILT_IN_CANDIDATES[name], __file__)
+        for name, mutants in _BUILT_IN.items()
+    }
+    if str(directory) not in sys.path:
+        sys.path.append(str(directory))  # last: nothing of paper_checks/ shadows another module
+    for file in sorted(directory.glob("mutants_*.py")):
+        hit = _FAMILY_FILE.match(file.name)
+        if not hit:
+            raise ValueError(f"{file}: a family file is named mutants_<family>.py, <family> in [a-z0-9_]")
+        name = hit.group(1)
+        if name in families:
+            raise ValueError(f"{file}: family {name!r} is already defined (in {families[name].source})")
+        module = importlib.import_module(f"mutants_{name}")
+        if Path(module.__file__).resolve() != file.resolve():
+            raise ValueError(f"mutants_{name} was imported from {module.__file__}, not {file}")
+        families[name] = _family_from_module(module, name, str(file.relative_to(directory.parent)))
+    seen = {}
+    for family in families.values():
+        for mutant in family.mutants:
+            if mutant.name in seen:
+                raise ValueError(f"{family.source}: mutant name {mutant.name!r} is taken "
+                                 f"(family {seen[mutant.name]!r})")
+            seen[mutant.name] = family.name
+    return families
+
+
+# A family file imports this module as ``ifca_mutants``: run as ``python -m paper_checks.ifca_mutants``
+# (or imported as ``paper_checks.ifca_mutants``), this module is that one, so that Mutant is one class.
+sys.modules.setdefault("ifca_mutants", sys.modules[__name__])
+
+#: ``{family: Family}``: the built-in families and every ``paper_checks/mutants_<family>.py``.
+FAMILY_INFO = collect_families()
+#: ``{family: mutants}``.
+FAMILIES = {name: family.mutants for name, family in FAMILY_INFO.items()}
+#: ``{family: theorem-level tests}``: a mutant must name at least one of its own family's.
+THEOREM_LEVELS = {name: family.theorem_level for name, family in FAMILY_INFO.items()}
+MUTANTS = tuple(m for mutants in FAMILIES.values() for m in mutants)
+#: Every family's theorem-level tests (a mutant must name one of its own family's: ``THEOREM_LEVELS``).
+THEOREM_LEVEL = tuple(dict.fromkeys(t for level in THEOREM_LEVELS.values() for t in level))
 
 
 @dataclass(frozen=True)
@@ -401,12 +520,24 @@ class Outcome:
         return any(n == test or n.startswith(test + "[") for n in self.failing)
 
 
+#: What a copy holds (those present in the root): the package, every test (``tests/``, the
+#: studies' own beside their code, ``paper_checks/``), the committed runs the claim checks read
+#: (``figures/``), the pages the documentation tests read, and the pytest configuration.
+COPIED = ("mixreg", "tests", "experiments", "paper_checks", "figures", "docs",
+          "pyproject.toml", "conftest.py", "README.md")
+
+
 def _copy_package(root, dest):
     """Copy what the tests need; keep numba's cache (file times preserved), drop bytecode."""
     dest.mkdir(parents=True)
-    shutil.copytree(root / "mixreg", dest / "mixreg", ignore=shutil.ignore_patterns("*.pyc"))
-    shutil.copytree(root / "tests", dest / "tests", ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
-    shutil.copy2(root / "pyproject.toml", dest / "pyproject.toml")
+    for name in COPIED:
+        source = root / name
+        if source.is_dir():
+            # mixreg/__pycache__ holds numba's cache (index and data files) beside the bytecode
+            skip = ("*.pyc",) if name == "mixreg" else ("__pycache__", ".hypothesis")
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns(*skip))
+        elif source.is_file():
+            shutil.copy2(source, dest / name)
 
 
 def _env(copy):
@@ -417,26 +548,37 @@ def _env(copy):
 
 
 def _check_imported_copy(copy, mutant, path=DRIVER):
-    """The copy's package is the one imported, and its module ``path`` is mutated iff ``mutant``."""
-    module = path[: -len(".py")].replace("/", ".")
-    code = (
-        "import importlib, pathlib, mixreg\n"
-        f"m = importlib.import_module({module!r})\n"
-        "print(pathlib.Path(mixreg.__file__).resolve())\n"
-        "print(pathlib.Path(m.__file__).resolve())\n"
-        f"print(pathlib.Path(m.__file__).read_text().count({MARK!r}))\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=300
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"importing the copy failed:\n{proc.stderr}")
-    pkg, driver, marks = proc.stdout.split()
+    """The copy's packages are the ones imported, and its file ``path`` is mutated iff ``mutant``.
+
+    A ``.py`` file is imported as its module (``experiments/<study>/trial.py`` as
+    ``experiments.<study>.trial``, with the copy's ``experiments`` package); any other file (a
+    style sheet, a data file) is read from the copy.
+    """
+    top = Path(path).parts[0]
+    if path.endswith(".py"):
+        module = path[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+        code = (
+            "import importlib, pathlib\n"
+            f"top = importlib.import_module({top!r})\n"
+            f"m = importlib.import_module({module!r})\n"
+            "print(pathlib.Path(top.__path__[0]).resolve())\n"
+            "print(pathlib.Path(m.__file__).resolve())\n"
+            f"print(pathlib.Path(m.__file__).read_text().count({MARK!r}))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=300
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"importing the copy failed:\n{proc.stderr}")
+        pkg, driver, marks = proc.stdout.split()
+    else:
+        pkg, driver = Path(copy) / top, Path(copy) / path
+        marks = str(driver.read_text().count(MARK))
     copy = Path(copy).resolve()
-    if not (Path(pkg).is_relative_to(copy) and Path(driver).is_relative_to(copy)):
+    if not (Path(pkg).resolve().is_relative_to(copy) and Path(driver).resolve().is_relative_to(copy)):
         raise RuntimeError(f"the tests would import {pkg}, not the copy under {copy}")
     if (int(marks) > 0) != (mutant is not None):
-        raise RuntimeError(f"the imported driver {driver} has {marks} mutated lines (mutant {mutant})")
+        raise RuntimeError(f"the imported file {driver} has {marks} mutated lines (mutant {mutant})")
     logger.info("%-20s imports %s (%s mutated lines in %s)", mutant or "original", pkg, marks, path)
 
 
@@ -473,13 +615,15 @@ def _pytest(copy, tests, label, *, first_failure):
     return out
 
 
-def _prepared_copy(scratch, mutant, root):
+def _prepared_copy(scratch, mutant, root, paths=None):
+    """A copy of ``root`` with ``mutant`` applied (``None``: unmutated; then each of ``paths``,
+    default every mutant's, is checked to import from the copy unmutated)."""
     copy = Path(scratch) / ("original" if mutant is None else mutant.name)
     _copy_package(root, copy)
     if mutant is not None:
         mutant.apply(copy)
     if mutant is None:
-        for path in sorted({m.path for m in MUTANTS}):
+        for path in sorted(paths or {m.path for m in MUTANTS}):
             _check_imported_copy(copy, None, path)
     else:
         _check_imported_copy(copy, mutant.name, mutant.path)
@@ -487,7 +631,8 @@ def _prepared_copy(scratch, mutant, root):
 
 
 def _candidates(mutant):
-    return {"fedx": FEDX_CANDIDATES, "ls": LS_THEOREM_LEVEL}.get(mutant.family, CANDIDATES)
+    family = FAMILY_INFO.get(mutant.family)
+    return family.candidates if family is not None else CANDIDATES
 
 
 def _select(names):
@@ -512,16 +657,17 @@ def check(names=None, *, root=ROOT, keep=False, jobs=2):
 
     All tests named by the selected mutants must pass on the unmutated copy (one run, ``-x``);
     on each mutant, one run of its tests (without ``-x``) must report every one of them failing.
-    Every mutant must name at least one theorem-level test.
+    Every mutant must name at least one theorem-level test of its own family (``THEOREM_LEVELS``).
     """
     mutants = _select(names)
     for mutant in mutants:
-        if not set(mutant.caught_by) & set(THEOREM_LEVEL):
-            raise AssertionError(f"mutant {mutant.name} names no theorem-level test")
+        if not set(mutant.caught_by) & set(THEOREM_LEVELS.get(mutant.family, ())):
+            raise AssertionError(f"mutant {mutant.name} names no theorem-level test of its family {mutant.family!r}")
     scratch = tempfile.mkdtemp(prefix="ifca-mutants-")
     try:
         tests = sorted({t for m in mutants for t in m.caught_by})
-        runs = [(_prepared_copy(scratch, None, Path(root)), tests, "original", True)]
+        paths = {m.path for m in mutants}
+        runs = [(_prepared_copy(scratch, None, Path(root), paths), tests, "original", True)]
         runs += [(_prepared_copy(scratch, m, Path(root)), list(m.caught_by), m.name, False) for m in mutants]
         outcomes = _run_all(runs, jobs)
     finally:
@@ -564,7 +710,8 @@ def survey(names=None, *, tests=None, root=ROOT, jobs=2):
 
 
 def main(argv=None):
-    """Command line: ``--mutant NAME`` (repeatable), ``--survey``, ``--keep``, ``--jobs N``;
+    """Command line: ``--mutant NAME`` (repeatable), ``--family NAME``, ``--survey``, ``--list``,
+    ``--keep``, ``--jobs N``;
     exit status 0 when every mutant is caught and the original passes."""
     parser = argparse.ArgumentParser(
         prog="python -m paper_checks.ifca_mutants", description=__doc__.splitlines()[0]
@@ -572,6 +719,7 @@ def main(argv=None):
     parser.add_argument("--mutant", action="append", default=[], help="check only this mutant (repeatable)")
     parser.add_argument("--family", choices=sorted(FAMILIES), help="check only this family's mutants")
     parser.add_argument("--survey", action="store_true", help="run every candidate test on each mutant, report")
+    parser.add_argument("--list", action="store_true", help="list every family and mutant with its tests, run nothing")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies (check mode)")
     parser.add_argument("--jobs", type=int, default=2, help="pytest runs at a time (default 2)")
     args = parser.parse_args(argv)
@@ -579,6 +727,12 @@ def main(argv=None):
     start = time.perf_counter()
     if args.family:
         args.mutant = args.mutant + [m.name for m in FAMILIES[args.family]]
+    if args.list:
+        for mutant in _select(args.mutant):
+            level = set(THEOREM_LEVELS[mutant.family])
+            tests = ", ".join(t.split("::")[-1] + (" (theorem)" if t in level else "") for t in mutant.caught_by)
+            print(f"{mutant.family:12s} {mutant.name:24s} {mutant.path}: {tests}")
+        return 0
     if args.survey:
         for name, verdicts in survey(args.mutant, jobs=args.jobs).items():
             caught = [t.split("::")[-1] for t, v in verdicts.items() if v]

@@ -169,7 +169,7 @@ PRESETS = {
     "paper": dict(k=2, separation=1.0, m_ref=100, n_prime_ref=40, d_ref=20, sigma_ref=0.1, p_ref=0.5,
                   ms=(25, 50, 100, 200, 400, 800), n_primes=(10, 20, 40, 80, 160, 320), ds=(5, 10, 20, 40, 80),
                   sigmas=(0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8), ps=(0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5),
-                  trials=100, restarts=10, step_sizes=(0.25, 0.5, 1.0), practical_rounds=300, n_boot=4000),
+                  trials=50, restarts=10, step_sizes=(0.25, 0.5, 1.0), practical_rounds=300, n_boot=4000),
 }
 
 

@@ -80,7 +80,7 @@ class Config(Spec):
 PRESETS = {
     "quick": dict(m=1000, d=10, rhos=(1.0, 4.0), alphas=(0.1, 0.25, 0.4), n_primes=(3, 6, 12, 24, 48), trials=12),
     "paper": dict(m=4000, d=20, rhos=(0.5, 1.0, 4.0, 16.0), alphas=(0.05, 0.1, 0.25, 0.4),
-                  n_primes=(2, 4, 8, 16, 32, 64), trials=100),
+                  n_primes=(2, 4, 8, 16, 32, 64), trials=50),
 }
 
 

@@ -368,6 +368,14 @@ def _range(low, high):
             else ", no range common to their intervals")
 
 
+def _test_name(row):
+    """Which homogeneity test a ``sigma_homogeneity`` row holds, from its label: paired over the trials when
+    the noise levels share each trial's draw, stratified by r for independent draws."""
+    if row["label"].startswith("exact conditional"):
+        return "Exact test stratified by r (independent draws per σ)"
+    return f"{row['label'].split(', at every r')[0]} over the trials (the σ levels share each trial's draw: paired)"
+
+
 def _collapse_text(row):
     """A collapse test's verdict, with its spread and common range only where they were determined."""
     if row["verdict"].startswith("undetermined") or not np.isfinite(_number(row["value"])):
@@ -413,7 +421,7 @@ def draw(config, tables, outdir):
                        "sizes before the runs (dash-dot).")
     tests = {row["rule"]: row for row in select("sigma_homogeneity") if row["r"] is None and row["p_value"] is not None}
     test_text = "; ".join(f"{rule}: p = {_fmt(row['p_value'])}" for rule, row in tests.items())
-    test_text = (f"Do the noise levels differ? Exact test stratified by r ({test_text}): "
+    test_text = (f"Do the noise levels differ? {_test_name(next(iter(tests.values())))} ({test_text}): "
                  f"{'; '.join(sorted({row['verdict'] for row in tests.values()}))}." if tests else "")
     setup = (f"{config.preset}: k={config.k}, m={config.m}, n={config.n}, d={config.d}, T={config.n_rounds}, "
              f"{config.n_inits} inits x step sizes {list(config.step_sizes)}, {config.trials} trials per point, "

@@ -6,7 +6,7 @@ import numpy as np
 
 from mixreg.metrics import oracle_ls_floor
 from mixreg.problems import make_labels
-from mixreg.stats import group_rates, wilson_interval
+from mixreg.stats import cochran_q, group_rates, mcnemar_exact, wilson_interval
 from mixreg.theory import (
     crossing_draws,
     draws_interval,
@@ -19,7 +19,8 @@ from mixreg.theory import (
 
 from .trial import unpack_levels
 
-__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "THEORY_COLUMNS", "CHECKED_RULES", "predictions", "summarise"]
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "THEORY_COLUMNS", "CHECKED_RULES", "ONE_CELL", "predictions",
+           "summarise", "paired_outcomes", "paired_test", "crossing_cells"]
 
 NAME = "success_vs_R"
 TABLES = ("rates", "theory")  # written as <name>.csv; the figure is drawn from them alone
@@ -31,6 +32,13 @@ THEORY_COLUMNS = ("kind", "quantity", "rule", "sigma", "r", "value", "low", "hig
 CHECKED_RULES = ("official", "honest")  # the rules whose curves are tested and drawn
 N_PERMUTATIONS = 20000  # draws of the exact test that the noise levels differ (fixed seed)
 N_DRAWS = 4000  # posterior draws per curve for the crossings' intervals (fixed seeds)
+#: A 1/2-crossing rests on the grid cells whose 95% Wilson interval holds 1/2 (the cells that cannot tell
+#: whether the curve is below or above 1/2 there).  With none, the crossing is bracketed by two adjacent
+#: grid cells on either side of 1/2 and its interval spans that bracket; with two or more, the curve is
+#: measured through 1/2 at two cells or more; with exactly one, its place in the two grid intervals
+#: around that cell is the log-linear interpolation's, and crossings that agree only say that the rates
+#: agree at that cell: a collapse or held-out "consistent" resting on such a curve is "undetermined".
+ONE_CELL = 1
 SEPARATION_SCALE_LABEL = ("scale suggested by Thm 1's separation condition, unit constants, n' = n "
                           "(outside its assumptions: random init, no resampling)")
 
@@ -107,8 +115,26 @@ def predictions(config):
     return rows
 
 
-def _verdict_of_collapse(crossings):
-    """Whether the 1/2-crossings of all noise levels can be one point: their intervals meet."""
+def crossing_cells(successes, trials, level=0.5):
+    """How many grid cells of a curve have a 95% Wilson interval holding ``level``: the cells that
+    place its crossing (``successes``, ``trials``: arrays over the grid)."""
+    low, high = wilson_interval(np.asarray(successes), np.asarray(trials))
+    return int(np.count_nonzero((np.asarray(trials) > 0) & (low <= level) & (level <= high)))
+
+
+def _undetermined_by_cells(cells):
+    """The verdict replacing "consistent" when a curve's crossing rests on one grid cell near 1/2
+    (:data:`ONE_CELL`); None when none does."""
+    if ONE_CELL not in list(cells):
+        return None
+    return (f"undetermined ({list(cells).count(ONE_CELL)} of {len(cells)} curves cross 1/2 on one grid cell: "
+            "their crossings agree as their rates at that cell do)")
+
+
+def _verdict_of_collapse(crossings, cells=None):
+    """Whether the 1/2-crossings of all noise levels can be one point: their intervals meet; a
+    "consistent" verdict is "undetermined" when a curve crosses on one grid cell (``cells``, the
+    count of :func:`crossing_cells` per curve; see :data:`ONE_CELL`)."""
     if not crossings:
         return float("nan"), float("nan"), float("nan"), "undetermined"
     values = [c[0] for c in crossings if np.isfinite(c[0]) and c[0] > 0]
@@ -120,7 +146,7 @@ def _verdict_of_collapse(crossings):
     elif not values:  # every level crosses below (or beyond) the grid: nothing to compare
         verdict = "undetermined (no crossing in the grid)"
     elif common_low <= common_high:
-        verdict = "consistent with one curve"
+        verdict = (cells is not None and _undetermined_by_cells(cells)) or "consistent with one curve"
     else:
         verdict = "does not collapse"
     return spread, common_low, common_high, verdict
@@ -143,14 +169,22 @@ def summarise(config, records):
           cell, :func:`mixreg.theory.crossing_draws`);
           ``half_crossing_scaled`` (the same on the separation-condition scale);
           ``delta_per_r`` (mean realised separation over ``r``, the top axis);
+          ``crossing_cells`` per rule and sigma (:func:`crossing_cells`: the grid cells whose 95%
+          Wilson interval holds 1/2; a collapse or held-out "consistent" resting on a curve with
+          exactly one is "undetermined", see :data:`ONE_CELL`);
         * ``test``: ``collapse_delta`` and ``collapse_separation_scale`` per rule (``value``
           the spread max/min of the crossings on that scale, ``low``/``high`` the range common
           to all their intervals, ``verdict``: do the curves collapse), and the same over the
           noise levels ``sigma > 0`` only (``..._noisy``: at ``sigma = 0`` the separation
           condition's scale is its exponential term alone);
-          ``sigma_homogeneity`` per rule and r, and pooled over r (``r`` empty): the exact
-          conditional test that the noise levels share one success probability (``value`` G,
-          ``p_value``; with one noise level, one row per rule saying there is nothing to test);
+          ``sigma_homogeneity`` per rule and r, and pooled over r (``r`` empty): the test that the
+          noise levels share one success probability, named with its reason in ``label``: with
+          ``shared_draws`` the levels of a trial share its draw, so it is paired over the trials
+          (:func:`paired_test`: Cochran's Q with its exact conditional p-value, ``value`` Q; the
+          exact McNemar test for two levels; pooled over r, every trial of every r is a block);
+          otherwise the exact conditional G test stratified by r for independent samples
+          (``value`` G); ``p_value`` the exact (or permutation) p-value; with one noise level,
+          one row per rule saying there is nothing to test;
         * ``held_out``: ``noise_term_crossing`` and ``sigma_free_crossing`` per rule and sigma:
           the crossing predicted from a constant fitted on the *other* sigma levels, for the
           model ``Delta_50 = C (sigma/p) sqrt(d/(m n))`` and the model ``Delta_50 = C``
@@ -183,6 +217,7 @@ def summarise(config, records):
         theory.append(_row("observation", "oracle_success_rate", sum(hits) / len(hits), rule="oracle", sigma=sigma,
                            low=lo, high=hi, label=f"known-label LS met the threshold in {sum(hits)}/{len(hits)} "
                                                   "trials (all r)"))
+    paired = config.shared_draws and len(sigmas) >= 2
     for rule in CHECKED_RULES:
         successes = np.array([[sum(bool(rec[f"{rule}_success"]) for rec in good if rec["sigma"] == s and rec["r"] == r)
                                for s in sigmas] for r in rs], dtype=np.int64)
@@ -203,6 +238,13 @@ def summarise(config, records):
             draws[sigma] = crossing_draws(x, successes[idx, j], trials[idx, j], n_draws=N_DRAWS, seed=DEFAULT_SEED + j)
             crossings[sigma] = (value, *draws_interval(draws[sigma]))
         scaled = {s: tuple(v / scale[s] for v in crossings[s]) for s in sigmas}
+        cells = {s: crossing_cells(successes[:, j], trials[:, j]) for j, s in enumerate(sigmas)}
+        for sigma in sigmas:
+            theory.append(_row("observation", "crossing_cells", cells[sigma], rule=rule, sigma=sigma,
+                               label=f"grid cells whose 95% Wilson interval holds 1/2 (of {len(rs)}): the cells that "
+                                     "place the 1/2-crossing; with exactly one, its place between grid points is "
+                                     "the log-linear interpolation's and a collapse or held-out 'consistent' "
+                                     "resting on it is undetermined"))
         for sigma in sigmas:
             for quantity, (value, low, high) in (("half_crossing", crossings[sigma]),
                                                  ("half_crossing_scaled", scaled[sigma])):
@@ -213,18 +255,27 @@ def summarise(config, records):
                                                                     if quantity == "half_crossing_scaled" else "")))
         for quantity, values, label in (("collapse_delta", crossings, "separation Δ (no σ in the scale)"),
                                         ("collapse_separation_scale", scaled, "Δ / " + SEPARATION_SCALE_LABEL)):
-            for suffix, levels, which in (("", sigmas, "all σ"), ("_noisy", [s for s in sigmas if s > 0], "σ > 0")):
-                spread, low, high, verdict = _verdict_of_collapse([values[s] for s in levels])
+            verdicts, rows = {}, {}
+            for suffix, levels, which in (("_noisy", [s for s in sigmas if s > 0], "σ > 0"), ("", sigmas, "all σ")):
+                spread, low, high, verdict = _verdict_of_collapse([values[s] for s in levels],
+                                                                  [cells[s] for s in levels])
+                if (suffix == "" and verdict == "does not collapse" and 0.0 in levels and len(levels) > 2
+                        and not verdicts["_noisy"].startswith("does not collapse")):
+                    verdict = ("does not collapse only through σ = 0" + (
+                        " (its scale is the separation condition's exponential term alone)"
+                        if quantity == "collapse_separation_scale" else ""))
+                verdicts[suffix] = verdict
                 if not levels:
                     reason = f"no σ > 0 among {_flag('sigmas', config.sigmas)}: nothing to collapse"
                 elif len(levels) < 2:
                     reason = f"one noise level ({which}: {_flag('sigmas', config.sigmas)}): nothing to collapse"
                 else:
                     reason = next((no_crossing[s] for s in levels if no_crossing[s]), None)
-                theory.append(_row("test", quantity + suffix, spread, rule=rule, low=low, high=high, verdict=verdict,
+                rows[suffix] = _row("test", quantity + suffix, spread, rule=rule, low=low, high=high, verdict=verdict,
                                    reason=reason, label=f"do the 1/2-crossings of {which} share a point on the scale {label}? value: "
                                          "max/min of the crossings; low-high: the range common to their 95% "
-                                         "intervals"))
+                                         "intervals")
+            theory += [rows[""], rows["_noisy"]]
         observed = np.array([crossings[s][0] for s in sigmas])
         noise_ref = np.array([(s / p) * np.sqrt(config.d / (config.m * config.n)) for s in sigmas])
         for quantity, reference, model in (
@@ -232,7 +283,10 @@ def summarise(config, records):
             ("sigma_free_crossing", np.ones(len(sigmas)), "Δ½ = C (no σ dependence)"),
         ):
             fits = held_out_constant(observed, np.array([draws[s] for s in sigmas]), reference)
+            few = _undetermined_by_cells(list(cells.values()))
             for sigma, fit in zip(sigmas, fits):
+                if fit["verdict"] == "consistent" and few:
+                    fit = dict(fit, verdict=few)
                 used = ", ".join(f"{sigmas[i]:g}" for i in fit["fitted_on"]) or "none"
                 reason = no_crossing[sigma]
                 if not fit["fitted_on"]:
@@ -249,13 +303,30 @@ def summarise(config, records):
                                label="exact conditional test that all σ share one success probability",
                                reason=f"one noise level ({_flag('sigmas', config.sigmas)}): nothing to compare"))
             continue
+        if paired:
+            blocks = paired_outcomes(good, "sigma", sigmas, f"{rule}_success", "r")
+            for r_value in [None] + rs:
+                outcomes = (np.vstack([blocks[r] for r in rs if r in blocks]) if r_value is None
+                            else blocks.get(r_value, np.zeros((0, len(sigmas)), dtype=np.int64)))
+                test = paired_test(outcomes)
+                where = "at this r" if r_value is not None else "at every r (each trial of every r one block)"
+                theory.append(_row(
+                    "test", "sigma_homogeneity", test.statistic, rule=rule, r=r_value, p_value=test.p_value,
+                    verdict="differ at 5%" if test.p_value < 0.05 else "indistinguishable at 5%",
+                    label=f"{test.method}, {where}: the σ levels share each trial's draw (--shared-draws), so "
+                          f"the test is paired over the {test.n_blocks} trials ({test.n_discordant} with "
+                          f"levels that disagree); statistic {test.statistic:.3g}, df = {test.df}, chi-square "
+                          f"p = {test.p_chi2:.3g}; successes per σ "
+                          + ", ".join(f"{s:g}: {c}" for s, c in zip(sigmas, test.successes))))
+            continue
         strata = [(r_value, successes[i:i + 1], trials[i:i + 1]) for i, r_value in enumerate(rs)]
         for r_value, succ, tri in [(None, successes, trials)] + strata:
             test = stratified_homogeneity_test(succ, tri, n_permutations=N_PERMUTATIONS, seed=DEFAULT_SEED)
             theory.append(_row("test", "sigma_homogeneity", test["G"], rule=rule, r=r_value, p_value=test["p_value"],
                                verdict="differ at 5%" if test["p_value"] < 0.05 else "indistinguishable at 5%",
                                label=f"exact conditional test that all σ share one success probability "
-                                     f"{'at this r' if r_value is not None else 'at every r (stratified by r)'}: "
+                                     f"{'at this r' if r_value is not None else 'at every r (stratified by r)'}, "
+                                     "for independent draws per σ (no --shared-draws): "
                                      f"G = {test['G']:.3g}, df = {test['df']}, chi-square p = {test['p_chi2']:.3g}, "
                                      f"{N_PERMUTATIONS} hypergeometric draws"))
     ratios = [rec["separation"] / rec["r"] for rec in good]
@@ -269,3 +340,37 @@ def summarise(config, records):
 def _given(value):
     """Whether a table's field holds a number (an empty field reads as nan, or None)."""
     return value is not None and bool(np.isfinite(value))
+
+
+def paired_outcomes(records, level_key, levels, flag, stratum_key):
+    """The outcomes of paired levels, one block per trial: ``{stratum: int array (n_trials, L)}``.
+
+    ``records`` are unpacked records (:func:`.trial.unpack_levels`: one per (trial, level), the
+    trial's ``cell`` and ``trial`` kept); a block is one (``cell``, ``trial``), its row the
+    ``flag`` (0/1) at each of ``levels`` (``level_key``), grouped by ``stratum_key``.  A trial
+    that failed (an ``error``) or lacks a level is left out whole: a paired test compares the
+    levels on the same draws only.
+    """
+    index = {float(level): j for j, level in enumerate(levels)}
+    blocks = {}
+    for rec in records:
+        if rec.get("error"):
+            continue
+        key = (rec[stratum_key], rec["cell"], rec["trial"])
+        row = blocks.setdefault(key, [None] * len(levels))
+        row[index[float(rec[level_key])]] = int(bool(rec[flag]))
+    out = {}
+    for (stratum, _, _), row in sorted(blocks.items()):
+        if None not in row:
+            out.setdefault(stratum, []).append(row)
+    return {stratum: np.array(rows, dtype=np.int64).reshape(-1, len(levels)) for stratum, rows in out.items()}
+
+
+def paired_test(outcomes):
+    """The paired test of levels measured on the same trials: the exact McNemar test for two levels
+    (:func:`mixreg.stats.mcnemar_exact`), Cochran's Q with its exact conditional p-value for more
+    (:func:`mixreg.stats.cochran_q`; a permutation p-value from a fixed seed beyond its state limit)."""
+    outcomes = np.asarray(outcomes)
+    if outcomes.shape[1] == 2:
+        return mcnemar_exact(outcomes[:, 0], outcomes[:, 1])
+    return cochran_q(outcomes, n_permutations=N_PERMUTATIONS, seed=DEFAULT_SEED)

@@ -349,3 +349,64 @@ def test_a_legal_grid_always_writes_its_tables(grid, tmp_path, monkeypatch, caps
     again = capsys.readouterr().err
     assert sorted(line for line in again.splitlines() if "not drawn" in line) == sorted(
         line for line in err.splitlines() if "not drawn" in line)
+
+
+def _paired_records(config, crossing, seed=0):
+    """Packed records of the levels of one draw (as ``ifca_success_levels_trial`` writes them): one
+    latent difficulty per trial shared by every sigma, so the sigma curves are paired."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i, r in enumerate(config.rs):
+        delta = 10.0 * r
+        for trial in range(config.trials):
+            u = rng.random()  # the draw's difficulty, shared by the levels
+            rec = dict(r=r, cell=i, trial=trial, error="")
+            for g, sigma in enumerate(config.sigmas):
+                hit = bool(u < 1.0 / (1.0 + (crossing(sigma) / delta) ** 4))
+                rec.update({f"L{g}_sigma": sigma, f"L{g}_separation": delta, f"L{g}_oracle_floor": 0.5 * sigma,
+                            f"L{g}_n_diverged": 0, f"L{g}_official_success": hit, f"L{g}_honest_success": hit,
+                            f"L{g}_oracle_success": True})
+            records.append(rec)
+    return records
+
+
+def test_paired_levels_get_cochrans_q_and_the_table_says_so():
+    """With shared draws the sigma levels are compared trial by trial (Cochran's Q, exact), and the
+    row's label names the test and why; a sigma effect is found, no effect is not."""
+    config = dataclasses.replace(SYNTHETIC, shared_draws=True)
+    same = exp.summarise(config, _paired_records(config, lambda s: 2.8))["theory"]
+    pooled = [row for row in _select(same, "sigma_homogeneity") if row["r"] is None][0]
+    assert pooled["label"].startswith("Cochran's Q, exact") and "paired" in pooled["label"]
+    assert pooled["value"] == 0.0 and pooled["p_value"] == 1.0  # one latent draw: the levels never disagree
+    shifted = exp.summarise(config, _paired_records(config, lambda s: 2.8 * s))["theory"]
+    pooled = [row for row in _select(shifted, "sigma_homogeneity") if row["r"] is None][0]
+    assert pooled["p_value"] < 1e-6 and pooled["verdict"] == "differ at 5%"
+    two = dataclasses.replace(config, sigmas=(0.5, 1.0))
+    row = [row for row in _select(exp.summarise(two, _paired_records(two, lambda s: 2.8 * s))["theory"],
+                                  "sigma_homogeneity") if row["r"] is None][0]
+    assert row["label"].startswith("exact McNemar") and row["p_value"] < 0.05
+
+
+def test_paired_outcomes_and_test():
+    records = [dict(r=0.1, cell=0, trial=t, sigma=s, error="", ok=(t + j) % 2 == 0)
+               for t in range(4) for j, s in enumerate((0.0, 0.5, 1.0))]
+    records.append(dict(r=0.1, cell=0, trial=9, sigma=0.0, error="", ok=True))  # a trial missing two levels
+    blocks = exp.summary.paired_outcomes(records, "sigma", (0.0, 0.5, 1.0), "ok", "r")
+    assert blocks[0.1].tolist() == [[1, 0, 1], [0, 1, 0], [1, 0, 1], [0, 1, 0]]
+    assert exp.summary.paired_test(blocks[0.1]).method == "Cochran's Q, exact"
+    assert exp.summary.paired_test(blocks[0.1][:, :2]).method == "exact McNemar"
+
+
+def test_a_crossing_on_one_grid_cell_leaves_the_collapse_undetermined():
+    """Curves that cross 1/2 on one grid cell each (0, 20/40, 40/40): the crossings agree as the rates at
+    that cell do, so the collapse and the held-out sigma-free predictions are undetermined, not consistent;
+    the separation scale's failure through sigma = 0 alone is said to be that."""
+    config = dataclasses.replace(SYNTHETIC, rs=(0.1, 0.2, 0.4), sigmas=(0.0, 0.5, 0.52))
+    records = [dict(sigma=s, r=r, trial=t, error="", separation=10.0 * r, oracle_floor=0.0, n_diverged=0,
+                    official_success=(r > 0.3) or (r > 0.15 and t % 2 == 0), honest_success=True, oracle_success=True)
+               for s in config.sigmas for r in config.rs for t in range(40)]
+    theory = exp.summarise(config, records)["theory"]
+    assert [row["value"] for row in _select(theory, "crossing_cells")] == [1.0, 1.0, 1.0]
+    assert _select(theory, "collapse_delta")[0]["verdict"].startswith("undetermined (3 of 3 curves cross 1/2 on one")
+    assert all(row["verdict"].startswith("undetermined") for row in _select(theory, "sigma_free_crossing"))
+    assert _select(theory, "collapse_separation_scale")[0]["verdict"].startswith("does not collapse only through σ = 0")

@@ -10,13 +10,14 @@ from mixreg.problems import make_labels
 from mixreg.stats import group_rates
 from mixreg.theory import crossing_draws, draws_interval, half_crossing, ls_oracle_success_probability, ls_points_needed
 
+from experiments.success_vs_R.summary import paired_outcomes, paired_test
 from experiments.success_vs_R.trial import unpack_levels
 
 __all__ = ["NAME", "TABLES", "DEFAULT_SEED", "RULES_DRAWN", "PREDICTION_TEXT", "THRESHOLD_FACTOR", "PREDICTIONS",
            "predictions", "summarise"]
 
 NAME = "success_vs_mn"
-TABLES = ("rates", "theory", "crossings")  # written as <name>.csv; the figures are drawn from them alone
+TABLES = ("rates", "theory", "crossings", "paired")  # written as <name>.csv; the figures are drawn from them alone
 RULES_DRAWN = ("official", "honest", "oracle")
 DEFAULT_SEED = 20200604  # IFCA's arXiv submission date, as success_vs_R
 
@@ -115,6 +116,13 @@ def summarise(config, records):
         ``m_half_high`` (its 95% interval from Jeffreys-posterior draws of every cell,
         :func:`mixreg.theory.crossing_draws`: 0 or inf when beyond the grid), ``m_needed``
         (predicted) and ``m_half_over_needed``.
+        ``paired``: one row per (rule, n, m): do the separation scales r differ there?  With
+        ``shared_draws`` the r of a trial share its draw, so the test is paired over the trials:
+        the exact McNemar test for two r, Cochran's Q (exact conditional p) for more
+        (:func:`experiments.success_vs_R.summary.paired_test`); ``test``, ``statistic``, ``df``,
+        ``p_value``, ``p_chi2``, ``trials``, ``discordant`` (trials whose r disagree),
+        ``successes`` (per r), ``verdict``.  Without ``shared_draws``, or with one r, one row per
+        rule saying why nothing is tested (``reason``).
 
     With ``shared_draws`` each record holds every r of its draw; it is unpacked into one record
     per (trial, r) first (:func:`experiments.success_vs_R.trial.unpack_levels`).
@@ -138,4 +146,36 @@ def summarise(config, records):
                 crossings.append(dict(rule=rule, r=float(r), n=int(n), m_half=None if np.isnan(value) else value,
                                       m_half_low=low, m_half_high=high, m_needed=needed[n],
                                       m_half_over_needed=None if np.isnan(value) else value / needed[n]))
-    return {"rates": rates, "theory": theory, "crossings": crossings}
+    return {"rates": rates, "theory": theory, "crossings": crossings, "paired": _paired_rows(config, records)}
+
+
+PAIRED_COLUMNS = ("rule", "n", "m", "test", "statistic", "df", "p_value", "p_chi2", "trials", "discordant",
+                  "successes", "verdict", "reason")
+
+
+def _paired_rows(config, records):
+    """The ``paired`` table (see :func:`summarise`): the r of each (n, m) compared trial by trial."""
+    rs = tuple(sorted(float(r) for r in config.rs))
+    if not config.shared_draws or len(rs) < 2:
+        reason = ("one r (--rs " + " ".join(f"{r:g}" for r in rs) + "): nothing to compare" if len(rs) < 2 else
+                  "the r of a trial are independent draws (no --shared-draws): the rates of crossings.csv and "
+                  "rates.csv compare them as independent samples")
+        return [dict(dict.fromkeys(PAIRED_COLUMNS), rule=rule, test="not tested", reason=reason)
+                for rule in RULES_DRAWN]
+    good = [dict(rec, nm=(rec["n"], rec["m"])) for rec in records if not rec.get("error")]
+    rows = []
+    for rule in RULES_DRAWN:
+        blocks = paired_outcomes(good, "r", rs, f"{rule}_success", "nm")
+        for (n, m), outcomes in sorted(blocks.items()):
+            test = paired_test(outcomes)
+            rows.append(dict(rule=rule, n=int(n), m=int(m), test=test.method + " (the r share each trial's draw)",
+                             statistic=test.statistic, df=test.df, p_value=test.p_value, p_chi2=test.p_chi2,
+                             trials=test.n_blocks, discordant=test.n_discordant,
+                             successes=" ".join(f"r={r:g}:{c}" for r, c in zip(rs, test.successes)),
+                             verdict="differ at 5%" if test.p_value < 0.05 else "indistinguishable at 5%",
+                             reason=None))
+    if not rows:  # every trial failed: nothing paired to compare
+        rows = [dict(dict.fromkeys(PAIRED_COLUMNS), rule=rule, test="not tested",
+                     reason="no trial without an error holds every r") for rule in RULES_DRAWN]
+    return rows
+

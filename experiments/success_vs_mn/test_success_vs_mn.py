@@ -309,3 +309,28 @@ def test_the_rules_are_columns_and_the_r_values_rows_when_three_columns_fit(styl
                 sizes = {text.get_fontsize() for ax in axes for text in ax.texts}
                 assert sorted(sizes) == pytest.approx([small])
             plt.close(fig)
+
+
+def test_paired_table_compares_the_r_of_a_draw_by_mcnemar():
+    """With shared draws the two r of a cell are compared trial by trial (exact McNemar on the trials where
+    they disagree); without, the table says why nothing is tested."""
+    from experiments.success_vs_mn.summary import _paired_rows
+
+    config = exp.Config(preset="t", **{**exp.PRESETS["quick"], "ms": (10,), "ns": (5,), "shared_draws": True})
+    records = [dict(r=r, n=5, m=10, cell=0, trial=t, error="", official_success=(t < 30 if r == 0.25 else t < 20),
+                    honest_success=True, oracle_success=True)
+               for t in range(40) for r in (0.1, 0.25)]
+    rows = {row["rule"]: row for row in _paired_rows(config, records)}
+    assert rows["official"]["test"].startswith("exact McNemar") and rows["official"]["discordant"] == 10
+    assert rows["official"]["p_value"] == pytest.approx(2 * 0.5**10) and rows["official"]["verdict"] == "differ at 5%"
+    assert rows["honest"]["p_value"] == 1.0
+    unpaired = _paired_rows(dataclasses.replace(config, shared_draws=False), records)
+    assert {row["test"] for row in unpaired} == {"not tested"} and "no --shared-draws" in unpaired[0]["reason"]
+
+
+def test_paired_table_of_failed_trials_says_why():
+    from experiments.success_vs_mn.summary import _paired_rows
+
+    config = exp.Config(preset="t", **{**exp.PRESETS["quick"], "ms": (10,), "ns": (5,), "shared_draws": True})
+    rows = _paired_rows(config, [dict(r=0.1, n=5, m=10, cell=0, trial=0, error="ValueError: boom")])
+    assert [row["test"] for row in rows] == ["not tested"] * 3 and "error" in rows[0]["reason"]

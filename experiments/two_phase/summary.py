@@ -4,16 +4,19 @@ the theorem's recursion and the checks of every claim the figures make."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import wilcoxon
 
+from mixreg.predictions import Constant, Prediction, exponent_verdict, fit_exponent, held_out_verdict
 from mixreg.theory import fit_log_constant, sxy_floor_term, sxy_phase2_recursion, sxy_rounds_to_floor
 
 from .trial import CURVE_METHODS, MIN_WINDOW, SOLVERS, curve_columns
 
 __all__ = ["NAME", "TABLES", "DEFAULT_SEED", "CONTROL_METHODS", "CLOSE_TO_LS", "GAP_TOLERANCE", "ROUNDS_SPREAD",
-           "FLOOR_FACTOR", "cell_keys", "summarise"]
+           "FLOOR_FACTOR", "PREDICTIONS", "N_BOOT", "cell_keys", "p_min_keys", "held_out_p", "summarise"]
 
 NAME = "two_phase"
-TABLES = ("curves", "controls", "contraction", "theory", "checks")  # <name>.csv; figures from them alone
+TABLES = ("curves", "controls", "contraction", "theory", "checks", "factor", "factor_fit", "ablation", "pairs")  # <name>.csv;
+# the figures are drawn from them alone
 DEFAULT_SEED = 20220614  # the paper's arXiv submission month; any fixed integer would do
 
 #: Methods of the controls table, in its order: the curve methods, Phase 1, the fixed points.
@@ -25,6 +28,32 @@ CLOSE_TO_LS = 0.10  # "within 10%" of the known-label least squares
 GAP_TOLERANCE = 0.25  # measured 1 - rho within 25% of the predicted C1 p_min
 ROUNDS_SPREAD = 2.0  # rounds to the floor / rho^-1 log(1/nu): the same constant across cells, within x2
 FLOOR_FACTOR = 2.0  # a recursion's fixed point "matches" the measured floor within x2
+N_BOOT = 2000  # bootstrap replicates of the factor's exponent and of the ablation's paired interval
+
+_PHASE2 = "Su, Xu and Yang, Phase-2 theorem (slides): d(theta_{t+1}, theta*) <= (1 - C1 p_min) d(theta_t, theta*) + ..."
+_REUSE = ("Su, Xu and Yang, slides 'Phase 2: FedX + Clustering': reusing all local data every round is 'crucial "
+          "especially for data-scarce clients'")
+
+
+def _exponent_of(cell, **exponents):
+    """The predicted exponent along the cell's axis: the constant named after it."""
+    return exponents[cell["axis"]]
+
+
+def _advantage(cell, sign):
+    """The predicted sign of the median log(final error without reuse / with reuse): +1, reuse is better."""
+    return sign
+
+
+#: Fixed before the data and registered in the manifest before the first trial: the per-round
+#: contraction's gap 1 - factor grows like p_min^1 (C1 free), and sample splitting across rounds
+#: (no reuse) ends with a larger error than reuse on the same draws.
+PREDICTIONS = (
+    Prediction("phase2_gap_exponent", _exponent_of, "1 - (per-round factor) ~ C1 p_min^1, C1 free",
+               constants=dict(p_min=Constant(1.0, _PHASE2)), fields=("axis",)),
+    Prediction("data_reuse_sign", _advantage, "sign of the median over trials of log(final error, split / reuse)",
+               constants=dict(sign=Constant(1.0, _REUSE)), fields=()),
+)
 
 
 
@@ -252,6 +281,131 @@ def _checks(config, records, controls, contraction, theory):
     return rows
 
 
+def p_min_keys(config):
+    """The cells of the p_min sweep (at ``M_ref`` and ``law_ref``), by increasing p_min, the reference among them."""
+    ps = sorted(set(float(p) for p in config.p_mins) | {float(config.p_ref)})
+    return [_key(config, config.M_ref, config.law_ref, p) for p in ps]
+
+
+def held_out_p(config):
+    """The p_min values held out of the factor's fit: the smallest and the largest of the sweep (with at least
+    four values; otherwise none, and the fit uses them all)."""
+    ps = [key[2] for key in p_min_keys(config)]
+    return (ps[0], ps[-1]) if len(ps) >= 4 else ()
+
+
+def _factor(config, contraction):
+    """Per p_min cell and solver: the gap 1 - measured factor (median, quartiles), the step sizes used."""
+    rows = []
+    for s in SOLVERS:
+        for key in p_min_keys(config):
+            sel = [r for r in contraction if r["solver"] == s and not r["failed"]
+                   and (r["M"], r["size_law"], r["p_min"]) == key]
+            gap = _finite([1 - r["rate_measured"] for r in sel])
+            med, lo, hi = _quartiles(gap)
+            rows.append(dict(solver=s, p_min=key[2], trials=len(sel), measured=int(gap.size), gap_median=med,
+                             gap_q25=lo, gap_q75=hi, gap_over_p=med / key[2],
+                             p_min_data_median=_median(r["p_min_data"] for r in sel),
+                             steps_chosen=_choices(r["step"] for r in sel),
+                             held_out=key[2] in held_out_p(config)))
+    return rows
+
+
+def _factor_fit(config, contraction):
+    """Per solver: the exponent of the median gap 1 - factor against p_min over the sweep's cells but the
+    held-out ones (:func:`held_out_p`), its 95% bootstrap interval and verdict against the registered 1,
+    and the held-out cells' log10 residuals, intervals and verdict (C1 is the fitted constant)."""
+    rows = []
+    held = held_out_p(config)
+    rng = np.random.default_rng(DEFAULT_SEED + 1)
+    predicted = float(PREDICTIONS[0].predict([dict(axis="p_min")])[0])
+    for s in SOLVERS:
+        xs, ys = [], []
+        for key in p_min_keys(config):
+            xs.append(key[2])
+            ys.append(_finite([1 - r["rate_measured"] for r in contraction if r["solver"] == s and not r["failed"]
+                               and (r["M"], r["size_law"], r["p_min"]) == key]))
+        fit = fit_exponent(np.array(xs), ys, held_out=list(held), statistic="median", n_boot=N_BOOT, rng=rng)
+        claim = f"{s}: 1 - (per-round factor) ~ C1 p_min^1"
+        v = exponent_verdict(claim, predicted, fit)
+        hv = held_out_verdict(claim + " on held-out p_min", fit)
+        rows.append(dict(solver=s, predicted=predicted, fitted=fit.slope, low=fit.low, high=fit.high,
+                         verdict=v.status, n_points=fit.n_points, C1_fitted=float(np.exp(fit.intercept)),
+                         fit_p=" ".join(f"{x:g}" for x in fit.x),
+                         held_out_p=" ".join(f"{h['x']:g}" for h in fit.held_out),
+                         held_out_residuals=" ".join(f"{h['residual']:+.3f} [{h['residual_low']:+.3f}, "
+                                                     f"{h['residual_high']:+.3f}]" for h in fit.held_out),
+                         held_out_verdict=hv.status,
+                         max_abs_residual=hv.numbers.get("max_abs_residual", float("nan"))))
+    return rows
+
+
+def _paired_interval(diffs, rng, n_boot=N_BOOT):
+    """Median of paired differences and its percentile bootstrap interval (pairs resampled)."""
+    d = _finite(diffs)
+    if d.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    boot = np.median(d[rng.integers(0, d.size, (n_boot, d.size))], axis=1)
+    low, high = np.quantile(boot, [0.025, 0.975])
+    return float(np.median(d)), float(low), float(high)
+
+
+def _ablation(config, records):
+    """Per cell (and all cells pooled): FedAvg's final error with data reuse and with sample splitting
+    across rounds on the same draws, the paired test of their log ratio, and the clustering error rates."""
+    rows = []
+    rng = np.random.default_rng(DEFAULT_SEED + 2)
+    groups = [(f"M={k[0]} {k[1]} p_min={k[2]:g}" if k != _ref_key(config) else "reference", _select(records, k))
+              for k in cell_keys(config)]
+    groups.append(("all cells", _ok(records)))
+    for name, sel in groups:
+        sel = [r for r in sel if r.get("split_final") is not None]
+        pairs = np.array([(float(r["reuse_final"]), float(r["split_final"])) for r in sel]).reshape(-1, 2)
+        ok = np.isfinite(pairs).all(axis=1) & (pairs > 0).all(axis=1)
+        diff = np.log(pairs[ok, 1] / pairs[ok, 0])
+        med, low, high = _paired_interval(diff, rng)
+        p_value = float(wilcoxon(diff, alternative="greater").pvalue) if diff.size >= 6 and np.any(diff != 0) \
+            else float("nan")
+        row = dict(cell=name, pairs=int(ok.sum()), reuse_median=_median(pairs[ok, 0]),
+                   split_median=_median(pairs[ok, 1]), log_ratio_median=med, log_ratio_low=low, log_ratio_high=high,
+                   ratio_median=float(np.exp(med)), split_worse=int(np.sum(diff > 0)),
+                   wilcoxon_p_greater=p_value,
+                   scarce_clients=_median(r["scarce_clients"] for r in sel))
+        for mode in ("reuse", "split"):
+            row[f"{mode}_miscl_median"] = _median(r[f"{mode}_miscl"] for r in sel)
+            row[f"{mode}_miscl_scarce_median"] = _median(r[f"{mode}_miscl_scarce"] for r in sel)
+        row["split_steps"] = _choices(r["split_step"] for r in sel)
+        row["split_diverged"] = int(sum(int(r["split_diverged"] or 0) for r in sel))
+        rows.append(row)
+    return rows
+
+
+def _pairs(config, records):
+    """Per trial that ran the ablation: its cell and FedAvg's final error and clustering error rates, with data
+    reuse and with sample splitting across rounds (the pairs of the ablation's paired test)."""
+    rows = []
+    for r in _ok(records):
+        if r.get("split_final") is None:
+            continue
+        key = _key(config, r["M"], r["size_law"], r["p_min"])
+        rows.append(dict(M=r["M"], size_law=r["size_law"], p_min=float(r["p_min"]), trial=r["trial"],
+                         reference=key == _ref_key(config), reuse_final=float(r["reuse_final"]),
+                         split_final=float(r["split_final"]), reuse_miscl=float(r["reuse_miscl"]),
+                         split_miscl=float(r["split_miscl"]),
+                         reuse_miscl_scarce=_num(r["reuse_miscl_scarce"]), split_miscl_scarce=_num(r["split_miscl_scarce"]),
+                         scarce_clients=float(r["scarce_clients"])))
+    if not rows:  # write_table needs a row: one of nan (no trial ran the ablation)
+        rows.append(dict(M=0, size_law="", p_min=float("nan"), trial=-1, reference=False, reuse_final=float("nan"),
+                         split_final=float("nan"), reuse_miscl=float("nan"), split_miscl=float("nan"),
+                         reuse_miscl_scarce=float("nan"), split_miscl_scarce=float("nan"),
+                         scarce_clients=float("nan")))
+    return rows
+
+
+def _num(v):
+    return float("nan") if v is None else float(v)
+
+
 def summarise(config, records):
     """The figures' tables.
 
@@ -270,9 +424,20 @@ def summarise(config, records):
         trial's recursion from its Phase-1 output with the predicted :math:`C_1`, with unit
         :math:`C_2` (``unit``) and with :math:`C_2` fitted on the other cells (``fitted``,
         ``C2_fitted``, ``heldout_ratio`` = measured floor / fitted fixed point at the reference).
-        ``checks``: each claim, measured, reference, tolerance, verdict.
+        ``checks``: each claim, measured, reference, tolerance, verdict.  ``factor``: per solver and
+        p_min cell of the p_min sweep, the gap 1 - measured factor (median, quartiles) and the steps
+        used.  ``factor_fit``: per solver, the exponent of the median gap against p_min fitted on the
+        cells not held out (:func:`held_out_p`) with its 95% bootstrap interval and verdict against
+        the registered 1 (:data:`PREDICTIONS`), the fitted C1, and the held-out cells' log10
+        residuals with their verdict.  ``ablation``: per cell and pooled, FedAvg's final error with
+        data reuse and with sample splitting across rounds on the same draws: the median log ratio
+        (split / reuse) with its paired bootstrap interval, the one-sided Wilcoxon signed-rank
+        p-value (split worse), and the clustering error rates (all clients; data-scarce ones).
+        ``pairs``: the ablation's pairs, one row per trial.
     """
     controls, contraction, theory = _controls(config, records), _contraction(config, records), \
         _theory(config, records)
     return dict(curves=_curves(config, records), controls=controls, contraction=contraction, theory=theory,
-                checks=_checks(config, records, controls, contraction, theory))
+                checks=_checks(config, records, controls, contraction, theory),
+                factor=_factor(config, contraction), factor_fit=_factor_fit(config, contraction),
+                ablation=_ablation(config, records), pairs=_pairs(config, records))

@@ -13,11 +13,19 @@ import pytest
 
 from experiments import two_phase
 from experiments.two_phase.summary import GAP_TOLERANCE
-from experiments.two_phase.trial import LabelMapFixedPoints, curve_columns, design_trace, two_phase_trial
+from experiments.two_phase.trial import (
+    LabelMapFixedPoints,
+    curve_columns,
+    design_trace,
+    phase2_split,
+    split_rounds,
+    two_phase_trial,
+)
 from mixreg.algorithms.fedx import fedx, fedx_linear_rates
 from mixreg.algorithms.ifca import ifca
 from mixreg.baselines import client_weighted_least_squares, known_label_least_squares
-from mixreg.problems import cluster_proportions, make_problem, make_problem_from_parameters
+from mixreg.metrics import matched_max_distance
+from mixreg.problems import client_sizes, cluster_proportions, make_problem, make_problem_from_parameters
 from mixreg.theory import sxy_predicted_contraction
 from mixreg.trajectories import decoded_labels, labels_window, measured_contraction
 
@@ -47,6 +55,38 @@ def _rows(path):
         return list(csv.DictReader(fh))
 
 
+def test_split_rounds_deals_every_point_to_one_round_evenly():
+    rng = np.random.default_rng(0)
+    sizes = client_sizes(300, "zipf", rng=rng, n_max=40, mean=4.0)
+    pb = make_problem(300, 2, sizes, 3, 0.1, 1.0, rng=rng, protocol="gaussian")
+    T = 10
+    r = split_rounds(pb, T, np.random.default_rng(1))
+    assert r.shape == (pb.N,) and r.min() >= 0 and r.max() < T
+    for i in range(pb.m):
+        counts = np.bincount(r[pb.offsets[i]:pb.offsets[i + 1]], minlength=T)
+        assert counts.max() - counts.min() <= 1  # a client's points spread over the rounds evenly
+        assert counts.sum() == pb.sizes[i]
+    per_round = np.bincount(r, minlength=T)
+    assert per_round.min() > 0.6 * pb.N / T  # random first rounds: no round is starved
+
+
+def test_phase2_split_uses_each_point_once_and_ends_further_than_reuse():
+    """The data-reuse ablation: from the same start and step, Phase 2 with sample splitting across
+    rounds (every point used in one round) ends further from theta* than Phase 2 reusing every point
+    every round, on data-scarce clients (Zipf sizes of mean 3), in each of 3 draws."""
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        sizes = client_sizes(800, "zipf", rng=rng, n_max=50, mean=3.0)
+        pb = make_problem(800, 2, sizes, 5, 0.5, 2.0, rng=rng, protocol="gaussian")
+        start = pb.theta_star + 0.3 * rng.standard_normal(pb.theta_star.shape)
+        reuse = fedx(pb, start, 1.0, n_rounds=40)
+        split, step, diverged = phase2_split(pb, start, np.array([1.0]), 40, np.random.default_rng(seed))
+        assert step == 1.0 and diverged == 0
+        err_reuse = matched_max_distance(reuse.theta, pb.theta_star)
+        err_split = matched_max_distance(split, pb.theta_star)
+        assert err_split > 1.5 * err_reuse, (seed, err_split, err_reuse)
+
+
 def test_helpers():
     np.testing.assert_allclose(cluster_proportions(3, 0.1), [0.1, 0.45, 0.45])
     with pytest.raises(ValueError, match="p_min"):
@@ -58,12 +98,13 @@ def test_helpers():
 
 
 def test_the_cell_is_the_old_dict():
-    """The typed cell writes exactly the dict the trials were seeded from (keys, order, types)."""
+    """The typed cell writes exactly the dict the trials were seeded from (keys, order, types), with the
+    ablation's field last (added with the data-reuse ablation: it changed every seed once)."""
     cell = tiny_cell().to_cell()
     assert list(cell) == ["M", "k", "d", "sigma", "separation", "p_min", "size_law", "size_mean", "n_max", "cov_low",
                           "cov_high", "anchor_mode", "n_anchors", "anchor_points", "fmd_rounds", "fmd_sampling",
                           "fmd_anchor_sampling", "fmd_step_constant", "fmd_clients", "fx_rounds", "fedavg_steps",
-                          "steps", "ifca_restarts", "checkpoint_every"]
+                          "steps", "ifca_restarts", "checkpoint_every", "ablation_data"]
     assert type(cell["M"]) is int and type(cell["p_min"]) is float and cell["steps"] == (0.5, 1.0)
     assert two_phase.TwoPhaseSpec.from_cell(cell) == tiny_cell()
 
@@ -146,7 +187,8 @@ def test_end_to_end(tmp_path, capsys):
     assert two_phase.STUDY.main(TINY + ["--out", str(out)]) == 0
     for name in ("trials.csv", "manifest.json", "summary.csv", "curves.csv", "controls.csv", "contraction.csv",
                  "theory.csv", "checks.csv", "two_phase_rounds.png", "two_phase_rounds.pdf",
-                 "two_phase_contraction.png", "two_phase_contraction.pdf"):
+                 "two_phase_contraction.png", "two_phase_contraction.pdf", "factor.csv", "factor_fit.csv",
+                 "ablation.csv", "pairs.csv", "two_phase_factor_reuse.png", "two_phase_factor_reuse.pdf"):
         assert (out / name).is_file(), name
     assert not (out / "scaling.csv").exists() and not (out / "two_phase_scaling.png").exists()
     rows = _rows(out / "trials.csv")
@@ -169,13 +211,17 @@ def test_end_to_end(tmp_path, capsys):
     # each plot function draws into the axes it is given; draw writes the captions
     from experiments.ifca_mechanism.testing import check_figures
 
-    check_figures(two_phase, out, tmp_path / "figures", ["plot_two_phase_rounds", "plot_two_phase_contraction"])
+    check_figures(two_phase, out, tmp_path / "figures", ["plot_two_phase_rounds", "plot_two_phase_contraction",
+                                                         "plot_factor_and_reuse"])
+    # the predictions, registered before the first trial
+    registered = {p["name"]: {a: c["value"] for a, c in p["constants"].items()} for p in manifest["predictions"]}
+    assert registered == {"phase2_gap_exponent": {"p_min": 1.0}, "data_reuse_sign": {"sign": 1.0}}
 
 
 def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
     """On Zipf sizes (half the clients hold one point): IFCA's true-label limit with client weights, the
-    client-weighted LS, is far from the known-label LS, while IFCA with data weights from theta* lands
-    within 10% of it; the client-weighted IFCA does not.  With equal sizes the two weightings agree.  The
+    client-weighted LS, is far from the known-label LS, and IFCA with data weights ends closer to it than
+    the client-weighted IFCA (from theta* and from random starts).  With equal sizes the two weightings agree.  The
     measured Phase-2 factor never exceeds the predicted worst factor 1 - C1 p_min and is faster by less
     than x2 in 1 - rho; the theorem's recursion with unit constants misses the floor by more than x10."""
     out = tmp_path / "reduced"
@@ -186,7 +232,8 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
         return float(controls[(law, method)]["ratio_to_ls"])
 
     assert ratio("zipf", "cwls") > 1.3
-    assert ratio("zipf", "oracle_data") <= 1.10 and ratio("zipf", "ifca_data") <= 1.10
+    # data weights end closer to the known-label LS than client weights, from theta* and from random starts
+    assert ratio("zipf", "oracle_data") < ratio("zipf", "oracle") and ratio("zipf", "ifca_data") < ratio("zipf", "ifca")
     assert ratio("zipf", "oracle") > 1.10 and ratio("zipf", "ifca") > 1.10
     assert ratio("equal", "cwls") == pytest.approx(1.0, abs=0.1)  # equal sizes but for the anchors
     assert ratio("equal", "oracle") == pytest.approx(ratio("equal", "oracle_data"), rel=0.1)
@@ -205,6 +252,25 @@ def test_what_the_experiment_shows_on_unequal_sizes(tmp_path):
                                       else "fails")
         unit = check(f"{s}: recursion fixed point with C2 = C3 = C4 = 1")
         assert float(unit["measured"]) > 10 and unit["verdict"] == "fails"
+    # the data-reuse ablation: splitting the data across rounds ends further from theta* in most pairs
+    ablation = {row["cell"]: row for row in _rows(out / "ablation.csv")}
+    pooled = ablation["all cells"]
+    assert int(pooled["pairs"]) == 8 and int(pooled["split_worse"]) >= 6
+    assert float(pooled["log_ratio_low"]) > 0
+    assert len(_rows(out / "pairs.csv")) == 8
+    # the factor's fit: two p_min values, none held out, every measured gap positive
+    fits = {row["solver"]: row for row in _rows(out / "factor_fit.csv")}
+    assert set(fits) == {"fedavg", "fedprox"} and all(row["held_out_p"] == "" for row in fits.values())
+    assert all(float(row["gap_median"]) > 0 for row in _rows(out / "factor.csv") if row["gap_median"])
+    # and the claims' checks run on this run
+    from experiments.two_phase.claims import CLAIMS
+    from mixreg.study import ClaimRun
+
+    claim_run = ClaimRun(two_phase.STUDY, out)
+    verdicts = {c.id: c.check(claim_run) for c in CLAIMS}
+    expected = "consistent" if float(pooled["wilcoxon_p_greater"]) < 0.05 else "contradicts"
+    assert verdicts["sxy-data-reuse"][0].status == expected
+    assert len(verdicts["sxy-phase2-factor"]) == 4
 
 
 @pytest.mark.parametrize(

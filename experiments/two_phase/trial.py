@@ -78,13 +78,13 @@ from typing import ClassVar
 import numpy as np
 
 from mixreg.algorithms import RunSizes, trial_bytes
-from mixreg.algorithms.fedx import fedx_linear_rates
+from mixreg.algorithms.fedx import fedx, fedx_linear_rates
 from mixreg.algorithms.ifca import ifca, initial_parameters
 from mixreg.algorithms.two_phase import two_phase
 from mixreg.baselines import client_weighted_least_squares, known_label_least_squares
 from mixreg.local_solvers import stacked_update_operators
-from mixreg.metrics import matched_max_distance
-from mixreg.problems import CellSchema
+from mixreg.metrics import matched_max_distance, misclustering_rate
+from mixreg.problems import CellSchema, Problem
 from mixreg.study import TrialSpec, param
 from mixreg.theory import chi_square_from_uniform, sxy_contraction_constant, sxy_nu_terms, sxy_predicted_contraction
 from mixreg.trajectories import (
@@ -111,7 +111,20 @@ __all__ = [
     "MIN_WINDOW",
     "LABEL_TOLERANCE",
     "TWO_PHASE_CELLS",
+    "PHASE2_DATA",
+    "SCARCE_SIZE",
+    "split_rounds",
+    "phase2_split",
 ]
+
+#: Phase-2 data of the ablation run (FedAvg only): ``"reuse"`` is the paper's (every round every
+#: client's every point, Phase 1's included; slides "Phase 2: FedX + Clustering"); ``"split"`` is
+#: sample splitting across rounds, the assumption of IFCA's analysis the slides name as what their
+#: analysis removes: each point is used in one Phase-2 round only (:func:`split_rounds`).
+PHASE2_DATA = ("reuse", "split")
+
+#: Clients with at most this many points are "data-scarce" in the ablation's clustering-error rates.
+SCARCE_SIZE = 2
 
 #: How :func:`two_phase_trial` reads its problem from a cell (``M`` clients, theta* of the
 #: Gaussian protocol at minimum separation ``separation``, sizes on ``[1, n_max]``).  Changing
@@ -160,6 +173,9 @@ class TwoPhaseSpec(TrialSpec):
     steps: tuple[float, ...] = param("step sizes eta (IFCA gamma = eta / 2)", low=0, low_open=True)
     ifca_restarts: int = param("IFCA random starts", low=1)
     checkpoint_every: int = param("rounds between stored curve points", low=1)
+    ablation_data: str = param("Phase-2 data of the paired ablation run of FedAvg (PHASE2_DATA): 'split' runs it "
+                               "with sample splitting across rounds beside the reuse run; 'reuse' runs no ablation",
+                               default="split", choices=PHASE2_DATA)
 
 
 def curve_columns(spec, method):
@@ -292,6 +308,128 @@ def _phase2(problem, name, res, steps, local_steps, n_rounds, p1_curve, rounds):
     return out
 
 
+def split_rounds(problem, n_rounds, rng):
+    """The Phase-2 round of every data row under sample splitting across rounds.
+
+    Each client's points, in a random order, are dealt to the rounds evenly from a random first
+    round: point ``j`` of client ``i`` goes to round :math:`(\\lfloor j T / n_i \\rfloor + s_i) \\bmod T`,
+    :math:`s_i` uniform on ``[0, T)``.  Every point is used in exactly one round; a client with
+    :math:`n_i < T` points takes part in :math:`n_i` rounds only, each with one point.
+
+    Parameters
+    ----------
+    problem : Problem
+    n_rounds : int >= 1
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    int array of shape (N,)
+        The round of each row, in ``[0, n_rounds)``.
+
+    Examples
+    --------
+    >>> from mixreg.problems import make_problem
+    >>> pb = make_problem(m=4, k=2, n=6, d=2, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    >>> r = split_rounds(pb, 3, np.random.default_rng(1))
+    >>> [np.bincount(r[pb.offsets[i]:pb.offsets[i + 1]], minlength=3).tolist() for i in range(2)]
+    [[2, 2, 2], [2, 2, 2]]
+    """
+    sizes = problem.sizes.astype(np.int64)
+    owner = np.repeat(np.arange(problem.m), sizes)
+    position = np.empty(problem.N, dtype=np.int64)
+    order = np.lexsort((rng.random(problem.N), owner))  # a random order within each client
+    position[order] = np.arange(problem.N) - np.repeat(problem.offsets[:-1], sizes)
+    shift = rng.integers(0, n_rounds, size=problem.m)
+    return ((position * n_rounds) // sizes[owner] + shift[owner]) % n_rounds
+
+
+def phase2_split(problem, start, steps, n_rounds, rng, *, local_solver="fedavg", local_steps=1):
+    """Phase 2 without data reuse: round ``t`` decodes and updates on the points of round ``t`` only.
+
+    Round ``t`` is one round of :func:`mixreg.algorithms.fedx.fedx` on the sub-problem of the
+    points :func:`split_rounds` deals to it (the clients holding none sit the round out; the
+    weights :math:`w_i = n_{i,t} / \\sum_{i'} n_{i',t}` are the paper's data weights on the data
+    used), over the step grid from one start.  The step is chosen as for the reuse run: the
+    lowest final training loss :math:`\\frac1N\\sum_i \\min_l L_i` on all the data.
+
+    Parameters
+    ----------
+    problem : Problem
+    start : ndarray of shape (k, d)
+        Phase 1's output (the reuse run's start).
+    steps : ndarray of shape (B,)
+    n_rounds : int >= 1
+    rng : numpy.random.Generator
+        Deals the points to the rounds.
+
+    Returns
+    -------
+    theta : ndarray of shape (k, d)
+        The chosen step's final models (``nan`` if every step diverged).
+    step : float
+    diverged : int
+        Steps whose run diverged.
+    """
+    rnd = split_rounds(problem, n_rounds, rng)
+    owner = np.repeat(np.arange(problem.m), problem.sizes)
+    B = len(steps)
+    theta = np.repeat(np.asarray(start, dtype=np.float64)[None], B, axis=0)
+    diverged = np.zeros(B, dtype=bool)
+    for t in range(n_rounds):
+        rows = np.flatnonzero(rnd == t)  # client after client: rows are stored by client
+        if rows.size == 0:
+            continue
+        clients, counts = np.unique(owner[rows], return_counts=True)
+        sub = Problem.from_arrays(problem.X[rows], problem.y[rows], counts, problem.labels[clients],
+                                  problem.theta_star, sigma=problem.sigma, covariances=problem.covariances,
+                                  protocol=problem.protocol)
+        res = fedx(sub, theta, steps, local_solver=local_solver, local_steps=local_steps, n_rounds=1)
+        new = np.asarray(res.theta, dtype=np.float64)
+        diverged |= np.asarray(res.diverged) | ~np.isfinite(new).all(axis=(1, 2))
+        theta = np.where(diverged[:, None, None], theta, new)
+    loss = np.where(diverged, np.nan, pooled_training_loss(problem, theta))
+    if not np.isfinite(loss).any():
+        return np.full(theta.shape[1:], np.nan), float("nan"), int(diverged.sum())
+    b = int(np.nanargmin(loss))
+    return theta[b], float(steps[b]), int(diverged.sum())
+
+
+def _clustering_errors(problem, theta, prefix):
+    """The decoder's clustering error at ``theta`` on each client's full data: all clients and the
+    data-scarce ones (``n_i <= SCARCE_SIZE``), best relabelling."""
+    if not np.isfinite(theta).all():
+        return {f"{prefix}_miscl": float("nan"), f"{prefix}_miscl_scarce": float("nan")}
+    assign = decoded_labels(problem, np.asarray(theta, dtype=np.float64)[None])[0]
+    scarce = problem.sizes <= SCARCE_SIZE
+    out = {f"{prefix}_miscl": float(misclustering_rate(assign, problem.labels, problem.k))}
+    out[f"{prefix}_miscl_scarce"] = float(misclustering_rate(assign[scarce], problem.labels[scarce], problem.k)) \
+        if scarce.any() else float("nan")
+    return out
+
+
+def _ablation(problem, run, p1, spec, steps, rng):
+    """The paired ablation: FedAvg's reuse run (the study's) against the same Phase 2 with the data
+    of :data:`PHASE2_DATA` ``spec.ablation_data``, from the same Phase-1 output."""
+    star = problem.theta_star
+    res = run.phase2
+    b = None if res is None else res.best_replica()
+    reuse = np.full((problem.k, problem.d), np.nan) if b is None else np.asarray(res.theta[b], dtype=np.float64)
+    out = {"reuse_final": float(matched_max_distance(reuse, star)) if np.isfinite(reuse).all() else float("nan")}
+    out.update(_clustering_errors(problem, reuse, "reuse"))
+    start = time.perf_counter()
+    if res is None:
+        split, step, diverged = np.full_like(reuse, np.nan), float("nan"), 0
+    else:
+        split, step, diverged = phase2_split(problem, p1.centres, steps, spec.fx_rounds, rng,
+                                             local_steps=spec.fedavg_steps)
+    out.update(split_final=float(matched_max_distance(split, star)) if np.isfinite(split).all() else float("nan"),
+               split_step=step, split_diverged=diverged, split_time=time.perf_counter() - start,
+               scarce_clients=float(np.mean(problem.sizes <= SCARCE_SIZE)))
+    out.update(_clustering_errors(problem, split, "split"))
+    return out
+
+
 def _ifca_runs(problem, spec, init_ss, total, rounds):
     """The four IFCA runs (two aggregations x two starts), each over the step grid."""
     d = problem.d
@@ -373,9 +511,14 @@ def two_phase_trial(spec, seed):
         Phase 1: ``fmd_rounds, fmd_sampling, fmd_anchor_sampling, fmd_step_constant, fmd_clients``
         (0 = default).  Phase 2: ``fx_rounds, fedavg_steps``.  Step sizes: ``steps``, the grid
         of :math:`\\eta` (FedX; IFCA runs :math:`\\gamma = \\eta/2`).  IFCA: ``ifca_restarts``.
-        Output: ``checkpoint_every``.
+        Output: ``checkpoint_every``.  Ablation: ``ablation_data`` (``"split"``: FedAvg's Phase 2
+        again from the same Phase-1 output with sample splitting across rounds, :func:`phase2_split`;
+        records ``reuse_final``, ``split_final``, ``split_step``, ``split_diverged``, the clustering
+        error rates ``reuse_miscl``, ``split_miscl`` and their data-scarce versions ``*_miscl_scarce``
+        (clients of at most :data:`SCARCE_SIZE` points), ``scarce_clients``).
     seed : numpy.random.SeedSequence
-        Spawns four streams: data, anchors, Phase 1, IFCA initialisations.
+        Spawns four streams: data, anchors, Phase 1, IFCA initialisations; the ablation's dealing
+        of points to rounds spawns a fifth from the seed's entropy (so the other four are unchanged).
 
     Returns
     -------
@@ -413,6 +556,9 @@ def two_phase_trial(spec, seed):
                        fmd_clients_per_round=p1.clients_per_round, fmd_anchor_pairs=p1.anchor_pairs,
                        fmd_anchor_clusters=int(np.unique(problem.labels[anchors]).size),
                        fmd_time=p1.wall_time + time.perf_counter() - start)
+        if name == "fedavg" and spec.ablation_data == "split":
+            split_rng = np.random.default_rng(np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key + (99,)))
+            out.update(_ablation(problem, run, p1, spec, steps, split_rng))
         start = time.perf_counter()
         out.update(_phase2(problem, name, run.phase2, steps, local_steps, T2, p1_curve, rounds))
         spent = 0.0 if run.phase2 is None else run.phase2.wall_time

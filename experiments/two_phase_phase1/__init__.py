@@ -46,16 +46,17 @@ from mixreg.problems import ANCHOR_MODES, ProblemSpec
 from mixreg.study import Spec, Study, param
 
 from .figures import draw, plot_clients_needed, plot_phase1_error
-from .summary import DEFAULT_SEED, NAME, PREDICTIONS, TABLES, cell_keys, summarise
+from .summary import DEFAULT_SEED, NAME, PREDICTIONS, TABLES, cell_keys, rates_keys, summarise
 from .trial import PHASE1_CELLS, Phase1Spec, c_label, clients_for, phase1_memory, phase1_trial
 
-__all__ = ["STUDY", "Config", "PRESETS", "Phase1Spec", "cells_of", "cell_keys", "trial_flops", "summarise", "draw",
+__all__ = ["STUDY", "Config", "PRESETS", "Phase1Spec", "cells_of", "cell_keys", "rates_keys", "trial_flops", "summarise", "draw",
            "NAME", "TABLES", "DEFAULT_SEED", "PREDICTIONS", "PHASE1_CELLS", "c_label", "clients_for", "phase1_trial",
            "plot_phase1_error", "plot_clients_needed"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-_INCREASING = ("nA_grid", "d_grid", "need_ds", "need_p_mins", "need_cs", "target_divisors")
+_INCREASING = ("nA_grid", "d_grid", "need_ds", "need_p_mins", "need_cs", "target_divisors", "rates_ds", "rates_ks",
+               "rates_p_mins", "rates_nA_grid")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,7 +66,7 @@ class Config(Spec):
     Each field but ``preset`` is a flag, named as the field (``nA_grid`` -> ``--nA-grid``).
     """
 
-    preset: str = param("quick (default, 40 s to 2 min on 2 cores) or paper (larger, a few CPU-hours)")
+    preset: str = param("quick (default, about 80 CPU-seconds) or paper (about 10 CPU-minutes)")
     k: int = param("clusters (at least 2: the far start is placed at a multiple of the separation of theta*, "
                    "which one cluster does not have)", low=2)
     sigma: float = param("noise level sigma", low=0)
@@ -98,6 +99,20 @@ class Config(Spec):
     need_anchor_mode: str = param("anchor version of part (b)", default="per_cluster", choices=ANCHOR_MODES)
     fmd_sampling: str = param("data of S_t: every non-anchor client each round (reuse) or fresh disjoint pairs",
                               default="reuse", choices=("reuse", "fresh"))
+    # part (c)
+    rates_ds: tuple[int, ...] = param("part (c): dimensions of the d sweep (increasing, holds rates_d_ref)", low=1,
+                                      distinct=True)
+    rates_ks: tuple[int, ...] = param("part (c): clusters of the k sweep (increasing, holds rates_k_ref)", low=2,
+                                      distinct=True)
+    rates_p_mins: tuple[float, ...] = param("part (c): p_min values of the p_min sweep (increasing, holds "
+                                            "rates_p_ref)", low=0, low_open=True, distinct=True)
+    rates_d_ref: int = param("part (c): dimension of the k and p_min sweeps", low=1)
+    rates_k_ref: int = param("part (c): clusters of the d and p_min sweeps", low=2)
+    rates_p_ref: float = param("part (c): p_min of the d and k sweeps", low=0, low_open=True)
+    rates_c: float = param("part (c): clients M = rates_c d / p_min^2", low=0, low_open=True)
+    rates_nA_grid: tuple[int, ...] = param("part (c): anchor sizes n_A, run on nested prefixes of one anchor per "
+                                           "cluster (increasing; at least 2, one pair)", low=2, distinct=True)
+    rates_divisor: int = param("part (c): the accuracy Delta/q reached (rounds) and needed (n_A)", low=1)
     n_boot: int = param("bootstrap replicates of the fitted exponents", default=2000, low=1)
 
     def check(self):
@@ -110,6 +125,16 @@ class Config(Spec):
         if min(dims) <= self.k:
             raise ValueError(f"every dimension must exceed k={self.k} (the far start lies outside the "
                              f"truths' span), got {sorted(set(dims))}")
+        for grid, ref in (("rates_ds", "rates_d_ref"), ("rates_ks", "rates_k_ref"), ("rates_p_mins", "rates_p_ref")):
+            if getattr(self, ref) not in getattr(self, grid):
+                raise ValueError(f"{grid} must hold {ref}={getattr(self, ref)!r} (the sweeps meet at the reference "
+                                 f"cell), got {list(getattr(self, grid))}")
+        if min(self.rates_ds) <= self.rates_k_ref or self.rates_d_ref <= max(self.rates_ks):
+            raise ValueError(f"part (c)'s dimensions must exceed its k: rates_ds {list(self.rates_ds)} above "
+                             f"rates_k_ref={self.rates_k_ref}, rates_d_ref={self.rates_d_ref} above max(rates_ks)")
+        if self.rates_p_ref > 1.0 / max(self.rates_ks) + 1e-12 or max(self.rates_p_mins) > 1.0 / self.rates_k_ref + 1e-12:
+            raise ValueError(f"rates_p_ref must be <= 1/max(rates_ks) and rates_p_mins <= 1/rates_k_ref, got "
+                             f"{self.rates_p_ref!r}, {list(self.rates_p_mins)}")
         if self.main_divisor not in self.target_divisors:
             raise ValueError(f"main_divisor must be one of target_divisors {list(self.target_divisors)}, "
                              f"got {self.main_divisor}")
@@ -132,27 +157,40 @@ class Config(Spec):
 # Quick: k = 3, Delta = 1, sigma = 0.25, start at 5 Delta from every truth, 20 rounds with c = 0.8
 # (c = 0.5 needs about twice the rounds; with n_A = 4k the error still falls between rounds 15
 # and 30, slightly more at large d, so fewer rounds would show a growth with d that is only slower
-# convergence).  (a): n_A from k to 16k at
-# d = 24, and d from 6 to 48 at n_A = 4k, both versions (9 random anchors), balanced clusters,
-# M = 16 d / p_min^2 = 144 d.  (b): d in {6, 12, 24} x p_min in {1/3, 0.2}, M = c d / p_min^2 for
-# c = 0.5 .. 32, journal anchors of 16k points (so that the anchors are not the bottleneck), 8 trials;
-# 40 s on two lightly loaded cores, 2 minutes on busy ones.  Paper: the same questions on wider
-# grids (d up to 96 in (a); d in {8, 16, 32} x 4 values of p_min in (b), M up to 128 d / p_min^2,
-# about 280000 clients at d = 32, p_min = 0.12), 30 rounds, 30 trials: 2.2e13 flops by the cost
-# model, about 3 to 8 CPU-hours at the rates measured on the quick run and a medium run, under
-# 1 GB per worker; not run for the figures here.  Use --jobs.
+# convergence).  (a): n_A from k to 16k at d = 24, and d from 6 to 48 at n_A = 4k, both versions
+# (9 random anchors), balanced clusters, M = 16 d / p_min^2 = 144 d.  (b): d in {6, 12, 24} x
+# p_min in {1/3, 0.2}, M = c d / p_min^2 for c = 0.5 .. 32, journal anchors of 16k points (so that
+# the anchors are not the bottleneck).  (c): one anchor per cluster cut to n_A in {4, ..., 64}, M =
+# 16 d / p_min^2, d in {6, 12, 24}, k in {2, 3, 4}, p_min in {0.1, 0.2, 0.3} through (12, 3, 0.2),
+# target Delta/2.  8 trials; about 80 CPU-seconds (4 to 5 minutes of wall time on busy cores).
+#
+# Paper: sized to the four claims and to a shared machine, about 5 CPU-minutes (measured: see
+# docs/studies/two_phase_phase1.md).  (a) as quick with 10 trials, d up to 24 (the constant-accuracy
+# claim reads medians at n_A >= 4k, both versions).  (b) three values each of d (6, 12, 24) and p_min
+# (0.15, 0.22, 1/3) -- two p_min values cannot pin the p_min exponent -- with c up to 32 so that the
+# Delta/3 crossings (c ~ 10-20 on the quick run) lie inside the grid.  10 trials per cell in every part.  (c) four values per
+# axis (d 6..24, k 2..6, p_min 0.12..1/3), n_A in steps of about x1.4 up to 48 = 8k at k = 6, M = 8 d /
+# p_min^2 (the Delta/2 crossing in M is at c ~ 2-3 at k = 3).  d stops at 24 because the cost grows as
+# M d^2 = c d^3 / p_min^2 per round: the earlier paper preset (d up to 96, M up to 128 d / p_min^2,
+# 30 trials) was 3 to 8 CPU-hours, and a first cut of this one (p_min down to 0.08, M = 16 d / p_min^2)
+# spent 6 CPU-seconds per trial of its costliest cell.
 PRESETS = {
     "quick": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=8,
                   anchor_modes=("random", "per_cluster"), n_anchors=9, p_ref=1 / 3, c_ref=16.0, d_ref=24,
                   nA_grid=(3, 6, 12, 24, 48), nA_ref=12, d_grid=(6, 12, 24, 48),
                   need_ds=(6, 12, 24), need_p_mins=(0.2, 1 / 3), need_cs=(0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0),
-                  need_nA=48, target_divisors=(2, 3, 4), main_divisor=3, n_boot=1000),
-    "paper": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=30, fmd_step_constant=0.8, trials=30,
-                  anchor_modes=("random", "per_cluster"), n_anchors=12, p_ref=1 / 3, c_ref=32.0, d_ref=48,
-                  nA_grid=(3, 6, 12, 24, 48, 96, 192), nA_ref=12, d_grid=(6, 12, 24, 48, 96),
-                  need_ds=(8, 16, 32), need_p_mins=(0.12, 0.16, 0.22, 1 / 3),
-                  need_cs=(0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0), need_nA=48,
-                  target_divisors=(2, 3, 4), main_divisor=4),
+                  need_nA=48, target_divisors=(2, 3, 4), main_divisor=3, n_boot=1000,
+                  rates_ds=(6, 12, 24), rates_ks=(2, 3, 4), rates_p_mins=(0.1, 0.2, 0.3), rates_d_ref=12,
+                  rates_k_ref=3, rates_p_ref=0.2, rates_c=16.0, rates_nA_grid=(4, 8, 16, 32, 64), rates_divisor=2),
+    "paper": dict(k=3, sigma=0.25, separation=1.0, far=5.0, fmd_rounds=20, fmd_step_constant=0.8, trials=10,
+                  anchor_modes=("random", "per_cluster"), n_anchors=9, p_ref=1 / 3, c_ref=16.0, d_ref=24,
+                  nA_grid=(3, 6, 12, 24, 48), nA_ref=12, d_grid=(6, 12, 24),
+                  need_ds=(6, 12, 24), need_p_mins=(0.15, 0.22, 1 / 3),
+                  need_cs=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0), need_nA=48,
+                  target_divisors=(2, 3, 4), main_divisor=3, n_boot=2000,
+                  rates_ds=(6, 12, 18, 24), rates_ks=(2, 3, 4, 6), rates_p_mins=(0.12, 0.16, 0.24, 0.33),
+                  rates_d_ref=12, rates_k_ref=3, rates_p_ref=0.16, rates_c=8.0,
+                  rates_nA_grid=(4, 6, 8, 12, 16, 24, 32, 48), rates_divisor=2),
 }
 
 
@@ -166,19 +204,34 @@ def _cell(config, d, p_min, n_A, cs, mode):
                           anchor_points=int(n_A))
     return Phase1Spec(problem=problem, cs=tuple(float(c) for c in cs), far=float(config.far),
                       fmd_rounds=config.fmd_rounds, fmd_step_constant=float(config.fmd_step_constant),
-                      fmd_sampling=config.fmd_sampling)
+                      fmd_sampling=config.fmd_sampling, part="ab", nA_grid=(int(n_A),))
+
+
+def _rates_cell(config, d, k, p_min):
+    """One part-(c) cell: one anchor per cluster holding ``max(rates_nA_grid)`` points, ``M = rates_c d /
+    p_min^2`` clients, Phase 1 run for every ``n_A`` of the grid on prefixes of the anchors' points."""
+    m = clients_for(config.rates_c, d, p_min) + int(k)
+    problem = ProblemSpec(m=m, k=int(k), d=int(d), sigma=float(config.sigma), scale=float(config.separation),
+                          protocol="gaussian", n=2, p_min=float(p_min), anchor_mode="per_cluster", n_anchors=0,
+                          anchor_points=int(config.rates_nA_grid[-1]))
+    return Phase1Spec(problem=problem, cs=(float(config.rates_c),), far=float(config.far),
+                      fmd_rounds=config.fmd_rounds, fmd_step_constant=float(config.fmd_step_constant),
+                      fmd_sampling=config.fmd_sampling, part="c", nA_grid=tuple(int(n) for n in config.rates_nA_grid))
 
 
 def cells_of(config):
-    """The cells of :func:`.summary.cell_keys`, as :class:`Phase1Spec`."""
-    return tuple(_cell(config, *key) for key in cell_keys(config))
+    """The cells of :func:`.summary.cell_keys` (parts a, b), then of :func:`.summary.rates_keys` (part c),
+    as :class:`Phase1Spec`."""
+    return (tuple(_cell(config, *key) for key in cell_keys(config))
+            + tuple(_rates_cell(config, *key) for key in rates_keys(config)))
 
 
 def trial_flops(spec):
-    """Phase 1's dominant cost: per round and anchor, ``M (8 d + 2 d^2)`` flops (moment vectors, ``Y``)."""
+    """Phase 1's dominant cost: per round and anchor, ``M (8 d + 2 d^2)`` flops (moment vectors, ``Y``),
+    for every grid value of ``M`` (parts a, b) or of ``n_A`` (part c)."""
     pb = spec.problem
     anchors = pb.k if pb.anchor_mode == "per_cluster" else pb.n_anchors
-    Ms = sum(clients_for(c, pb.d, pb.p_min) for c in spec.cs)
+    Ms = sum(clients_for(c, pb.d, pb.p_min) for c in spec.cs) * (len(spec.nA_grid) if spec.part == "c" else 1)
     return float(spec.fmd_rounds * anchors * Ms * (8 * pb.d + 2 * pb.d * pb.d))
 
 

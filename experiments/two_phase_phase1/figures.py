@@ -21,10 +21,10 @@ from mixreg.stats import SlopeFit
 from ..ifca_mechanism.figures import finish, result, shared_legend
 from ..ifca_mechanism.figures import panels as axes_for
 
-from .summary import _num
+from .summary import CENSORED_FACTOR, _num
 from .trial import clients_for
 
-__all__ = ["draw", "plot_phase1_error", "plot_clients_needed"]
+__all__ = ["draw", "plot_phase1_error", "plot_clients_needed", "plot_phase1_rates"]
 
 # The anchor versions are told apart by colour, the estimators by line style and marker.  (These
 # two methods are not in the registry of :mod:`mixreg.methods`, whose keys name the
@@ -396,9 +396,151 @@ def _clients_figure(config, tables):
 
 
 def draw(config, tables, outdir):
-    """The two figures, from the tables of :func:`summarise` only; returns the paths written."""
+    """The three figures, from the tables of :func:`summarise` only; returns the paths written."""
     outdir, paths = pathlib.Path(outdir), []
-    for name, figure in (("phase1_error", _error_figure), ("phase1_clients", _clients_figure)):
+    for name, figure in (("phase1_error", _error_figure), ("phase1_clients", _clients_figure),
+                         ("phase1_rates", _rates_figure)):
         drawn, caption = figure(config, tables)
         paths += save_figure(drawn["figure"], outdir / name, caption=caption)
     return paths
+
+
+# --------------------------------------------------------------------------------------------
+# Part (c): rounds and anchor size needed against d, k and p_min
+# --------------------------------------------------------------------------------------------
+
+_AXIS_STYLES = {"d": ("#1b9e77", "o"), "k": ("#d95f02", "s"), "p_min": ("#7570b3", "^")}
+_K_COLOURS = ("#9ecae1", "#4292c6", "#08519c", "#08306b", "#000000")  # light to dark blue: k increasing
+
+
+def plot_phase1_rates(success, sweeps, *, target, ax=None, title=None, footnote=None):
+    """Phase 1's rounds and anchor size needed for one accuracy, against d, k and p_min.
+
+    Three panels: (1) the success rate at ``target`` against :math:`n_A / k` for each ``k`` (the
+    curves coincide if the ``n_A`` needed is proportional to ``k``); (2) the ``n_A`` needed
+    (median over trials, quartile bars) and (3) the rounds needed (mean over the trials that
+    reach the target, 95% bootstrap bars) against each sweep's value divided by its reference
+    value, one series per swept axis, labelled with its fitted exponent.
+
+    Parameters
+    ----------
+    success : list of dict
+        One per ``k``: ``k``, ``x`` (``n_A / k``), ``rate``, ``rate_low``, ``rate_high``.
+    sweeps : list of dict
+        One per axis: ``axis`` ("d", "k" or "p_min"), ``x`` (value / reference), ``nA``, ``nA_low``,
+        ``nA_high``, ``rounds``, ``rounds_low``, ``rounds_high``, ``nA_label``, ``rounds_label``.
+    target : str
+        The accuracy, for the axis label (``"Δ/2"``).
+    ax : sequence of 3 Axes, optional
+    title, footnote : str, optional
+        Drawn on a new figure only.
+
+    Returns
+    -------
+    dict
+        ``figure``, ``axes``, ``legend``, ``handles``.
+    """
+    fig, axes, own = axes_for(ax, 3, aspect=0.9)
+    ks = sorted({s["k"] for s in success})
+    line = matplotlib.lines.Line2D
+    handles = []
+    ax = axes[0]
+    for j, s in enumerate(sorted(success, key=lambda s: s["k"])):
+        x, rate, lo, hi = _arrays(s["x"], s["rate"], s["rate_low"], s["rate_high"])
+        colour = _K_COLOURS[j % len(_K_COLOURS)]
+        ax.errorbar(x, rate, yerr=[np.clip(rate - lo, 0, None), np.clip(hi - rate, 0, None)], color=colour,
+                    marker=_P_MARKERS[j % len(_P_MARKERS)], capsize=1.5)
+        handles.append(line([], [], color=colour, marker=_P_MARKERS[j % len(_P_MARKERS)], label=f"k = {s['k']}"))
+    ax.axhline(0.5, color="0.45", lw=0.9, ls=":")
+    ax.set_xscale("log")
+    _plain_log_axis(ax.xaxis)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("points per anchor / k  (n_A / k)")
+    ax.set_ylabel(f"success rate (< {target})")
+    ax.set_title("success against n_A / k" if ks else "")
+    ax.grid(True, which="both", alpha=0.25)
+    for ax, (key, ylabel, panel_title) in zip(axes[1:], (("nA", "n_A needed (median)", "anchor size needed"),
+                                                          ("rounds", "rounds needed (mean)", "rounds needed"))):
+        for s in sweeps:
+            colour, marker = _AXIS_STYLES.get(s["axis"], ("0.3", "o"))
+            x, y, lo, hi = _arrays(s["x"], s[key], s[f"{key}_low"], s[f"{key}_high"])
+            show = np.isfinite(y) & (y > 0)
+            ax.errorbar(x[show], y[show], yerr=[np.clip(y - lo, 0, None)[show], np.clip(hi - y, 0, None)[show]],
+                        color=colour, marker=marker, capsize=1.5, mfc="white" if key == "rounds" else colour)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log_axis(ax.xaxis)
+        _plain_log_axis(ax.yaxis)
+        ax.set_xlabel("swept value / reference value")
+        ax.set_ylabel(ylabel)
+        ax.set_title(panel_title)
+        ax.grid(True, which="both", alpha=0.25)
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * 2.5)  # room for the exponents' text
+    for ax, key in zip(axes[1:], ("nA_label", "rounds_label")):  # each sweep's fitted exponent, in the panel
+        text = "\n".join(s[key] for s in sweeps)
+        ax.text(0.02, 0.98, "exponents (95%):\n" + text, transform=ax.transAxes, va="top", ha="left",
+                fontsize="xx-small", color="0.2")
+    for s in sweeps:
+        colour, marker = _AXIS_STYLES.get(s["axis"], ("0.3", "o"))
+        handles.append(line([], [], color=colour, marker=marker, label=f"{s['axis']} sweep"))
+    legend = finish(fig, axes, handles, own=own, title=title, footnote=footnote, legend_ax=axes[0], loc="lower right")
+    return result(fig, axes, legend, handles=handles)
+
+
+def _rates_figure(config, tables):
+    part_c, nA_success, exps = tables["part_c"], tables["nA_success"], tables["exponents_c"]
+    q = config.rates_divisor
+    d0, k0, p0 = config.rates_d_ref, config.rates_k_ref, float(config.rates_p_ref)
+    success = []
+    for k in config.rates_ks:
+        rows = sorted((r for r in nA_success if r["k"] == k and r["d"] == d0 and abs(_num(r["p_min"]) - p0) < 1e-12),
+                      key=lambda r: r["n_A"])
+        success.append(dict(k=k, x=[r["nA_over_k"] for r in rows], rate=[r["success"] for r in rows],
+                            rate_low=[r["success_low"] for r in rows], rate_high=[r["success_high"] for r in rows]))
+    refs = {"d": d0, "k": k0, "p_min": p0}
+    sweeps, notes = [], []
+    for axis, values in (("d", config.rates_ds), ("k", config.rates_ks), ("p_min", config.rates_p_mins)):
+        rows = []
+        for v in values:
+            key = {"d": (v, k0, p0), "k": (d0, v, p0), "p_min": (d0, k0, float(v))}[axis]
+            rows += [r for r in part_c if (r["d"], r["k"]) == key[:2] and abs(_num(r["p_min"]) - key[2]) < 1e-12]
+        label = {}
+        for quantity in ("n_A", "rounds"):
+            e = next((e for e in exps if e["quantity"] == quantity and e["axis"] == axis), None)
+            if e is None:
+                label[quantity] = axis
+                continue
+            label[quantity] = (f"{axis}: {_num(e['fitted']):+.2f} [{_num(e['low']):+.2f}, {_num(e['high']):+.2f}] "
+                               f"vs {_num(e['predicted']):+g}: {e['verdict']}")
+            notes.append(f"{quantity} against {axis}: exponent {_num(e['fitted']):+.2f} [{_num(e['low']):+.2f}, "
+                         f"{_num(e['high']):+.2f}], predicted {_num(e['predicted']):+g}, {e['verdict']}; refitted "
+                         f"without {axis} = {_num(e['heldout_x']):g}, the held-out log10 residual "
+                         f"{_num(e['heldout_residual']):+.2f} [{_num(e['heldout_low']):+.2f}, "
+                         f"{_num(e['heldout_high']):+.2f}] ({e['heldout_verdict']})"
+                         + (f"; left out of the fit (drawn): {axis} = {e['left_out']} trials never reaching the target"
+                            if e.get("left_out") else ""))
+        sweeps.append(dict(axis=axis, x=[_num(r["p_min"] if axis == "p_min" else r[axis]) / refs[axis] for r in rows],
+                           nA=[r["nA_needed_median"] for r in rows], nA_low=[r["nA_needed_q25"] for r in rows],
+                           nA_high=[r["nA_needed_q75"] for r in rows], rounds=[r["rounds_mean"] for r in rows],
+                           rounds_low=[r["rounds_mean_low"] for r in rows],
+                           rounds_high=[r["rounds_mean_high"] for r in rows],
+                           nA_label=label["n_A"], rounds_label=label["rounds"]))
+    never = sum(int(r["rounds_never"]) for r in part_c)
+    censored = sum(int(r["nA_censored"]) for r in part_c)
+    title = (f"Rounds and anchor size Phase 1 needs for Δ/{q} (predicted: rounds ∝ d⁰k⁰p_min⁰, n_A ∝ k¹d⁰p_min⁰), "
+             f"M = {config.rates_c:g} d / p_min²; filled: n_A needed, open: rounds")
+    drawn = plot_phase1_rates(success, sweeps, target=f"Δ/{q}", title=title, footnote=_short_footnote(config))
+    caption = (f"{title}. One anchor per cluster, its points cut to each n_A of {list(config.rates_nA_grid)} (nested, "
+               f"common data); sweeps through the reference d = {d0}, k = {k0}, p_min = {p0:.3g}: d in "
+               f"{list(config.rates_ds)}, k in {list(config.rates_ks)}, p_min in "
+               f"{[round(float(p), 3) for p in config.rates_p_mins]}. Left: success rate d(θ̂, θ*) < Δ/{q} (95% Wilson "
+               "bars) against n_A / k for each k of the k sweep; the curves coincide if the n_A needed is ∝ k. "
+               "Middle: n_A needed per trial = the smallest grid n_A from which every larger grid n_A succeeds "
+               f"(median, quartile bars; a trial failing at the largest n_A counts as {CENSORED_FACTOR:g} x the "
+               f"largest, {censored} trial(s) in all). Right: rounds needed per trial = the first round from which the "
+               "error stays below the target, at the largest n_A (mean over the trials that get there, 95% bootstrap "
+               f"bars; {never} trial(s) never got there). x: the swept value over its reference value. Exponents: "
+               "log-log slopes over each sweep's cells, 95% bootstrap over trials; "
+               + "; ".join(notes) + ". " + _footnote(config))
+    return drawn, caption

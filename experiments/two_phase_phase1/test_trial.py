@@ -3,15 +3,19 @@
 import numpy as np
 import pytest
 
+from experiments.two_phase_phase1.summary import nA_needed, rounds_needed
 from experiments.two_phase_phase1.trial import (
     Phase1Spec,
     anchor_least_squares,
+    anchor_prefix,
+    stays_below_from,
     c_label,
     clients_for,
     far_init,
     nested_problem,
     phase1_trial,
 )
+from mixreg.algorithms.moment_descent import moment_descent
 from mixreg.problems import Problem, ProblemSpec
 
 
@@ -135,3 +139,74 @@ def test_spec_rejects_a_bad_grid():
         tiny_cell(cs=(4.0, 4.0), m=300)
     with pytest.raises(ValueError, match="cannot hold"):
         tiny_cell(m=50)
+
+
+def rates_cell(**change):
+    """A part-(c) cell: one anchor per cluster of 32 points, cut to each n_A of the grid."""
+    cell = dict(k=2, d=6, sigma=0.1, separation=1.0, p_min=0.5, anchor_mode="per_cluster", n_anchors=0, n_A=32,
+                cs=(16.0,), far=5.0, fmd_rounds=12, fmd_step_constant=0.8, fmd_sampling="reuse", part="c",
+                nA_grid=(4, 8, 32))
+    cell.update(change)
+    cell["m"] = clients_for(cell["cs"][0], cell["d"], cell["p_min"]) + cell["k"]
+    return Phase1Spec.from_cell(cell)
+
+
+def test_stays_below_from_is_the_round_after_the_last_one_above():
+    assert stays_below_from([5.0, 2.0, 0.4, 0.6, 0.3, 0.2], 0.5) == 4.0
+    assert stays_below_from([0.1, 0.2], 0.5) == 0.0
+    assert np.isnan(stays_below_from([5.0, 0.4, 0.6], 0.5))
+    assert np.isnan(stays_below_from([5.0, 0.4, np.nan], 0.5))  # a lost final value counts as above
+
+
+def test_anchor_prefix_cuts_only_the_anchors_and_is_nested():
+    spec = ProblemSpec(m=30, k=2, d=3, sigma=0.1, scale=1.0, protocol="gaussian", n=2, p_min=0.5,
+                       anchor_mode="per_cluster", n_anchors=0, anchor_points=20)
+    rng = np.random.default_rng(0)
+    pb, anchors = spec.with_anchors(spec.generate(rng), rng)
+    small, large = anchor_prefix(pb, anchors, 6), anchor_prefix(pb, anchors, 12)
+    assert (small.sizes[anchors] == 6).all() and small.m == pb.m
+    others = np.setdiff1d(np.arange(pb.m), anchors)
+    np.testing.assert_array_equal(small.sizes[others], pb.sizes[others])
+    for a in anchors:
+        np.testing.assert_array_equal(small.client(int(a))[0], pb.client(int(a))[0][:6])
+        np.testing.assert_array_equal(large.client(int(a))[0][:6], small.client(int(a))[0])  # nested
+    np.testing.assert_array_equal(small.labels, pb.labels)
+    with pytest.raises(ValueError, match="n_A"):
+        anchor_prefix(pb, anchors, 21)
+
+
+def test_part_c_runs_phase1_with_all_clients_and_all_anchor_pairs():
+    """Under reuse Phase 1 uses every non-anchor client each round (S_t = the M clients) and n_A // 2
+    pairs of each anchor's n_A points: the n_A grid is what the anchors hold, M what the server pools."""
+    cell = rates_cell()
+    pb = cell.problem
+    problem, anchors = pb.with_anchors(pb.generate(np.random.default_rng(1)), np.random.default_rng(2))
+    sub, sub_anchors = nested_problem(problem, anchors, clients_for(16.0, 6, 0.5))
+    for n_A in (4, 8, 32):
+        res = moment_descent(anchor_prefix(sub, sub_anchors, n_A), sub_anchors, 2, rng=np.random.default_rng(0),
+                             n_rounds=2, sampling="reuse", anchor_sampling="reuse")
+        assert res.anchor_pairs == n_A // 2
+        assert res.clients_per_round == clients_for(16.0, 6, 0.5)
+
+
+def test_part_c_trial_records_every_nA_and_the_curve():
+    cell = rates_cell()
+    rec = phase1_trial(cell, np.random.SeedSequence(3))
+    assert rec["M"] == clients_for(16.0, 6, 0.5)
+    assert {f"err_nA{n}" for n in (4, 8, 32)} <= set(rec) and f"curve_t{cell.fmd_rounds:02d}" in rec
+    assert rec["curve_t12"] == pytest.approx(rec["err_nA32"])  # the curve's last round is the output's error
+    assert rec["curve_t00"] >= 5.0  # the far start
+    with pytest.raises(ValueError, match="nA_grid"):
+        rates_cell(nA_grid=(4, 8))  # must end at the anchors' size
+
+
+def test_phase1_from_5_delta_reaches_constant_accuracy_in_few_rounds():
+    """The Phase-1 theorem's shape on a tiny part-(c) cell: from 5 Delta away, with M = 16 d / p_min^2
+    clients of two points and anchors of 32 points, the error ends below 2 Delta / 3 and below Delta/2
+    within 10 rounds, in each of 4 seeds."""
+    grid = (4, 8, 32)
+    for seed in range(4):
+        rec = phase1_trial(rates_cell(), np.random.SeedSequence(seed))
+        assert rec["err_nA32"] < 2 / 3 * rec["separation_realised"], (seed, rec["err_nA32"])
+        assert rounds_needed(rec, 12, 2) <= 10, (seed, [rec[f"curve_t{t:02d}"] for t in range(13)])
+        assert nA_needed(rec, grid, 2) in (4.0, 8.0, 32.0)

@@ -63,7 +63,9 @@ __all__ = [
     "c_label",
     "far_init",
     "nested_problem",
+    "anchor_prefix",
     "anchor_least_squares",
+    "stays_below_from",
     "phase1_trial",
 ]
 
@@ -92,6 +94,13 @@ class Phase1Spec(TrialSpec):
     fmd_rounds: int = param("Phase-1 rounds T", low=1)
     fmd_step_constant: float = param("Phase-1 step constant c of eta = c sqrt(lambda_1)", low=0, low_open=True)
     fmd_sampling: str = param("data of S_t", choices=("reuse", "fresh"))
+    part: str = param("which part of the study the cell belongs to: 'ab' (error against n_A and d; clients "
+                      "needed: Phase 1 at every grid value of cs) or 'c' (Phase 1 at every n_A of nA_grid)",
+                      default="ab", choices=("ab", "c"))
+    nA_grid: tuple[int, ...] | None = param(
+        "anchor sizes n_A run on nested prefixes of the anchors' points, at the single grid value cs[0] "
+        "(part 'c'; part 'ab' runs the problem's anchor_points only, and the study sets it to (n_A,) so that "
+        "every cell has the same keys)", default=None, low=2, distinct=True)
 
     def check(self):
         """``cs`` increasing, and the problem's ``m`` clients enough for the anchors and the
@@ -99,6 +108,13 @@ class Phase1Spec(TrialSpec):
         if list(self.cs) != sorted(self.cs):
             raise ValueError(f"cs must be increasing positive grid values, got {list(self.cs)}")
         problem = self.problem
+        if self.part == "c":
+            if self.nA_grid is None or list(self.nA_grid) != sorted(self.nA_grid) or len(self.cs) != 1:
+                raise ValueError(f"a part-c cell needs an increasing nA_grid and a single grid value cs, got {self.nA_grid} "
+                                 f"and cs={list(self.cs)}")
+            if self.nA_grid[-1] != problem.anchor_points or problem.anchor_mode != "per_cluster":
+                raise ValueError(f"nA_grid must end at the problem's anchor_points={problem.anchor_points} with "
+                                 f"one anchor per cluster, got {list(self.nA_grid)} ({problem.anchor_mode!r})")
         M = clients_for(self.cs[-1], problem.d, problem.p_min)
         n_anchors = problem.k if problem.anchor_mode == "per_cluster" else problem.n_anchors
         if M + n_anchors > problem.m:
@@ -202,6 +218,50 @@ def nested_problem(problem, anchors, M):
     return sub, np.searchsorted(keep, anchors).astype(np.int64)
 
 
+def anchor_prefix(problem, anchors, n_A):
+    """``problem`` with each anchor cut to its first ``n_A`` points (every other client whole).
+
+    An anchor's points are i.i.d., so its first ``n_A`` points are a random sample of them and the
+    problems for ``n_A < n_A'`` are nested: part (c) runs Phase 1 on every grid value of ``n_A``
+    on common data (a paired comparison across ``n_A``).
+
+    Parameters
+    ----------
+    problem : Problem
+    anchors : int array of shape (M_A,)
+    n_A : int in [2, min anchor size]
+
+    Returns
+    -------
+    Problem
+        The same clients in the same order (the anchors' indices are unchanged).
+    """
+    anchors = np.asarray(anchors, dtype=np.int64)
+    n_A = check_int("n_A", n_A, low=2, high=int(problem.sizes[anchors].min()))
+    sizes = problem.sizes.copy()
+    sizes[anchors] = n_A
+    rows = np.concatenate([np.arange(problem.offsets[i], problem.offsets[i] + sizes[i]) for i in range(problem.m)])
+    return Problem.from_arrays(problem.X[rows], problem.y[rows], sizes, problem.labels, problem.theta_star,
+                               sigma=problem.sigma, covariances=problem.covariances, protocol=problem.protocol)
+
+
+def stays_below_from(curve, level):
+    """The first round from which ``curve`` stays below ``level`` to its end (``nan`` if it ends above).
+
+    Rounds needed to reach an accuracy: a curve that dips below and comes back up has not reached it.
+
+    >>> stays_below_from([5.0, 2.0, 0.4, 0.6, 0.3, 0.2], 0.5)
+    4.0
+    >>> import math; math.isnan(stays_below_from([5.0, 0.4, 0.6], 0.5))
+    True
+    """
+    curve = np.asarray(curve, dtype=float)
+    above = np.flatnonzero(~(curve < level))  # nan counts as above
+    if above.size and above[-1] == curve.size - 1:
+        return float("nan")
+    return float(above[-1] + 1) if above.size else 0.0
+
+
 def anchor_least_squares(problem, anchors):
     """Each anchor's own least-squares estimate, minimum-norm when it has fewer points than ``d``.
 
@@ -271,7 +331,11 @@ def phase1_trial(spec, seed):
         ``c`` (suffix :func:`c_label`): ``M_<c>``, ``fmd_err_<c>`` (the Phase-1 output),
         ``fmd_err_mid_<c>`` (at round ``T // 2``, with the final groups),
         ``anchor_err_med_<c>`` / ``anchor_err_max_<c>``, ``fmd_method_<c>`` (step 7's rule),
-        ``fmd_time_<c>``.
+        ``fmd_time_<c>``.  Part (c) cells (``part == "c"``; one grid value ``c``): instead of the
+        per-``c`` columns, ``M``, per ``n_A`` of the grid ``err_nA<n_A>`` (the Phase-1 output's
+        error, anchors cut to their first ``n_A`` points, :func:`anchor_prefix`) and
+        ``diverged_nA<n_A>`` (anchors frozen by the blow-up guard), and ``curve_t<tt>``: the
+        error at every round ``t`` of the run with the largest ``n_A`` (:func:`phase1_curve`).
     """
     data_ss, anchor_ss, init_ss, fmd_ss = seed.spawn(4)
     cell, spec = spec, spec.problem  # the typed cell (Phase 1's settings) and its problem
@@ -298,6 +362,9 @@ def phase1_trial(spec, seed):
         ls_anchor_err_med=float(np.median(ls_anchor)),
         ls_anchor_err_max=float(ls_anchor.max()),
     )
+    if cell.part == "c":
+        out.update(_nA_runs(cell, problem, anchors, Ms[0], theta0, star, fmd_ss))
+        return out
     for c, M, ss in zip(cs, Ms, fmd_ss.spawn(len(cs))):
         start = time.perf_counter()
         sub, sub_anchors = nested_problem(problem, anchors, M)
@@ -316,4 +383,24 @@ def phase1_trial(spec, seed):
             f"fmd_method_{tag}": res.clustering.method,
             f"fmd_time_{tag}": time.perf_counter() - start,
         })
+    return out
+
+
+def _nA_runs(cell, problem, anchors, M, theta0, star, fmd_ss):
+    """Part (c): Phase 1 with ``M`` clients and the anchors cut to each ``n_A`` of the grid."""
+    T = cell.fmd_rounds
+    sub, sub_anchors = nested_problem(problem, anchors, M)
+    out = dict(M=M)
+    grid = tuple(int(n) for n in cell.nA_grid)
+    for n_A, ss in zip(grid, fmd_ss.spawn(len(grid))):
+        res = moment_descent(anchor_prefix(sub, sub_anchors, n_A), sub_anchors, problem.k,
+                             rng=np.random.default_rng(ss), n_rounds=T, init=theta0, sampling=cell.fmd_sampling,
+                             anchor_sampling="reuse", step_constant=cell.fmd_step_constant,
+                             history=n_A == grid[-1])
+        out[f"err_nA{n_A}"] = float(matched_max_distance(res.centres, star))
+        out[f"diverged_nA{n_A}"] = int(res.nonfinite.sum())
+        if n_A == grid[-1]:
+            curve = phase1_curve(res.history, res.clustering.groups, star)
+            out.update({f"curve_t{t:02d}": float(curve[t]) if t < curve.size else float("nan")
+                        for t in range(T + 1)})
     return out

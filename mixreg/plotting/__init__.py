@@ -22,7 +22,8 @@ to a caption file beside it (:func:`save_figure`, ``caption=``).
 The figures of a study live in its folder (``experiments/<study>/figures.py``); this package
 holds what every figure shares: :func:`save_figure`, :func:`not_drawn` (a figure the tables
 cannot give, said in one line) the registry-styled series (:func:`method_style`, :func:`series_label`,
-:func:`median_errorbars`) and plain tick labels (:func:`plain_tick`), and,
+:func:`median_errorbars`), plain tick labels (:func:`plain_tick`), the check that every
+legend entry stands for something drawn inside the axes (:func:`undrawn_legend_entries`), and,
 re-exported from :mod:`mixreg.methods` (data only, so trials and tables read it without
 matplotlib): the one registry of method and success-rule names, labels, colours, markers and
 line styles (:data:`METHODS`, :data:`RULES`, :data:`COMPARE`, :func:`method_label`,
@@ -39,7 +40,8 @@ without saying so.
 
 from __future__ import annotations
 
-from ._common import FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label
+from ._common import (FigureNotDrawn, median_errorbars, method_style, not_drawn, plain_tick, save_figure, series_label,
+                      undrawn_legend_entries)
 from ._style import (DEFAULT_STYLE, MIN_PANEL_WIDTH, STYLES, add_footnote, axes_for, axes_width, current_style,
                      figure_width, finish_panels, fit_titles, keep_aspect, legend_above, new_figure, use_style, wrap_text)
 from ._generic import CROWDED, PREDICTION_LABEL, error_plot, success_plot
@@ -77,6 +79,7 @@ __all__ = [
     "method_style",
     "series_label",
     "median_errorbars",
+    "undrawn_legend_entries",
     "MethodStyle",
     "METHODS",
     "RULES",
