@@ -1,5 +1,12 @@
-"""error_floor's tables: per axis value and series the mean final error (``points``), and per
-axis and setting the fitted exponent against Corollary 1's (``exponents``)."""
+"""error_floor's tables: per axis value and series the mean final error (``points``), per axis and
+setting the fitted exponent against Corollary 1's (``exponents``), and per axis the ratio of the
+theorem's error to known-label least squares on the same data (``optimality``).
+
+Every exponent verdict compares the prediction with the fit's raw 95% bootstrap interval, widened
+only by what a simulation of that interval's coverage at the row's own sizes says it needs
+(:func:`.coverage.slope_coverage`: the ``widening`` column, 0 where the raw interval covers 95%;
+the measured coverage is in ``coverage_raw``).  No widening is chosen by hand.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +16,16 @@ import numpy as np
 
 from mixreg.problems import exact_labels, make_labels
 from mixreg.predictions import Constant, Prediction, exponent_verdict, fit_exponent
-from mixreg.stats import bootstrap_mean_interval, finite_mean, loglog_slope
+from mixreg.stats import bootstrap_mean_interval, finite_mean, fit_slope, loglog_slope
 from mixreg.theory import ifca_safe_step_size, ifca_stationary_error, ifca_step_size
 
-__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "PREDICTIONS", "SETTINGS", "axis_points",
-           "summarise"]
+from .coverage import slope_coverage
+
+__all__ = ["NAME", "TABLES", "DEFAULT_SEED", "AXES", "COROLLARY", "MINIMAX", "PREDICTIONS", "SETTINGS",
+           "OPTIMALITY_AXES", "axis_points", "fit_with_coverage", "summarise"]
 
 NAME = "error_floor"
-TABLES = ("points", "exponents")  # written as <name>.csv; the figure is drawn from them alone
+TABLES = ("points", "exponents", "optimality")  # written as <name>.csv; the figure is drawn from the first two
 DEFAULT_SEED = 20200604  # IFCA's arXiv submission date; any fixed integer would do
 
 #: The five axes, in panel order: the cell key each moves and its Config grid field.
@@ -138,6 +147,36 @@ def _points(config, records):
     return rows
 
 
+def fit_with_coverage(x, samples, *, n_boot, rng, log_x=True):
+    """The fitted exponent (:func:`mixreg.predictions.fit_exponent`, or :func:`mixreg.stats.fit_slope`
+    for ``log_x=False``) and the simulated coverage of its interval (:func:`.coverage.slope_coverage`),
+    from one ``rng``: ``(fit, coverage)``."""
+    if log_x:
+        fit = fit_exponent(x, samples, statistic="mean", n_boot=n_boot, rng=rng)
+    else:
+        fit = fit_slope(x, samples, log_x=False, n_boot=n_boot, rng=rng)
+    return fit, slope_coverage(x, samples, log_x=log_x, rng=rng)
+
+
+def _widening(coverage):
+    """The widening a verdict uses: the measured one, 0 where none could be measured."""
+    return float(coverage.widening) if np.isfinite(coverage.widening) else 0.0
+
+
+def _coverage_columns(coverage, suffix=""):
+    return {f"widening{suffix}": _widening(coverage), f"coverage_raw{suffix}": coverage.coverage,
+            f"coverage_se{suffix}": coverage.se, f"coverage_widened{suffix}": coverage.coverage_widened}
+
+
+def _cell_samples(config, records, axis, used, column):
+    """The trial outcomes of ``column`` at each of the ``used`` points of ``axis``."""
+    samples = []
+    for r in used:
+        params = dict(dict(axis_points(config, axis))[r["value"]])
+        samples.append(_values(_select(records, params), column))
+    return samples
+
+
 def _exponents(config, records, points):
     """One row per axis and setting (see :func:`summarise`)."""
     rows = []
@@ -148,15 +187,13 @@ def _exponents(config, records, points):
             pts = [r for r in points if r["axis"] == axis and r["series"] == setting]
             failing = [r for r in pts if r["diverged"] or r["not_contracting"]]
             used = [r for r in pts if r not in failing] if setting.startswith("theorem") else pts
-            samples = []
-            for r in used:
-                params = dict(dict(axis_points(config, axis))[r["value"]])
-                samples.append(_values(_select(records, params), column))
+            samples = _cell_samples(config, records, axis, used, column)
             prediction = PREDICTIONS[1] if setting == "known_label_ls" else PREDICTIONS[0]
             predicted = float(prediction.predict([dict(axis=axis)])[0])
-            fit = fit_exponent([r["x"] for r in used], samples, statistic="mean", n_boot=config.n_boot,
-                               rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
-            status = exponent_verdict(f"{setting} along {axis}", predicted, fit, tolerance=config.tolerance).status
+            fit, coverage = fit_with_coverage([r["x"] for r in used], samples, n_boot=config.n_boot,
+                                              rng=np.random.default_rng([DEFAULT_SEED, 100 + a, s]))
+            widening = _widening(coverage)
+            status = exponent_verdict(f"{setting} along {axis}", predicted, fit, tolerance=widening).status
             if failing:
                 verdict = "fails: not contracting"
                 where = ", ".join(f"{r['x']:.3g}" for r in failing)
@@ -170,14 +207,80 @@ def _exponents(config, records, points):
             logs = [(math.log(r["x"]), math.log(r["mean"])) for r in used if r["mean"] and r["mean"] > 0]
             anchor_x = math.exp(np.mean([u for u, _ in logs])) if logs else math.nan
             anchor_y = math.exp(np.mean([v for _, v in logs])) if logs else math.nan
-            rows.append(dict(
+            row = dict(
                 axis=axis, setting=setting, predicted=predicted, source=SETTINGS[setting]["source"],
                 fitted=fit.slope, low=fit.low, high=fit.high, verdict=verdict,
                 covered=SETTINGS[setting]["covered"], n_points=fit.n_points, intercept=fit.intercept,
                 anchor_x=anchor_x, anchor_y=anchor_y,
                 derived=loglog_slope([r["x"] for r in used], [r["derived"] for r in used]),
-                tolerance=float(config.tolerance), note=note,
-            ))
+                tolerance=widening, note=note, **_coverage_columns(coverage))
+            row.update(_unique_smallest(config, records, axis, a, s, used, column))
+            rows.append(row)
+    return rows
+
+
+def _unique_smallest(config, records, axis, a, s, used, column):
+    """On the p axis, the same fit over the cells where the smallest cluster is unique (``p < 1/k``):
+    at ``p = 1/k`` every cluster is a smallest one and the error, a maximum over clusters, is the
+    maximum of ``k`` equally distributed errors, lifted above one cluster's.  ``nan`` elsewhere."""
+    keys = ("fitted_unique", "low_unique", "high_unique", "n_points_unique", "widening_unique",
+            "coverage_raw_unique", "coverage_se_unique", "coverage_widened_unique")
+    if axis != "p":
+        return dict.fromkeys(keys, math.nan)
+    kept = [r for r in used if r["x"] < 1.0 / config.k - 1e-9]
+    if len(kept) < 2:
+        return dict.fromkeys(keys, math.nan)
+    fit, coverage = fit_with_coverage([r["x"] for r in kept], _cell_samples(config, records, axis, kept, column),
+                                      n_boot=config.n_boot, rng=np.random.default_rng([DEFAULT_SEED, 200 + a, s]))
+    return dict(fitted_unique=fit.slope, low_unique=fit.low, high_unique=fit.high, n_points_unique=fit.n_points,
+                **_coverage_columns(coverage, "_unique"))
+
+
+#: The axes of the ``optimality`` table (the p axis's theorem step diverges on unbalanced clusters).
+OPTIMALITY_AXES = ("m", "n_prime", "d", "sigma")
+
+
+def _ratios(records):
+    """Per trial: the theorem's final error over known-label least squares on the same ``2 T n'``
+    points per client (``nan`` where either is missing)."""
+    thm, full = _values(records, "thm_err"), _values(records, "ls_full_err")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isfinite(thm) & (full > 0), thm / full, np.nan)
+
+
+def _optimality(config, records):
+    """One row per axis of :data:`OPTIMALITY_AXES` (see :func:`summarise`)."""
+    rows = []
+    for a, axis in enumerate(OPTIMALITY_AXES):
+        xs, samples, means, lows, highs, rounds = [], [], [], [], [], []
+        for i, (value, params) in enumerate(axis_points(config, axis)):
+            recs = _select(records, params)
+            ratio = _ratios(recs)
+            mean, low, high = bootstrap_mean_interval(ratio, np.random.default_rng([DEFAULT_SEED, 400 + a, i]),
+                                                      config.n_boot)
+            xs.append(float(value))
+            samples.append(ratio)
+            means.append(mean)
+            lows.append(low)
+            highs.append(high)
+            rounds += [int(v) for v in _values(recs, "theory_rounds") if np.isfinite(v)]
+        fit, coverage = fit_with_coverage(xs, samples, n_boot=config.n_boot,
+                                          rng=np.random.default_rng([DEFAULT_SEED, 500 + a]))
+        widening = _widening(coverage)
+        verdict = exponent_verdict(f"ratio along {axis}", 0.0, fit, tolerance=widening)
+        finite = [i for i, v in enumerate(means) if np.isfinite(v)]
+        T = max(rounds) if rounds else 0
+        rows.append(dict(
+            axis=axis, values=" ".join(f"{x:g}" for x in xs),
+            ratio_means=" ".join(f"{means[i]:.4g}" for i in finite),
+            ratio_min=min((means[i] for i in finite), default=math.nan),
+            ratio_max=max((means[i] for i in finite), default=math.nan),
+            ratio_low=min((lows[i] for i in finite), default=math.nan),
+            ratio_high=max((highs[i] for i in finite), default=math.nan),
+            predicted=0.0, fitted=fit.slope, low=fit.low, high=fit.high, n_points=fit.n_points,
+            verdict=verdict.status, theory_rounds=T,
+            ratio_derived=math.sqrt(2 * T * config.c1 / (1 - config.c1)) if T and config.c1 < 1 else math.nan,
+            **_coverage_columns(coverage)))
     return rows
 
 
@@ -206,7 +309,25 @@ def summarise(config, records):
         other values), ``covered`` (the setting is Theorem 1's), ``n_points``, ``intercept``,
         ``anchor_x``/``anchor_y`` (geometric centre of the fitted points: where the predicted
         slope is drawn through), ``derived`` (slope of ``derived`` over the same points),
-        ``tolerance``, ``note``.
+        ``tolerance`` (the widening the verdict used: ``widening``), ``note``; the simulated
+        coverage of the raw interval (:func:`.coverage.slope_coverage`): ``coverage_raw`` with its
+        Monte Carlo ``coverage_se``, ``widening`` (the smallest widening with simulated coverage
+        >= 95%, 0 where the raw interval reaches it) and ``coverage_widened``; on the p axis the
+        same fit over the cells where the smallest cluster is unique, ``p < 1/k``
+        (``fitted_unique``, ``low_unique``, ``high_unique``, ``n_points_unique``,
+        ``widening_unique``, ``coverage_*_unique``; ``nan`` on the other axes).
+        ``optimality``: one row per axis m, n', d, sigma: the per-trial ratio of the theorem's
+        final error to known-label least squares on the same ``2 T n'`` points per client (the
+        estimator whose rate the paper's optimality remark compares with): ``values`` (the axis),
+        ``ratio_means`` (mean ratio per value), ``ratio_min``/``ratio_max`` (of those means),
+        ``ratio_low``/``ratio_high`` (the extreme ends of their 95% bootstrap intervals),
+        ``predicted`` (0: a ratio bounded by a constant), the ratio's ``fitted`` exponent with
+        ``low``/``high``, ``n_points``, its ``verdict`` against 0 (widened by ``widening``, with
+        the coverage columns as above), ``theory_rounds`` (``T``) and ``ratio_derived``
+        (our derivation for balanced clusters, not fitted: ``sqrt(2 T c1 / (1 - c1))``, the
+        stationary RMS ``sigma sqrt(gamma d / (m n' (1 - gamma p)))`` with ``gamma = c1 / p`` over
+        the oracle's ``sigma sqrt(d / (p m 2 T n'))``).
     """
     points = _points(config, records)
-    return {"points": points, "exponents": _exponents(config, records, points)}
+    return {"points": points, "exponents": _exponents(config, records, points),
+            "optimality": _optimality(config, records)}

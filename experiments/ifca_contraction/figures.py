@@ -17,12 +17,15 @@ from .summary import NAME
 
 __all__ = ["draw", "plot_one_round_contraction"]
 
+_EXACT_STYLE = (0, (4, 1.5, 1, 1.5, 1, 1.5))  # dash-dot-dot: Theorem 1's RHS with its third term exact
+
 
 def draw(config, tables, outdir):
     """The figure, from the tables only; returns the paths written (the figure, its caption)."""
     viol = {(r["scope"], r["bound"]): r for r in tables["violations"]}
     inside = viol[("alpha <= 1/4 (Assumption 1)", "Thm 1 RHS, test-suite constants")]
     noise = viol[("all cells", "1/2 + noise term (no misclustering term)")]
+    exact = viol[("all cells", "1/2 + noise term + exact misclustering term 2 c1 Delta P")]
     a2 = sorted({(r["rho"], r["n_prime"]) for r in tables["ratios"] if r["assumption2_unit"]})
     a2_text = ", ".join(f"ρ={rho:g}: n'≥{min(n for r_, n in a2 if r_ == rho)}" for rho in sorted({r for r, _ in a2}))
     title = "IFCA, one round of Theorem 1: contraction ratio against n'"
@@ -33,7 +36,10 @@ def draw(config, tables, outdir):
         "distance with the test suite's constants for α ≤ 1/4 (a theorem only where Assumption 2 holds), "
         "dash-dot: the same formula for α > 1/4 (not covered by Theorem 1); where it lies above the axis it is "
         "not drawn and its smallest value is written under the panel's title; dotted: ½ + noise term over the "
-        "distance (the right-hand side without its misclustering term); solid black: ½, Theorem 1's contraction "
+        "distance (the right-hand side without its misclustering term); dash-dot-dot: ½ + (noise term + "
+        "2 c1 Δ P) over the distance, the right-hand side with its misclustering term at its exact value (P the "
+        "exact probability that a worker of the other cluster picks the model: their expected pull, our "
+        "derivation, median over draws; drawn where it is on the scale); solid black: ½, Theorem 1's contraction "
         "factor. "
         "Bottom: the fraction of workers misclustered in that round, measured (dots, mean) and the exact "
         "probability of the drawn geometry (line, mean).\n"
@@ -42,7 +48,8 @@ def draw(config, tables, outdir):
         f"tests/theory/test_theory_ifca.py: c2 = {config.c2:g}, c3 = {config.c3:g}, c4 = {config.c4:.3g}. "
         f"Violations of the Thm 1 RHS for α ≤ 1/4: {inside['violations']}/{inside['draws']}; of ½ + noise term "
         "(all cells): "
-        f"{noise['violations']}/{noise['draws']}; largest c3 any draw needs: {noise['c3_needed_max']:.3g}. "
+        f"{noise['violations']}/{noise['draws']}; of ½ + noise term + exact misclustering term (all cells): "
+        f"{exact['violations']}/{exact['draws']}; largest c3 any draw needs: {noise['c3_needed_max']:.3g}. "
         f"Assumption 2 (unit constants) holds at {a2_text or 'no cell'}; with the test suite's constant 36, at none."
     )
     drawn = plot_one_round_contraction(tables["ratios"], title=title,
@@ -59,7 +66,8 @@ def plot_one_round_contraction(ratios, *, ax=None, title=None, footnote=None, ym
         One row per ``(rho, alpha, n_prime)``: quantiles ``q05, q25, q50, q75, q95`` of
         ``||theta+ - theta*|| / ||theta - theta*||`` over draws (trials x clusters),
         ``max_ratio``, ``bound_ratio`` (Theorem 1's right-hand side over the current distance),
-        ``noise_ratio`` (the same without the misclustering term), ``wrong_mean`` and
+        ``noise_ratio`` (the same without the misclustering term), optional ``exact_term_ratio``
+        (the same with the misclustering term at its exact value), ``wrong_mean`` and
         ``exact_wrong_mean`` (measured and exact misclustering), ``in_assumption1``.
     ax : sequence of 2 n_rho Axes, optional
         The panels, row by row: ratios, then misclustered fractions, one column per ``rho``;
@@ -82,6 +90,7 @@ def plot_one_round_contraction(ratios, *, ax=None, title=None, footnote=None, ym
     fig, flat, own = panels(ax, 2 * len(rhos), aspect=0.7, max_cols=len(rhos), sharex=True)
     axes = flat.reshape(2, len(rhos))
     drawn_styles = set()
+    exact_drawn = False
     for col, rho in enumerate(rhos):
         a, bx = axes[0][col], axes[1][col]
         bounds = floats([r for r in ratios if float(r["rho"]) == rho], "bound_ratio")
@@ -99,6 +108,10 @@ def plot_one_round_contraction(ratios, *, ax=None, title=None, footnote=None, ym
                 a.plot(x, floats(rows, "bound_ratio"), ls=style, color=colour, lw=0.8)
                 drawn_styles.add(covered)
             a.plot(x, floats(rows, "noise_ratio"), ":", color=colour)
+            exact = floats(rows, "exact_term_ratio") if "exact_term_ratio" in rows[0] else np.array([])
+            if exact.size and np.nanmin(exact) <= ymax:
+                a.plot(x, exact, ls=_EXACT_STYLE, color=colour, lw=0.9)
+                exact_drawn = True
             a.plot(x, floats(rows, "max_ratio"), "^", ms=0.8 * mpl.rcParams["lines.markersize"], color=colour,
                    mfc="none")
             bx.plot(x, floats(rows, "wrong_mean"), "o", ms=0.8 * mpl.rcParams["lines.markersize"], color=colour)
@@ -127,6 +140,9 @@ def plot_one_round_contraction(ratios, *, ax=None, title=None, footnote=None, ym
     if False in drawn_styles:
         handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls=(0, (6, 3, 1, 3)), lw=0.8,
                                                label="same formula, α > 1/4"))
+    if exact_drawn:
+        handles.append(matplotlib.lines.Line2D([], [], color="0.3", ls=_EXACT_STYLE, lw=0.9,
+                                               label="½ + (noise + exact misclustering term) / distance"))
     handles += [
         matplotlib.lines.Line2D([], [], color="0.3", ls=":", label="½ + noise term / distance"),
         matplotlib.lines.Line2D([], [], color="0.2", lw=0.8, label="½ (Thm 1's factor)"),
