@@ -183,9 +183,23 @@ class ClaimRun:
         return None
 
     @property
+    def commits(self) -> list[str]:
+        """The commits at which the run's trials were computed: those of its parts (``runs`` in the
+        manifest) that computed chunks, in order.  A later part that only loaded them (a resume
+        that rewrote the tables) is not one."""
+        out = []
+        for part in self.manifest.get("runs") or []:
+            commit = ((part.get("environment") or {}).get("git") or {}).get("commit")
+            if part.get("chunks_computed") and commit and commit not in out:
+                out.append(commit)
+        return out
+
+    @property
     def commit(self) -> str | None:
-        """The commit the run computed at (from its manifest)."""
-        return (self.manifest.get("git") or {}).get("commit")
+        """The first commit the run's trials were computed at (:attr:`commits`); the manifest's own
+        commit when it records no part."""
+        commits = self.commits
+        return commits[0] if commits else (self.manifest.get("git") or {}).get("commit")
 
 
 def claim_status(verdicts: Sequence[Verdict]) -> str:
@@ -217,7 +231,8 @@ class ClaimResult:
         :func:`claim_status` of ``verdicts``.
     verdicts : tuple of Verdict
     run : dict
-        The run checked: ``path`` (relative to the data root), ``commit``, ``trials``, ``failures``, ``status``;
+        The run checked: ``path`` (relative to the data root), ``commit`` and ``commits``
+        (:attr:`ClaimRun.commits`), ``trials``, ``failures``, ``status``;
         empty when there is none.
     registrations : tuple of dict
         Per name of ``claim.predictions``: ``name``, ``sha256``, ``commit``, ``before_data``
@@ -281,7 +296,7 @@ def check_claims(claims: Iterable[Claim], data_root: str | pathlib.Path) -> list
         if isinstance(run, str):
             results.append(ClaimResult(claim, "not tested", (Verdict(claim.statement, "not tested", why=run),), {}))
             continue
-        info = dict(path=f"{key[0]}/{key[1]}", commit=run.commit, trials=len(run.records),
+        info = dict(path=f"{key[0]}/{key[1]}", commit=run.commit, commits=run.commits, trials=len(run.records),
                     failures=len(run.failures), status=run.manifest.get("status"))
         registrations = tuple(_registration(run, name) for name in claim.predictions)
         try:
@@ -354,6 +369,11 @@ def _numbers(numbers: Mapping[str, Any]) -> str:
 
 def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _commits(run, quote="`"):
+    commits = run.get("commits") or [run.get("commit") or "?"]
+    return ("commit " if len(commits) == 1 else "commits ") + ", ".join(f"{quote}{c[:10]}{quote}" for c in commits)
 
 
 def _failed(run):
@@ -429,8 +449,8 @@ def _markdown_claim(r, figures_link):
     else:
         out.append(f"- **Observed first.** {c.observed}")
     if r.run:
-        out.append(f"- **Data.** `{r.run['path']}`: {r.run['trials']} trials ({_failed(r.run)}), run at commit "
-                   f"`{(r.run.get('commit') or '?')[:10]}`.")
+        out.append(f"- **Data.** `{r.run['path']}`: {r.run['trials']} trials ({_failed(r.run)}), computed at "
+                   f"{_commits(r.run)}.")
     out += ["- **Measurement.**", "", "  | part | verdict | numbers | why |", "  |---|---|---|---|"]
     for v in r.verdicts:
         out.append(f"  | {_md(v.claim)} | {v.status} | {_md(_numbers(v.numbers))} | {_md(v.why)} |")
@@ -492,8 +512,8 @@ def _html_claim(r, figures_dir, embedded):
     else:
         out.append(f"<li><b>Observed first.</b> {e(c.observed)}</li>")
     if r.run:
-        out.append(f"<li><b>Data.</b> <code>{e(r.run['path'])}</code>: {r.run['trials']} trials ({_failed(r.run)}), run at commit "
-                   f"<code>{e((r.run.get('commit') or '?')[:10])}</code>.</li>")
+        out.append(f"<li><b>Data.</b> <code>{e(r.run['path'])}</code>: {r.run['trials']} trials ({_failed(r.run)}), "
+                   f"computed at {e(_commits(r.run, quote=''))}.</li>")
     out.append("<li><b>Measurement.</b><table><tr><th>part</th><th>verdict</th><th>numbers</th><th>why</th></tr>")
     for v in r.verdicts:
         out.append(f"<tr><td>{e(v.claim)}</td><td class='{v.status.replace(' ', '-')}'>{v.status}</td>"

@@ -74,7 +74,7 @@ def data_root(tmp_path_factory):
 def test_a_claim_is_checked_on_its_committed_run_with_its_registration(data_root):
     good, bad = check_claims([_claim(), _claim(id="toy-wrong", check=_exponent(-1.0))], data_root)
     assert good.status == "consistent" and bad.status == "contradicts"
-    assert good.run["trials"] == 120 and good.run["path"] == "toy_claims/quick"
+    assert good.run["trials"] == 120 and good.run["path"] == "toy_claims/quick" and good.run["commits"] == [good.run["commit"]]
     (reg,) = good.registrations
     assert reg["name"] == "mean_rate" and reg["sha256"] == RATE.sha256 and reg["before_data"]
     assert good.registered_before_data
