@@ -11,6 +11,10 @@ import re
 import numpy as np
 import pytest
 
+# paper_checks/conftest.py is a plugin, not a module of examples: collecting it for doctests too
+# would import a second module named ``conftest`` beside tests/conftest.py (neither folder is a package)
+collect_ignore = ["paper_checks/conftest.py"]
+
 DASK_MISSING = [name for name in ("dask", "distributed") if importlib.util.find_spec(name) is None]
 
 

@@ -179,6 +179,6 @@ CLAIMS = (
         constants="exponents +1 (d) and -2 (p_min); the condition is sufficient, so a weaker measured dependence "
                   "contradicts its tightness, not its truth",
         figures=("phase1_clients_paper.png",),
-        mutants=("fmd-subspace-asymmetric",),
+        mutants=("fmd-clients-eighth",),
     ),
 )
