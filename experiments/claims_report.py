@@ -30,10 +30,13 @@ TITLE = "mixreg claims report"
 INTRO = ("Every claim of the IFCA paper (Ghosh, Chung, Yin, Ramchandran) and of Su, Xu and Yang's "
          "two-phase method that mixreg checks, and every observation of ours, checked on the committed "
          "paper-scale runs under figures/data/ by `python -m experiments.claims_report` (no trial is "
-         "run: the tables are recomputed from the committed trials). A prediction's constants were "
-         "fixed before its data (the commit that registered each formula is given); an observation was "
-         "stated after seeing data and is re-tested on a later, larger run. A contradicted prediction is "
-         "a result, reported as such.")
+         "run: the tables are recomputed from the committed trials). Where a prediction compares with a "
+         "formula, the formula and its constants were registered in the run's manifest, and the commit "
+         "that registered it is given; a prediction that is a shape or a sign (a rate rises, a bound holds) "
+         "has none and says so. An observation was stated after seeing data; whether it has been re-tested "
+         "on a later run is said with it. Where a paper states a bound, a check of its shape or rate "
+         "tests whether the bound is tight: its claim then says so. A contradicted prediction is a result, "
+         "reported as such.")
 
 
 def build(data=DATA, figures=FIGURES, package="experiments"):

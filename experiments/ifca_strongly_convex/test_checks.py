@@ -47,6 +47,17 @@ def test_final_error_exponents_and_the_exact_floor(run):
 def test_lemma3_bounds_hold_and_the_measured_rate_is_the_exact_probability(run):
     """Catches sc-pair-without-sigma (the paired comparison with the exact probability)."""
     lemma, cheb, exact = checks.check_lemma3(run)
-    assert lemma.status == cheb.status == "consistent"
+    # a bound at least 1 everywhere cannot fail: "not tested", never "consistent"
+    for bound in (lemma, cheb):
+        live = bound.numbers.get("cells", 0) - bound.numbers["vacuous_cells"] if bound.status == "not tested" else 1
+        assert bound.status == ("not tested" if live == 0 else "consistent"), bound
     assert exact.status == "consistent", exact
     assert lemma.numbers["vacuous_cells"] >= cheb.numbers["vacuous_cells"]
+
+
+def test_a_bound_vacuous_at_every_cell_is_not_tested():
+    rows = [dict(fw_low=0.2, lemma=1.5), dict(fw_low=0.0, lemma=3.0)]
+    verdict = checks._informative_bound("P <= bound", rows, "lemma")
+    assert verdict.status == "not tested" and verdict.numbers["vacuous_cells"] == 2
+    rows.append(dict(fw_low=0.5, lemma=0.1))  # a live cell the data break
+    assert checks._informative_bound("P <= bound", rows, "lemma").status == "contradicts"

@@ -161,8 +161,8 @@ CLAIMS = (
         constants=f"level {ALPHA:g}",
         figures=("success_vs_R_paper-a.png",),
         mutants=("stats-sigma-effect-alpha", "stats-paired-as-unpaired"),
-        observed="success_vs_R paper-a (run at 750e424, its manifest; stated 'indistinguishable' in cdc42f5 with an "
-                 "unpaired test, re-tested paired here)",
+        observed="success_vs_R paper-a (its trials computed at f1781ad; stated 'indistinguishable' in cdc42f5 with an "
+                 "unpaired test, re-tested paired on the same run here: not yet on a later run)",
     ),
     Claim(
         id="ifca-sigma-free-collapse",

@@ -249,8 +249,11 @@ class ClaimResult:
     error: str = ""
 
     @property
-    def registered_before_data(self) -> bool:
-        """Every named prediction is registered in the manifest before the first trial."""
+    def registered_before_data(self) -> bool | None:
+        """Every named prediction is registered in the manifest before the first trial; ``None``
+        when the claim names none (a shape or a sign: nothing to register)."""
+        if not self.registrations:
+            return None
         return all(r.get("before_data") for r in self.registrations)
 
 

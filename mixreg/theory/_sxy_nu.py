@@ -264,7 +264,7 @@ def sxy_assignment_patterns(X, y, client, k: int, thetas) -> int:
     order = np.argsort(client, kind="stable")
     X, y, client = X[order], y[order], client[order]
     starts = np.flatnonzero(np.r_[True, client[1:] != client[:-1]])  # each client's first point
-    patterns = set()
+    patterns: set[bytes] = set()
     for start in range(0, thetas.shape[0], 1024):
         block = thetas[start:start + 1024]                       # (b, k, d)
         residual = y[:, None, None] - np.einsum("nd,bkd->nbk", X, block)

@@ -78,6 +78,8 @@ def test_a_claim_is_checked_on_its_committed_run_with_its_registration(data_root
     (reg,) = good.registrations
     assert reg["name"] == "mean_rate" and reg["sha256"] == RATE.sha256 and reg["before_data"]
     assert good.registered_before_data
+    (none,) = check_claims([_claim(predictions=())], data_root)
+    assert none.registered_before_data is None  # nothing registered: not "registered before its data"
 
 
 def test_no_run_an_unregistered_prediction_and_a_raising_check_are_said(data_root):
