@@ -11,9 +11,9 @@ import re
 import numpy as np
 import pytest
 
-# paper_checks/conftest.py is a plugin, not a module of examples: collecting it for doctests too
-# would import a second module named ``conftest`` beside tests/conftest.py (neither folder is a package)
-collect_ignore = ["paper_checks/conftest.py"]
+# The conftest files are plugins, not modules of examples: collecting them for doctests too would
+# import two modules named ``conftest`` (tests/ and paper_checks/ are not packages), whichever first
+collect_ignore = ["tests/conftest.py", "paper_checks/conftest.py"]
 
 DASK_MISSING = [name for name in ("dask", "distributed") if importlib.util.find_spec(name) is None]
 
