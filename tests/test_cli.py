@@ -236,7 +236,7 @@ def test_a_field_that_cannot_be_a_flag_is_a_type_error():
 
 SCRIPTS = ("compare", "error_floor", "ifca_basin", "ifca_contraction", "ifca_misclustering", "success_vs_R",
            "success_vs_mn", "two_phase", "two_phase_nu", "two_phase_phase1")
-PAPER_PRESETS = {"compare": (), "success_vs_R": ("paper-a", "paper-b"), "success_vs_mn": ("paper-c", "paper-d")}
+PAPER_PRESETS = {"success_vs_R": ("paper-a", "paper-b"), "success_vs_mn": ("paper-c", "paper-d")}
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
