@@ -245,7 +245,8 @@ def parser_from_config(config_cls, presets, *, prog, description, default_preset
                 metavar = None  # argparse shows {a,b,c}
             elif choices:
                 text = f"{meta['help']}, among {', '.join(map(str, choices))} ({defaults})"
-            group.add_argument(flag, dest=field.name, type=kind, nargs="+" if is_tuple else None, default=None,
+            nargs = ("*" if meta.get("check", {}).get("allow_empty") else "+") if is_tuple else None
+            group.add_argument(flag, dest=field.name, type=kind, nargs=nargs, default=None,
                                choices=choices, metavar=metavar, help=text)
         for old in meta.get("renamed_from", ()):
             group.add_argument(old, action=_RenamedFlag, new_flag=flag)

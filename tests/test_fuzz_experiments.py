@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import pathlib
 import typing
 import warnings
 
@@ -28,10 +29,12 @@ import pytest
 from experiments import bench_ifca, redraw_figures
 
 CONFIG_EXPERIMENTS = ("success_vs_R", "success_vs_mn", "error_floor", "ifca_basin", "ifca_misclustering",
-                      "ifca_contraction", "two_phase", "two_phase_phase1", "two_phase_nu", "compare")
+                      "ifca_contraction", "ifca_corollary1", "ifca_strongly_convex", "two_phase", "two_phase_phase1",
+                      "two_phase_nu", "compare")
 EXPERIMENTS = {name: importlib.import_module(f"experiments.{name}") for name in CONFIG_EXPERIMENTS}
 ABBREVIATIONS = {"success_vs_R": "SR", "success_vs_mn": "SMN", "error_floor": "EF", "ifca_basin": "IB",
-                 "ifca_misclustering": "IM", "ifca_contraction": "IC", "two_phase": "TP", "two_phase_phase1": "TP1",
+                 "ifca_misclustering": "IM", "ifca_contraction": "IC", "ifca_corollary1": "IC1",
+                 "ifca_strongly_convex": "ISC", "two_phase": "TP", "two_phase_phase1": "TP1",
                  "two_phase_nu": "TPN", "compare": "CMP"}
 PLACEMENT = {"--jobs", "--dask-local", "--scheduler"}
 
@@ -307,7 +310,78 @@ BOUNDS = [
     bound("CMP-separation-neg", "compare", ['--separation', '-1'], 'separation must be finite and > 0, got -1.0'),
     bound("CMP-trials-0", "compare", ['--trials', '0'], 'trials must be an integer >= 1, got 0'),
     bound("CMP-n_inits-0", "compare", ['--n-inits', '0'], 'n_inits must be an integer >= 1, got 0'),
-    bound("CMP-n_rounds-0", "compare", ['--n-rounds', '0'], 'n_rounds must be an integer >= 1, got 0'),
+    bound("CMP-n_rounds-0", "compare", ['--n-rounds', '0'], 'n_rounds must be an integer >= 1, got 0'),    bound("IC1-trials-0", "ifca_corollary1", ['--trials', '0'], 'trials must be an integer >= 1, got 0'),
+    bound("IC1-d-0", "ifca_corollary1", ['--d', '0'], 'd must be an integer >= 1, got 0'),
+    bound("IC1-separation-nan", "ifca_corollary1", ['--separation', 'nan'], 'separation must be finite and > 0, got nan'),
+    bound("IC1-separation-neg", "ifca_corollary1", ['--separation', '-1'], 'separation must be finite and > 0, got -1.0'),
+    bound("IC1-alpha-nan", "ifca_corollary1", ['--alpha', 'nan'], 'alpha must be finite and in (0, 0.5), got nan'),
+    bound("IC1-alpha-neg", "ifca_corollary1", ['--alpha', '-1'], 'alpha must be finite and in (0, 0.5), got -1.0'),
+    bound("IC1-ms-3", "ifca_corollary1", ['--ms', '3', '100', '400'], 'ms must be an integer >= 4, got [3, 100, 400]'),
+    bound("IC1-n_prime-0", "ifca_corollary1", ['--n-prime', '0'], 'n_prime must be an integer >= 1, got 0'),
+    bound("IC1-sigma-nan", "ifca_corollary1", ['--sigma', 'nan'], 'sigma must be finite and > 0, got nan'),
+    bound("IC1-sigma-neg", "ifca_corollary1", ['--sigma', '-1'], 'sigma must be finite and > 0, got -1.0'),
+    bound("IC1-c1s-nan", "ifca_corollary1", ['--c1s', 'nan', '0.375'], 'c1s must be finite and > 0, got [nan, 0.375]'),
+    bound("IC1-c1s-neg", "ifca_corollary1", ['--c1s', '-1', '0.375'], 'c1s must be finite and > 0, got [-1.0, 0.375]'),
+    bound("IC1-c1_theorem-nan", "ifca_corollary1", ['--c1-theorem', 'nan'], 'c1_theorem must be finite and > 0, got nan'),
+    bound("IC1-c1_theorem-neg", "ifca_corollary1", ['--c1-theorem', '-1'], 'c1_theorem must be finite and > 0, got -1.0'),
+    bound("IC1-rounds-0", "ifca_corollary1", ['--rounds', '0'], 'rounds must be an integer >= 1, got 0'),
+    bound("IC1-levels-1", "ifca_corollary1", ['--levels', '1'], 'levels must be an integer >= 2, got 1'),
+    bound("IC1-margin-nan", "ifca_corollary1", ['--margin', 'nan'], 'margin must be finite and > 0, got nan'),
+    bound("IC1-margin-neg", "ifca_corollary1", ['--margin', '-1'], 'margin must be finite and > 0, got -1.0'),
+    bound("IC1-kappa-nan", "ifca_corollary1", ['--kappa', 'nan'], 'kappa must be finite and > 0, got nan'),
+    bound("IC1-kappa-neg", "ifca_corollary1", ['--kappa', '-1'], 'kappa must be finite and > 0, got -1.0'),
+    bound("IC1-m_exp-3", "ifca_corollary1", ['--m-exp', '3'], 'm_exp must be an integer >= 4, got 3'),
+    bound("IC1-rhos-nan", "ifca_corollary1", ['--rhos', 'nan', '2.0', '4.0'], 'rhos must be finite and > 0, got [nan, 2.0, 4.0]'),
+    bound("IC1-rhos-neg", "ifca_corollary1", ['--rhos', '-1', '2.0', '4.0'], 'rhos must be finite and > 0, got [-1.0, 2.0, 4.0]'),
+    bound("IC1-n_primes_exp-0", "ifca_corollary1", ['--n-primes-exp', '0', '4', '8', '16'], 'n_primes_exp must be an integer >= 1, got [0, 4, 8, 16]'),
+    bound("IC1-rounds_exp-0", "ifca_corollary1", ['--rounds-exp', '0'], 'rounds_exp must be an integer >= 1, got 0'),
+    bound("IC1-last-0", "ifca_corollary1", ['--last', '0'], 'last must be an integer >= 1, got 0'),
+    bound("IC1-held_out_rhos-nan", "ifca_corollary1", ['--held-out-rhos', 'nan'], 'held_out_rhos must be finite and > 0, got [nan]'),
+    bound("IC1-held_out_rhos-neg", "ifca_corollary1", ['--held-out-rhos', '-1'], 'held_out_rhos must be finite and > 0, got [-1.0]'),
+    bound("IC1-miscl_max-nan", "ifca_corollary1", ['--miscl-max', 'nan'], 'miscl_max must be finite and in (0, 1], got nan'),
+    bound("IC1-miscl_max-neg", "ifca_corollary1", ['--miscl-max', '-1'], 'miscl_max must be finite and in (0, 1], got -1.0'),
+    bound("IC1-lemma2_ns-1", "ifca_corollary1", ['--lemma2-ns', '1', '1000', '4000'], 'lemma2_ns must be an integer >= 2, got [1, 1000, 4000]'),
+    bound("IC1-lemma2_ds-0", "ifca_corollary1", ['--lemma2-ds', '0', '10', '20'], 'lemma2_ds must be an integer >= 1, got [0, 10, 20]'),
+    bound("IC1-n_boot-0", "ifca_corollary1", ['--n-boot', '0'], 'n_boot must be an integer >= 1, got 0'),
+    bound("IC1-level-nan", "ifca_corollary1", ['--level', 'nan'], 'level must be finite and in (0, 1), got nan'),
+    bound("IC1-level-neg", "ifca_corollary1", ['--level', '-1'], 'level must be finite and in (0, 1), got -1.0'),
+    bound("ISC-d-1", "ifca_strongly_convex", ['--d', '1'], 'd must be an integer >= 2, got 1'),
+    bound("ISC-sigma-nan", "ifca_strongly_convex", ['--sigma', 'nan'], 'sigma must be finite and > 0, got nan'),
+    bound("ISC-sigma-neg", "ifca_strongly_convex", ['--sigma', '-1'], 'sigma must be finite and > 0, got -1.0'),
+    bound("ISC-kappas-nan", "ifca_strongly_convex", ['--kappas', 'nan', '16.0'], 'kappas must be finite and >= 1, got [nan, 16.0]'),
+    bound("ISC-kappas-neg", "ifca_strongly_convex", ['--kappas', '-1', '16.0'], 'kappas must be finite and >= 1, got [-1.0, 16.0]'),
+    bound("ISC-ps-nan", "ifca_strongly_convex", ['--ps', 'nan', '0.2'], 'ps must be finite and in (0, 0.5], got [nan, 0.2]'),
+    bound("ISC-ps-neg", "ifca_strongly_convex", ['--ps', '-1', '0.2'], 'ps must be finite and in (0, 0.5], got [-1.0, 0.2]'),
+    bound("ISC-m_ref-3", "ifca_strongly_convex", ['--m-ref', '3'], 'm_ref must be an integer >= 4, got 3'),
+    bound("ISC-n_prime_ref-0", "ifca_strongly_convex", ['--n-prime-ref', '0'], 'n_prime_ref must be an integer >= 1, got 0'),
+    bound("ISC-kappa_ref-nan", "ifca_strongly_convex", ['--kappa-ref', 'nan'], 'kappa_ref must be finite and >= 1, got nan'),
+    bound("ISC-kappa_ref-neg", "ifca_strongly_convex", ['--kappa-ref', '-1'], 'kappa_ref must be finite and >= 1, got -1.0'),
+    bound("ISC-ms-3", "ifca_strongly_convex", ['--ms', '3', '100', '200'], 'ms must be an integer >= 4, got [3, 100, 200]'),
+    bound("ISC-n_primes-0", "ifca_strongly_convex", ['--n-primes', '0', '10', '20'], 'n_primes must be an integer >= 1, got [0, 10, 20]'),
+    bound("ISC-lemma_m-3", "ifca_strongly_convex", ['--lemma-m', '3'], 'lemma_m must be an integer >= 4, got 3'),
+    bound("ISC-lemma_sigma-nan", "ifca_strongly_convex", ['--lemma-sigma', 'nan'], 'lemma_sigma must be finite and > 0, got nan'),
+    bound("ISC-lemma_sigma-neg", "ifca_strongly_convex", ['--lemma-sigma', '-1'], 'lemma_sigma must be finite and > 0, got -1.0'),
+    bound("ISC-lemma_n_primes-0", "ifca_strongly_convex", ['--lemma-n-primes', '0', '2', '4', '8', '16'], 'lemma_n_primes must be an integer >= 1, got [0, 2, 4, 8, 16]'),
+    bound("ISC-trials-1", "ifca_strongly_convex", ['--trials', '1'], 'trials must be an integer >= 2, got 1'),
+    bound("ISC-eps-nan", "ifca_strongly_convex", ['--eps', 'nan'], 'eps must be finite and > 0, got nan'),
+    bound("ISC-eps-neg", "ifca_strongly_convex", ['--eps', '-1'], 'eps must be finite and > 0, got -1.0'),
+    bound("ISC-far-nan", "ifca_strongly_convex", ['--far', 'nan'], 'far must be finite and >= 1, got nan'),
+    bound("ISC-far-neg", "ifca_strongly_convex", ['--far', '-1'], 'far must be finite and >= 1, got -1.0'),
+    bound("ISC-n_boot-99", "ifca_strongly_convex", ['--n-boot', '99'], 'n_boot must be an integer >= 100, got 99'),
+    bound("ISC-level-nan", "ifca_strongly_convex", ['--level', 'nan'], 'level must be finite and in (0, 1), got nan'),
+    bound("ISC-level-neg", "ifca_strongly_convex", ['--level', '-1'], 'level must be finite and in (0, 1), got -1.0'),
+    bound("TP1-rates_ds-0", "two_phase_phase1", ['--rates-ds', '0', '12', '24'], 'rates_ds must be an integer >= 1, got [0, 12, 24]'),
+    bound("TP1-rates_ks-1", "two_phase_phase1", ['--rates-ks', '1', '3', '4'], 'rates_ks must be an integer >= 2, got [1, 3, 4]'),
+    bound("TP1-rates_p_mins-nan", "two_phase_phase1", ['--rates-p-mins', 'nan', '0.2', '0.3'], 'rates_p_mins must be finite and > 0, got [nan, 0.2, 0.3]'),
+    bound("TP1-rates_p_mins-neg", "two_phase_phase1", ['--rates-p-mins', '-1', '0.2', '0.3'], 'rates_p_mins must be finite and > 0, got [-1.0, 0.2, 0.3]'),
+    bound("TP1-rates_d_ref-0", "two_phase_phase1", ['--rates-d-ref', '0'], 'rates_d_ref must be an integer >= 1, got 0'),
+    bound("TP1-rates_k_ref-1", "two_phase_phase1", ['--rates-k-ref', '1'], 'rates_k_ref must be an integer >= 2, got 1'),
+    bound("TP1-rates_p_ref-nan", "two_phase_phase1", ['--rates-p-ref', 'nan'], 'rates_p_ref must be finite and > 0, got nan'),
+    bound("TP1-rates_p_ref-neg", "two_phase_phase1", ['--rates-p-ref', '-1'], 'rates_p_ref must be finite and > 0, got -1.0'),
+    bound("TP1-rates_c-nan", "two_phase_phase1", ['--rates-c', 'nan'], 'rates_c must be finite and > 0, got nan'),
+    bound("TP1-rates_c-neg", "two_phase_phase1", ['--rates-c', '-1'], 'rates_c must be finite and > 0, got -1.0'),
+    bound("TP1-rates_nA_grid-1", "two_phase_phase1", ['--rates-nA-grid', '1', '8', '16', '32', '64'], 'rates_nA_grid must be an integer >= 2, got [1, 8, 16, 32, 64]'),
+    bound("TP1-rates_divisor-0", "two_phase_phase1", ['--rates-divisor', '0'], 'rates_divisor must be an integer >= 1, got 0'),
 ]
 
 
@@ -340,6 +414,11 @@ def _fields(module):
     return fields
 
 
+def _allows_empty(module, field):
+    """Whether a list flag may be given with no value (an empty tuple is legal for it)."""
+    return next(f for f in dataclasses.fields(module.Config) if f.name == field).metadata["check"]["allow_empty"]
+
+
 def _parser_cases():
     """Per flag of every experiment: a word for a number, an empty list, an unknown choice, a
     value given to a switch; the fragment is argparse's message naming the flag."""
@@ -360,7 +439,7 @@ def _parser_cases():
             if kind is int and not choices:
                 cases.append(pytest.param(name, [flag, "2.5"], f"argument {flag}: invalid int value: '2.5'",
                                           id=f"{tag}-fraction"))
-            if is_list:
+            if is_list and not _allows_empty(module, field):
                 cases.append(pytest.param(name, [flag], f"argument {flag}: expected at least one argument",
                                           id=f"{tag}-empty"))
     return cases
@@ -504,6 +583,40 @@ COMBOS = [
           ("trials",)),
     combo("TP1-rounds-no-memory", "two_phase_phase1", ["--fmd-rounds", "1000000000000"],
           "of memory, more than this machine's", ("--fmd-rounds",)),
+    combo("TP1-rates-ds-without-ref", "two_phase_phase1", ["--rates-ds", "6", "24"],
+          "rates_ds must hold rates_d_ref=12 (the sweeps meet at the reference cell), got [6, 24]", ("rates_ds",)),
+    combo("TP1-rates-ds-decreasing", "two_phase_phase1", ["--rates-ds", "24", "12", "6"],
+          "rates_ds must be increasing, got [24, 12, 6]", ("rates_ds",)),
+    combo("TP1-rates-p-ref-above-1-over-k", "two_phase_phase1", ["--rates-p-ref", "0.5", "--rates-p-mins", "0.1", "0.5"],
+          "rates_p_ref must be <= 1/max(rates_ks) and rates_p_mins <= 1/rates_k_ref, got 0.5, [0.1, 0.5]",
+          ("rates_p_ref",)),
+    # ---- ifca_corollary1
+    combo("IC1-ms-odd", "ifca_corollary1", ["--ms", "25", "50"],
+          "ms and m_exp must be even (k = 2 balanced clusters), got [25, 50] and m_exp=100", ("--ms",)),
+    combo("IC1-c1s-without-theorem", "ifca_corollary1", ["--c1s", "0.5", "2.0"],
+          "c1s must include c1_theorem = 0.375, got [0.5, 2.0]", ("--c1s",)),
+    combo("IC1-last-above-rounds", "ifca_corollary1", ["--last", "1000"], "last must be at most rounds_exp = 12, got 1000",
+          ("--last",)),
+    combo("IC1-held-out-not-a-rho", "ifca_corollary1", ["--held-out-rhos", "3.5"],
+          "held_out_rhos must be among rhos [1.0, 2.0, 4.0], got [3.5]", ("--held-out-rhos",)),
+    combo("IC1-every-rho-held-out", "ifca_corollary1", ["--rhos", "1.0", "2.0", "--held-out-rhos", "1.0", "2.0"],
+          "held_out_rhos must leave at least one of rhos [1.0, 2.0] in the fit of c4, got [1.0, 2.0]",
+          ("--held-out-rhos",)),
+    combo("IC1-lemma2-N-below-2d", "ifca_corollary1", ["--lemma2-ns", "10", "1000", "--lemma2-ds", "10"],
+          "lemma2_ns must be at least 2 max(lemma2_ds) = 20", ("--lemma2-ns",)),
+    combo("IC1-miscl-max-above-1", "ifca_corollary1", ["--miscl-max", "1.5"], "miscl_max must be finite and in (0, 1], "
+          "got 1.5", ("--miscl-max",)),
+    combo("IC1-too-many-trials", "ifca_corollary1", ["--trials", "100000000"], "more than the engine's limit of 1e+07",
+          ("trials",)),
+    # ---- ifca_strongly_convex
+    combo("ISC-ps-above-half", "ifca_strongly_convex", ["--ps", "0.2", "0.6"], "ps must be finite and in (0, 0.5], "
+          "got [0.2, 0.6]", ("--ps",)),
+    combo("ISC-kappas-below-1", "ifca_strongly_convex", ["--kappas", "0.5", "4"], "kappas must be finite and >= 1, "
+          "got [0.5, 4.0]", ("--kappas",)),
+    combo("ISC-level-1", "ifca_strongly_convex", ["--level", "1"], "level must be finite and in (0, 1), got 1.0",
+          ("--level",)),
+    combo("ISC-too-many-trials", "ifca_strongly_convex", ["--trials", "100000000"],
+          "more than the engine's limit of 1e+07", ("trials",)),
     # ---- two_phase_nu
     combo("TPN-k-1", "two_phase_nu", ["--k", "1"], "k must be an integer >= 2, got 1", ("k",)),
     combo("TPN-d-below-k", "two_phase_nu", ["--d", "2"], "d must be at least k (Phase 1 estimates k directions "
@@ -653,13 +766,32 @@ EDGES = [
     edge("TP-zeros", "two_phase", ["--sigma", "0", "--fmd-clients", "0", "--n-anchors", "0", "--Ms", "60",
                                    "--M-ref", "60", "--laws", "zipf", "--law-ref", "zipf", "--p-mins", "0.2",
                                    "--p-ref", "0.2"], 1),
-    # two anchor modes x (d_ref, nA_ref) = 2 cells, the 2 x 2 (need_ds, need_p_mins) cells, one of them shared
+    # two anchor modes x (d_ref, nA_ref) = 2 cells, the 2 x 2 (need_ds, need_p_mins) cells, one of them shared,
+    # and part (c)'s one reference cell (its d, k and p_min sweeps of one value each meet there)
     edge("TP1-smallest", "two_phase_phase1", ["--k", "2", "--d-grid", "3", "--need-ds", "3", "4", "--d-ref", "3",
                                               "--nA-grid", "2", "--nA-ref", "2", "--need-nA", "2", "--need-p-mins", "0.25",
                                               "0.5", "--p-ref", "0.5", "--need-cs", "1", "--c-ref", "1",
                                               "--target-divisors", "1", "--main-divisor", "1", "--trials", "1",
-                                              "--fmd-rounds", "1", "--n-anchors", "2", "--n-boot", "1"], 5),
-    edge("TP1-zeros", "two_phase_phase1", ["--sigma", "0", "--far", "0"], 22),
+                                              "--fmd-rounds", "1", "--n-anchors", "2", "--n-boot", "1",
+                                              "--rates-ds", "3", "--rates-d-ref", "3", "--rates-ks", "2",
+                                              "--rates-k-ref", "2", "--rates-p-mins", "0.5", "--rates-p-ref", "0.5",
+                                              "--rates-nA-grid", "2", "--rates-c", "1", "--rates-divisor", "1"], 6),
+    # the quick grid: 22 cells of parts (a) and (b), part (c)'s three sweeps of three values meeting in one cell (7)
+    edge("TP1-zeros", "two_phase_phase1", ["--sigma", "0", "--far", "0"], 29),
+    # one cell of each part: rounds (m x c1), exponential (rho x n'), Lemma 2 (N x d); an empty held-out list
+    edge("IC1-smallest", "ifca_corollary1", ["--trials", "1", "--d", "1", "--ms", "4", "--n-prime", "1", "--c1s", "0.375",
+                                             "--rounds", "1", "--levels", "2", "--m-exp", "4", "--rhos", "1",
+                                             "--held-out-rhos", "--n-primes-exp", "1", "--rounds-exp", "1", "--last",
+                                             "1", "--lemma2-ns", "2", "--lemma2-ds", "1", "--n-boot", "1"], 3),
+    # 3 m x 2 c1 rounds cells, 3 rho x 4 n' exponential cells, 3 N x 3 d Lemma 2 cells
+    edge("IC1-quick", "ifca_corollary1", [], 27),
+    # one rate cell (kappa x p), the floor axes' shared reference, one lemma cell (kappa x n')
+    edge("ISC-smallest", "ifca_strongly_convex", ["--d", "2", "--kappas", "1", "--ps", "0.5", "--ms", "4", "--n-primes",
+                                                  "1", "--m-ref", "4", "--n-prime-ref", "1", "--kappa-ref", "1",
+                                                  "--lemma-m", "4", "--lemma-n-primes", "1", "--trials", "2",
+                                                  "--n-boot", "100"], 3),
+    # 2 kappa x 2 p rate cells, 3 m + 3 n' floor cells sharing (m_ref, n'_ref), 2 kappa x 5 n' lemma cells
+    edge("ISC-quick", "ifca_strongly_convex", [], 19),
     edge("TPN-zeros", "two_phase_nu", ["--n-low", "0", "--sigma", "0", "--fx-tol", "0"], 19),
     edge("CMP-smallest", "compare", ["--regimes", "balanced", "--m", "2", "--k", "2", "--n", "1", "--d", "1",
                                      "--trials", "1", "--n-inits", "1", "--n-rounds", "1"], 1,
@@ -694,6 +826,10 @@ def test_a_legal_edge_is_accepted_with_the_grid_its_axes_give(name, argv, n_cell
 def test_every_experiment_module_is_in_a_table():
     tabled = {name for table in (BOUNDS, COMBOS, EDGES) for name in (case.values[0] for case in table)}
     assert tabled == set(CONFIG_EXPERIMENTS)
+    root = pathlib.Path(__file__).resolve().parents[1] / "experiments"
+    studies = {path.parent.name for path in root.glob("*/__init__.py")
+               if hasattr(importlib.import_module(f"experiments.{path.parent.name}"), "STUDY")}
+    assert studies == set(CONFIG_EXPERIMENTS), f"studies the tables miss or name wrongly: {studies ^ set(CONFIG_EXPERIMENTS)}"
     assert len(BOUNDS) + len(PARSER_CASES) + len(COMBOS) + len(SHARED_CASES) + len(EDGES) >= 500
 
 

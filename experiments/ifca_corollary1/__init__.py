@@ -116,9 +116,11 @@ class Config(Spec):
         if not set(self.held_out_rhos) <= set(self.rhos):
             raise ValueError(f"held_out_rhos must be among rhos {list(self.rhos)}, got {list(self.held_out_rhos)}")
         if len(set(self.rhos) - set(self.held_out_rhos)) < 1:
-            raise ValueError("at least one rho must be left in the fit of c4 (not in held_out_rhos)")
+            raise ValueError(f"held_out_rhos must leave at least one of rhos {list(self.rhos)} in the fit of c4, "
+                             f"got {list(self.held_out_rhos)}")
         if any(N < 2 * d for N in self.lemma2_ns for d in self.lemma2_ds):
-            raise ValueError("Lemma 2 needs N >= 2 d in every cell (N >~ d)")
+            raise ValueError(f"lemma2_ns must be at least 2 max(lemma2_ds) = {2 * max(self.lemma2_ds)} (Lemma 2 "
+                             f"needs N >~ d in every cell), got {list(self.lemma2_ns)}")
 
 
 # Rounds part: d = 10, n' = 20, sigma = 1e-3 (rho = 10^6, the exponential term nil), so the
