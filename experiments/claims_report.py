@@ -35,8 +35,10 @@ INTRO = ("Every claim of the IFCA paper (Ghosh, Chung, Yin, Ramchandran) and of 
          "that registered it is given; a prediction that is a shape or a sign (a rate rises, a bound holds) "
          "has none and says so. An observation was stated after seeing data; whether it has been re-tested "
          "on a later run is said with it. Where a paper states a bound, a check of its shape or rate "
-         "tests whether the bound is tight: its claim then says so. A contradicted prediction is a result, "
-         "reported as such.")
+         "tests whether the bound is tight: its claim then says so, and a fitted exponent wholly on the "
+         "bound's safe side (the measured quantity grows more slowly than the bound in the theorem's limit) "
+         "is 'not tight': the bound holds over the range measured and its dependence is not reached. A "
+         "contradicted prediction is a result, reported as such.")
 
 
 def build(data=DATA, figures=FIGURES, package="experiments"):

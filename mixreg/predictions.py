@@ -12,8 +12,12 @@ rules as the built-in ones:
 * a **verdict** compares a predicted value with a fit's interval as it is (no widening but a
   ``tolerance`` declared with the claim): ``"consistent"``, ``"contradicts"``, or ``"not
   tested"`` with the reason when the data cannot decide (:func:`exponent_verdict`,
-  :func:`level_verdict`, :func:`held_out_verdict`); each verdict is a row of a claims report
-  (:meth:`Verdict.verdict_row`, :func:`claims_table`).
+  :func:`level_verdict`, :func:`held_out_verdict`); where the prediction is the exponent of a
+  *bound* (a sufficient number of rounds or clients, an upper bound on an error), a fitted
+  exponent wholly on the bound's safe side is ``"not tight"``: the data do not reach the bound's
+  dependence, which contradicts its tightness and not its truth (``slack=`` of
+  :func:`exponent_verdict`, :func:`bound_exponent_verdict`); each verdict is a row of a claims
+  report (:meth:`Verdict.verdict_row`, :func:`claims_table`).
 
 Examples
 --------
@@ -50,10 +54,14 @@ from .stats import SlopeFit, _bootstrap_lines, _line
 from .validation import check_int, check_real
 
 __all__ = ["Constant", "Prediction", "ExponentFit", "fit_exponent", "Verdict", "VERDICT_STATUSES",
-           "exponent_verdict", "level_verdict", "held_out_verdict", "claims_table"]
+           "exponent_verdict", "bound_exponent_verdict", "level_verdict", "held_out_verdict", "claims_table"]
 
-#: What a verdict can say.
-VERDICT_STATUSES = ("consistent", "contradicts", "not tested")
+#: What a verdict can say: ``"not tight"`` is a bound's exponent the data do not reach (the bound
+#: holds over the range measured; a claim that it is tight does not).
+VERDICT_STATUSES = ("consistent", "not tight", "contradicts", "not tested")
+
+#: The sides of a predicted exponent on which a bound holds without being tight (``slack=``).
+SLACK_SIDES = ("below", "above")
 
 
 def _example_floor(cell):
@@ -534,7 +542,9 @@ class Verdict:
     ----------
     claim : str
         The claim, as a report states it (``"final error ~ m^-1/2 (Corollary 1)"``).
-    status : {"consistent", "contradicts", "not tested"}
+    status : {"consistent", "not tight", "contradicts", "not tested"}
+        ``"not tight"``: the prediction is a bound's exponent and the fitted interval lies wholly
+        on the side where the bound holds without being reached (:func:`bound_exponent_verdict`).
     numbers : dict
         The numbers it rests on (predicted, fitted, interval, ...).
     why : str
@@ -569,7 +579,8 @@ def _fmt(value):
     return f"{value:+.3g}"
 
 
-def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: float = 0.0) -> Verdict:
+def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: float = 0.0,
+                     slack: str | None = None) -> Verdict:
     """Is a predicted exponent inside a fit's interval?
 
     Parameters
@@ -582,14 +593,19 @@ def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: 
     tolerance : float >= 0
         Declared with the claim, never chosen after seeing the fit: the interval is widened by it
         on both sides (``0``: as it is).
+    slack : {"below", "above"}, optional
+        Declared with the claim when ``predicted`` is the exponent of a bound: the side of it on
+        which the measured quantity stays within the bound in the theorem's limit (``"below"``
+        for ``x -> infinity``, ``"above"`` for ``x -> 0``).  See :func:`bound_exponent_verdict`.
 
     Returns
     -------
     Verdict
         ``"consistent"`` if ``low - tolerance <= predicted <= high + tolerance``, ``"contradicts"``
-        if not, ``"not tested"`` when fewer than two cells could be fitted (e.g. every run
-        diverged) or the interval is undefined.  ``numbers``: ``predicted``, ``fitted``, ``low``,
-        ``high``, ``level``, ``n_points``, ``tolerance``.
+        if not (``"not tight"`` if the interval lies on the ``slack`` side), ``"not tested"``
+        when fewer than two cells could be fitted (e.g. every run diverged) or the interval is
+        undefined.  ``numbers``: ``predicted``, ``fitted``, ``low``, ``high``, ``level``,
+        ``n_points``, ``tolerance`` (and ``slack`` when given).
 
     Examples
     --------
@@ -597,6 +613,8 @@ def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: 
     >>> fit = SlopeFit(slope=-0.48, intercept=0.0, low=-0.53, high=-0.44, level=0.95, n_points=5, n_boot=1000)
     >>> exponent_verdict("error ~ m^-1/2", -0.5, fit).status, exponent_verdict("error ~ m^-1", -1.0, fit).status
     ('consistent', 'contradicts')
+    >>> exponent_verdict("error <~ m^-1", -1.0, fit, slack="above").status
+    'not tight'
     """
     if not isinstance(fit, SlopeFit):
         raise TypeError(f"fit must be a SlopeFit or ExponentFit (from fit_exponent), got {type(fit).__name__}")
@@ -612,8 +630,65 @@ def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: 
     widened = f" widened by {tolerance:g}" if tolerance else ""
     interval = f"[{_fmt(fit.low)}, {_fmt(fit.high)}] ({fit.level:.0%}{widened})"
     if fit.low - tolerance <= predicted <= fit.high + tolerance:
-        return Verdict(claim, "consistent", numbers, f"predicted {_fmt(predicted)} lies in the fitted {interval}")
-    return Verdict(claim, "contradicts", numbers, f"predicted {_fmt(predicted)} lies outside the fitted {interval}")
+        verdict = Verdict(claim, "consistent", numbers, f"predicted {_fmt(predicted)} lies in the fitted {interval}")
+    else:
+        verdict = Verdict(claim, "contradicts", numbers, f"predicted {_fmt(predicted)} lies outside the fitted {interval}")
+    return verdict if slack is None else bound_exponent_verdict(verdict, slack)
+
+
+def bound_exponent_verdict(verdict: Verdict, slack: str) -> Verdict:
+    """An exponent verdict read as the check of a bound's exponent: ``"not tight"`` on its slack side.
+
+    A theorem's sufficient condition or upper bound (``T`` rounds suffice, ``M >= C d / p^2``
+    clients suffice, an error at most ``C / p``) predicts an exponent the measured quantity must
+    not exceed in the long run.  A fitted interval wholly on the side where the measured quantity
+    grows more slowly (or decays faster) than the bound does not contradict the bound; it
+    contradicts only the claim that the bound is tight.  Whether the bound itself holds at the
+    measured cells is a separate check (a level against the bound, e.g. every run within ``T``).
+
+    Parameters
+    ----------
+    verdict : Verdict
+        From :func:`exponent_verdict` (or read from a table): ``numbers`` hold ``predicted``,
+        ``low`` and ``high`` (and ``tolerance``, 0 if absent).
+    slack : {"below", "above"}
+        The side of ``predicted`` on which the measured quantity stays within the bound in the
+        limit the theorem is about: ``"below"`` where that limit is ``x -> infinity`` (rounds
+        against ``L / (p lambda)``, clients against ``d``: a fitted exponent below the bound's
+        grows more slowly), ``"above"`` where it is ``x -> 0`` (an error bound ``C / p`` or the
+        clients ``C / p_min^2`` as ``p -> 0``: a fitted exponent above the bound's negative one
+        grows more slowly as ``x`` falls).
+
+    Returns
+    -------
+    Verdict
+        ``verdict`` itself unless it ``"contradicts"`` with the whole interval (widened by the
+        declared tolerance) on the ``slack`` side; then the same numbers with ``slack`` and the
+        status ``"not tight"``.
+
+    Examples
+    --------
+    >>> v = Verdict("rounds ~ x^1", "contradicts", dict(predicted=1.0, fitted=0.83, low=0.80, high=0.86))
+    >>> bound_exponent_verdict(v, "below").status, bound_exponent_verdict(v, "above").status
+    ('not tight', 'contradicts')
+    """
+    if slack not in SLACK_SIDES:
+        raise ValueError(f"slack must be one of {', '.join(SLACK_SIDES)}, got {slack!r}")
+    if verdict.status != "contradicts":
+        return verdict
+    numbers = verdict.numbers
+    try:
+        predicted, low, high = (float(numbers[key]) for key in ("predicted", "low", "high"))
+    except (KeyError, TypeError, ValueError):
+        return verdict  # not an exponent comparison (e.g. a run that diverged): it stays contradicted
+    tolerance = float(numbers.get("tolerance") or 0.0)
+    loose = high + tolerance < predicted if slack == "below" else low - tolerance > predicted
+    if not loose:
+        return verdict
+    side = "below" if slack == "below" else "above"
+    return Verdict(verdict.claim, "not tight", dict(numbers, slack=slack),
+                   f"{verdict.why}; the whole interval lies {side} the bound's exponent: the bound holds over "
+                   f"the range measured and is not tight there")
 
 
 def level_verdict(claim: str, predicted: ArrayLike, low: ArrayLike, high: ArrayLike, *,

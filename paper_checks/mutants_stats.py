@@ -1,4 +1,5 @@
-"""Mutants of the statistics (``mixreg/stats.py``) and of the Fig. 3 studies' claim checks.
+"""Mutants of the statistics (``mixreg/stats.py``, a bound's verdict in ``mixreg/predictions.py``) and
+of the Fig. 3 studies' claim checks.
 
 Each mutant is a one-line change a real bug would make; ``caught_by`` are fast tests that fail
 on it and pass on the original.  Collected by ``paper_checks/ifca_mutants.py``
@@ -32,6 +33,7 @@ THEOREM_LEVEL = (
     f"{_R_CLAIMS}::test_collapse_undetermined_is_not_tested",
     f"{_MN_CLAIMS}::test_fig3_mn_contradicted_only_by_a_significant_drop_in_m_or_n",
     f"{_MN_CLAIMS}::test_impossible_region_counts_only_the_deep_cells",
+    "tests/test_predictions.py::test_a_bound_exponent_is_not_tight_only_wholly_on_its_slack_side",
 )
 
 MUTANTS = (
@@ -109,4 +111,11 @@ MUTANTS = (
            'if row["ls_unlikely"]}  ' + MARK + '\n',
            (f"{_MN_CLAIMS}::test_impossible_region_counts_only_the_deep_cells",),
            path="experiments/success_vs_mn/claims.py", family=FAMILY),
+    Mutant("stats-bound-slack-side-flipped",
+           "a bound's exponent read as 'not tight' on the wrong side: rounds growing faster than a sufficient T "
+           "would pass as a loose bound",
+           "loose = high + tolerance < predicted if slack == \"below\" else low - tolerance > predicted\n",
+           f"loose = low - tolerance > predicted if slack == \"below\" else high + tolerance < predicted  {MARK}\n",
+           ("tests/test_predictions.py::test_a_bound_exponent_is_not_tight_only_wholly_on_its_slack_side",),
+           path="mixreg/predictions.py", family=FAMILY),
 )

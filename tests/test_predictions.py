@@ -18,6 +18,7 @@ from mixreg.predictions import (
     ExponentFit,
     Prediction,
     Verdict,
+    bound_exponent_verdict,
     claims_table,
     exponent_verdict,
     fit_exponent,
@@ -255,6 +256,36 @@ def test_exponent_verdicts_say_consistent_contradicts_and_not_tested_with_the_nu
     assert exponent_verdict("c", -0.5, no_interval).status == "not tested"
 
 
+def test_a_bound_exponent_is_not_tight_only_wholly_on_its_slack_side():
+    """A sufficient number of rounds growing like x^1: a fitted exponent wholly below 1 keeps within
+    it ('not tight'), wholly above 1 contradicts it; an interval holding 1 stays consistent; an error
+    bound like p^-1 as p falls: a fitted exponent above -1 is 'not tight', below it contradicts."""
+    below = SlopeFit(slope=0.83, intercept=0.0, low=0.80, high=0.86, level=0.95, n_points=6, n_boot=1000)
+    above = SlopeFit(slope=1.20, intercept=0.0, low=1.10, high=1.30, level=0.95, n_points=6, n_boot=1000)
+    holds = SlopeFit(slope=0.95, intercept=0.0, low=0.85, high=1.05, level=0.95, n_points=6, n_boot=1000)
+    rounds = [exponent_verdict("rounds ~ x", 1.0, fit, slack="below") for fit in (below, above, holds)]
+    assert [v.status for v in rounds] == ["not tight", "contradicts", "consistent"]
+    assert rounds[0].numbers["slack"] == "below" and "not tight" in rounds[0].why
+    assert "slack" not in rounds[1].numbers and "slack" not in exponent_verdict("r", 1.0, below).numbers
+    errors = [exponent_verdict("error ~ p^-1", -1.0, SlopeFit(slope=s, intercept=0.0, low=s - 0.05, high=s + 0.05,
+                                                              level=0.95, n_points=7, n_boot=1000), slack="above")
+              for s in (-0.48, -2.0)]
+    assert [v.status for v in errors] == ["not tight", "contradicts"]
+    # the declared tolerance widens the interval first: inside it, consistent; the slack side is strict
+    assert exponent_verdict("r", 1.0, below, tolerance=0.2, slack="below").status == "consistent"
+    edge = Verdict("r", "contradicts", dict(predicted=1.0, low=0.9, high=1.0 - 1e-12))
+    assert bound_exponent_verdict(edge, "below").status == "not tight"
+    assert bound_exponent_verdict(edge, "above").status == "contradicts"
+    # a verdict without an interval (a run that diverged) stays as it is; so does every other status
+    diverged = Verdict("r", "contradicts", dict(predicted=1.0, fitted="diverged"), "the run diverged")
+    assert bound_exponent_verdict(diverged, "below") is diverged
+    consistent = Verdict("r", "consistent", dict(predicted=1.0, low=0.5, high=0.6))
+    assert bound_exponent_verdict(consistent, "below") is consistent
+    with pytest.raises(ValueError, match="slack must be one of below, above"):
+        bound_exponent_verdict(edge, "under")
+    assert Verdict("r", "not tight").status == "not tight"
+
+
 def test_level_verdicts_compare_each_cell_and_name_the_furthest_miss():
     assert level_verdict("floor", [1.0, 2.0, 3.0], [0.9, 1.9, 2.9], [1.1, 2.1, 3.1]).status == "consistent"
     v = level_verdict("floor", [1.0, 2.0, 3.0], [0.9, 2.05, 3.5], [1.1, 2.2, 3.6])
@@ -263,8 +294,8 @@ def test_level_verdicts_compare_each_cell_and_name_the_furthest_miss():
     assert v.status == "not tested" and v.numbers["cells"] == 0
 
 
-def test_a_verdict_is_one_of_three_statuses_and_says_why_it_is_not_tested():
-    with pytest.raises(ValueError, match="status must be one of consistent, contradicts, not tested"):
+def test_a_verdict_is_one_of_four_statuses_and_says_why_it_is_not_tested():
+    with pytest.raises(ValueError, match="status must be one of consistent, not tight, contradicts, not tested"):
         Verdict("c", "undetermined")
     with pytest.raises(ValueError, match="why must say why"):
         Verdict("c", "not tested")

@@ -97,8 +97,9 @@ def test_exponent_rows_state_the_measured_widening_and_coverage(exact_run):
 def test_one_over_p_claim_holds_on_data_with_a_one_over_p_factor(exact_run):
     verdicts = _claim("ifca-cor1-one-over-p").check(exact_run)
     assert [v.status for v in verdicts][:2] == ["consistent", "consistent"], [v.why for v in verdicts]
-    # the practical series follows the known-label rate p^-1/2: Corollary 1's -1 is contradicted there
-    assert verdicts[2].status == "contradicts"
+    # the practical series follows the known-label rate p^-1/2: Corollary 1's bound, -1 as p falls,
+    # holds there without being reached (not tight), which does not contradict it
+    assert verdicts[2].status == "not tight" and verdicts[2].numbers["slack"] == "above"
 
 
 def test_p_half_observation_fits_only_where_the_smallest_cluster_is_unique():

@@ -34,7 +34,8 @@ def test_rounds_are_within_theorem2_T_and_grow_with_kappa_over_p(run):
     within, shape = checks.check_rounds(run)
     assert within.status == "consistent", within
     assert 0 < within.numbers["largest_fraction_of_T"] < 0.5
-    assert shape.status in ("consistent", "contradicts") and 0.5 < shape.numbers["fitted"] < 1.1
+    # T suffices: rounds growing more slowly than T's exponent 1 are 'not tight', never 'contradicts'
+    assert shape.status in ("consistent", "not tight") and 0.5 < shape.numbers["fitted"] < 1.1
 
 
 def test_final_error_exponents_and_the_exact_floor(run):

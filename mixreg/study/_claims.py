@@ -204,19 +204,22 @@ class ClaimRun:
 
 def claim_status(verdicts: Sequence[Verdict]) -> str:
     """A claim's verdict from its parts: ``"contradicts"`` if one part contradicts, ``"not tested"``
-    if none is tested or one part is not, else ``"consistent"``.
+    if none is tested or one part is not, ``"not tight"`` if one part is a bound that holds without
+    being reached (:func:`mixreg.predictions.bound_exponent_verdict`), else ``"consistent"``.
 
     Examples
     --------
-    >>> v = [Verdict("a", "consistent"), Verdict("b", "not tested", why="one cell")]
-    >>> claim_status(v), claim_status(v[:1]), claim_status([])
-    ('not tested', 'consistent', 'not tested')
+    >>> v = [Verdict("a", "consistent"), Verdict("b", "not tested", why="one cell"), Verdict("c", "not tight")]
+    >>> claim_status(v), claim_status(v[:1]), claim_status([v[0], v[2]]), claim_status([])
+    ('not tested', 'consistent', 'not tight', 'not tested')
     """
     statuses = {v.status for v in verdicts}
     if "contradicts" in statuses:
         return "contradicts"
     if not statuses or "not tested" in statuses:
         return "not tested"
+    if "not tight" in statuses:
+        return "not tight"
     return "consistent"
 
 
@@ -468,7 +471,7 @@ def _markdown_claim(r, figures_link):
 
 _CSS = """body{font-family:Georgia,serif;max-width:60em;margin:2em auto;padding:0 1em;line-height:1.45;color:#111}
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}td,th{border:1px solid #bbb;padding:.2em .45em;
-vertical-align:top}th{background:#eee}h4{margin-bottom:.3em}.consistent{color:#05734b}.contradicts{color:#b00020}
+vertical-align:top}th{background:#eee}h4{margin-bottom:.3em}.consistent{color:#05734b}.not-tight{color:#8a5a00}.contradicts{color:#b00020}
 .not-tested{color:#8a5a00}img{max-width:100%;border:1px solid #ddd}code{font-size:.92em}"""
 
 
