@@ -632,7 +632,8 @@ def exponent_verdict(claim: str, predicted: float, fit: SlopeFit, *, tolerance: 
     if fit.low - tolerance <= predicted <= fit.high + tolerance:
         verdict = Verdict(claim, "consistent", numbers, f"predicted {_fmt(predicted)} lies in the fitted {interval}")
     else:
-        verdict = Verdict(claim, "contradicts", numbers, f"predicted {_fmt(predicted)} lies outside the fitted {interval}")
+        verdict = Verdict(claim, "contradicts", numbers,
+                          f"predicted {_fmt(predicted)} lies outside the fitted {interval}")
     return verdict if slack is None else bound_exponent_verdict(verdict, slack)
 
 

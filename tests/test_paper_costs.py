@@ -35,8 +35,10 @@ def _recorded(study):
 def _check(study, hours, cpu_seconds, trials, wall_hours):
     n, recorded = _recorded(study)
     assert int(trials.replace(",", "")) == n, f"{study}: {trials} trials stated, {n} recorded"
-    assert float(wall_hours) == pytest.approx(recorded, abs=0.005), f"{study}: {wall_hours} h stated, {recorded:.3f} h recorded"
-    assert float(hours) == pytest.approx(int(cpu_seconds) / 3600.0, abs=0.005), f"{study}: {hours} h is not {cpu_seconds} s"
+    assert float(wall_hours) == pytest.approx(recorded, abs=0.005), \
+        f"{study}: {wall_hours} h stated, {recorded:.3f} h recorded"
+    assert float(hours) == pytest.approx(int(cpu_seconds) / 3600.0, abs=0.005), \
+        f"{study}: {hours} h is not {cpu_seconds} s"
 
 
 def test_the_committed_paper_runs_are_the_ten_studies_with_a_paper_preset():

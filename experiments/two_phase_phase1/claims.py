@@ -115,8 +115,10 @@ def _clients(run):
     q = run.config.main_divisor
     rows = [r for r in run.tables["exponents"]
             if str(r["setting"]).startswith(f"clients M needed for d(theta_hat, theta*) < Delta/{q} ")]
-    return [bound_exponent_verdict(_row_verdict(r, f"clients needed for Delta/{q} ~ {r['axis']}^{_num(r['predicted']):+g}"),
-                                   "below" if r["axis"] == "d" else "above") for r in rows]
+    return [bound_exponent_verdict(
+                _row_verdict(r, f"clients needed for Delta/{q} ~ {r['axis']}^{_num(r['predicted']):+g}"),
+                "below" if r["axis"] == "d" else "above")
+            for r in rows]
 
 
 CLAIMS = (

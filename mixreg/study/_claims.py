@@ -443,36 +443,48 @@ def _markdown(results, title, intro, figures_link):
     return "\n".join(lines) + "\n"
 
 
-def _markdown_claim(r, figures_link):
+def _claim_items(r, code, name, escape, quote):
+    """The labelled items of a claim's section shared by both formats, ``(head, tail)``: the items
+    before its measurement (statement, source, prediction or first observation, data) and after it
+    (mutants, a failed check), each ``(label, text)`` with ``text`` already in the format
+    (``escape`` for text, ``code`` for a path, ``name`` for a mutant, ``quote`` around a commit)."""
     c = r.claim
-    out = ["", f'<a id="{c.id}"></a>', "", f"#### {c.id}: {r.status}", "",
-           f"- **Statement.** {c.statement}", f"- **Source.** {c.source}"]
+    head = [("Statement.", escape(c.statement)), ("Source.", escape(c.source))]
     if c.proof_lemma:
-        out.append("- **A lemma of a proof:** the statement says which of its numeric content is checked.")
+        head.append(("A lemma of a proof:", "the statement says which of its numeric content is checked."))
     if c.kind == "prediction":
         regs = "; ".join(_registration_text(x) for x in r.registrations) or "no registered formula (a shape or sign)"
-        out.append(f"- **Prediction.** {c.constants or 'no constant'}. Registered: {regs}.")
+        head.append(("Prediction.", escape(f"{c.constants or 'no constant'}. Registered: {regs}.")))
     else:
-        out.append(f"- **Observed first.** {c.observed}")
+        head.append(("Observed first.", escape(c.observed)))
     if r.run:
-        out.append(f"- **Data.** `{r.run['path']}`: {r.run['trials']} trials ({_failed(r.run)}), computed at "
-                   f"{_commits(r.run)}.")
+        head.append(("Data.", f"{code(r.run['path'])}: {r.run['trials']} trials ({_failed(r.run)}), computed at "
+                              f"{escape(_commits(r.run, quote=quote))}."))
+    tail = [("Mutants its tests catch.", ", ".join(name(m) for m in c.mutants) or "none")]
+    if r.error:
+        tail.append(("The check failed:", escape(r.error)))
+    return head, tail
+
+
+def _markdown_claim(r, figures_link):
+    c = r.claim
+    head, tail = _claim_items(r, code=lambda text: f"`{text}`", name=lambda text: f"`{text}`", escape=str, quote="`")
+    out = ["", f'<a id="{c.id}"></a>', "", f"#### {c.id}: {r.status}", ""]
+    out += [f"- **{label}** {text}" for label, text in head]
     out += ["- **Measurement.**", "", "  | part | verdict | numbers | why |", "  |---|---|---|---|"]
     for v in r.verdicts:
         out.append(f"  | {_md(v.claim)} | {v.status} | {_md(_numbers(v.numbers))} | {_md(v.why)} |")
     out.append("")
     if c.figures:
         out.append("- **Figure.** " + ", ".join(f"[{f}]({figures_link}{f})" for f in c.figures))
-    out.append("- **Mutants its tests catch.** " + (", ".join(f"`{m}`" for m in c.mutants) or "none"))
-    if r.error:
-        out.append(f"- **The check failed:** {r.error}")
+    out += [f"- **{label}** {text}" for label, text in tail]
     return out
 
 
 _CSS = """body{font-family:Georgia,serif;max-width:60em;margin:2em auto;padding:0 1em;line-height:1.45;color:#111}
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}td,th{border:1px solid #bbb;padding:.2em .45em;
-vertical-align:top}th{background:#eee}h4{margin-bottom:.3em}.consistent{color:#05734b}.not-tight{color:#8a5a00}.contradicts{color:#b00020}
-.not-tested{color:#8a5a00}img{max-width:100%;border:1px solid #ddd}code{font-size:.92em}"""
+vertical-align:top}th{background:#eee}h4{margin-bottom:.3em}.consistent{color:#05734b}.contradicts{color:#b00020}
+.not-tight{color:#1f5fa8}.not-tested{color:#8a5a00}img{max-width:100%;border:1px solid #ddd}code{font-size:.92em}"""
 
 
 def _html(results, title, intro, figures_dir):
@@ -508,26 +520,16 @@ def _html(results, title, intro, figures_dir):
 def _html_claim(r, figures_dir, embedded):
     e = html.escape
     c = r.claim
-    out = [f"<h4 id='{c.id}'>{e(c.id)}: <span class='{r.status.replace(' ', '-')}'>{r.status}</span></h4><ul>",
-           f"<li><b>Statement.</b> {e(c.statement)}</li><li><b>Source.</b> {e(c.source)}</li>"]
-    if c.proof_lemma:
-        out.append("<li><b>A lemma of a proof:</b> the statement says which of its numeric content is checked.</li>")
-    if c.kind == "prediction":
-        regs = "; ".join(_registration_text(x) for x in r.registrations) or "no registered formula (a shape or sign)"
-        out.append(f"<li><b>Prediction.</b> {e(c.constants or 'no constant')}. Registered: {e(regs)}.</li>")
-    else:
-        out.append(f"<li><b>Observed first.</b> {e(c.observed)}</li>")
-    if r.run:
-        out.append(f"<li><b>Data.</b> <code>{e(r.run['path'])}</code>: {r.run['trials']} trials ({_failed(r.run)}), "
-                   f"computed at {e(_commits(r.run, quote=''))}.</li>")
+    head, tail = _claim_items(r, code=lambda text: f"<code>{e(text)}</code>", name=e, escape=e, quote="")
+    out = [f"<h4 id='{c.id}'>{e(c.id)}: <span class='{r.status.replace(' ', '-')}'>{r.status}</span></h4><ul>"]
+    out.append("".join(f"<li><b>{label}</b> {text}</li>" for label, text in head[:2]))
+    out += [f"<li><b>{label}</b> {text}</li>" for label, text in head[2:]]
     out.append("<li><b>Measurement.</b><table><tr><th>part</th><th>verdict</th><th>numbers</th><th>why</th></tr>")
     for v in r.verdicts:
         out.append(f"<tr><td>{e(v.claim)}</td><td class='{v.status.replace(' ', '-')}'>{v.status}</td>"
                    f"<td>{e(_numbers(v.numbers))}</td><td>{e(v.why)}</td></tr>")
     out.append("</table></li>")
-    out.append("<li><b>Mutants its tests catch.</b> " + (e(", ".join(c.mutants)) or "none") + "</li>")
-    if r.error:
-        out.append(f"<li><b>The check failed:</b> {e(r.error)}</li>")
+    out += [f"<li><b>{label}</b> {text}</li>" for label, text in tail]
     out.append("</ul>")
     for name in c.figures:
         path = pathlib.Path(figures_dir) / name if figures_dir is not None else None
