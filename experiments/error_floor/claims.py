@@ -15,7 +15,7 @@ from mixreg.predictions import Verdict, exponent_verdict
 from mixreg.stats import SlopeFit
 from mixreg.study import Claim
 
-from . import STUDY
+from . import PRESETS, STUDY
 
 __all__ = ["CLAIMS"]
 
@@ -124,6 +124,11 @@ def _optimality(run):
 
 _INTERVALS = ("95% stratified bootstrap interval of the fitted slope, widened only by the widening that the "
               "simulated coverage at the row's own sizes needs (exponents.csv: widening, coverage_raw)")
+
+#: The quick preset's overrides for the fresh-run check (``paper_checks/test_claims_fresh.py``):
+#: the paper preset's grids at 20 trials a cell (the quick grids are shorter; its claims were
+#: decided on the paper grids).
+FRESH = dict(PRESETS["paper"], trials=20)
 
 CLAIMS = (
     Claim(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mixreg.predictions import Verdict
 from mixreg.study import Claim
 
-from . import STUDY
+from . import PRESETS, STUDY
 
 __all__ = ["CLAIMS"]
 
@@ -86,6 +86,10 @@ def _steepening(run):
                            f"the exact law's slope on the grid is {row['exact_slope']:.4g}"))
     return out
 
+
+#: The quick preset's overrides for the fresh-run check (``paper_checks/test_claims_fresh.py``):
+#: the paper preset's grid (rho up to 32, eight targets) at 30 trials a cell.
+FRESH = dict(PRESETS["paper"], trials=30)
 
 CLAIMS = (
     Claim(

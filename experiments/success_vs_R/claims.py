@@ -12,7 +12,7 @@ from __future__ import annotations
 from mixreg.predictions import Verdict
 from mixreg.study import Claim
 
-from . import STUDY
+from . import PRESETS, STUDY
 
 __all__ = ["CLAIMS", "decreases", "SUCCESS_LEVEL"]
 
@@ -116,6 +116,12 @@ def _collapse(run):
             verdicts.append(Verdict(claim, status, numbers, why=row["verdict"] + (f"; {row['reason']}" if row["reason"] else "")))
     return verdicts
 
+
+#: The quick preset's overrides for the fresh-run check (``paper_checks/test_claims_fresh.py``):
+#: paper-a's sizes (n = 100, d = 1000, sigma up to 0.4, shared draws) at 16 trials a cell:
+#: the observations were made at these sizes; the quick preset (n = 20, d = 200, sigma up to 1) is
+#: another regime, where the noise level does change the success rate.
+FRESH = dict(PRESETS["paper-a"], trials=16)
 
 CLAIMS = (
     Claim(

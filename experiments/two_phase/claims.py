@@ -20,7 +20,7 @@ import numpy as np
 from mixreg.predictions import Verdict
 from mixreg.study import Claim
 
-from . import STUDY
+from . import PRESETS, STUDY
 from .summary import _median
 
 __all__ = ["CLAIMS", "ALPHA"]
@@ -89,6 +89,11 @@ def _reuse(run):
                     f"{scarce['wilcoxon_p']:.3g}, {scarce['scarce_clients']:.0%} of clients hold <= 2 points"))
     return verdicts
 
+
+#: The quick preset's overrides for the fresh-run check (``paper_checks/test_claims_fresh.py``):
+#: the paper preset (four p_min values, zipf sizes; the quick preset has two p_min values and
+#: equal sizes, so the Phase-2 factor's exponent is fitted on another grid).
+FRESH = dict(PRESETS["paper"])
 
 CLAIMS = (
     Claim(

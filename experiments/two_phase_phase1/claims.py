@@ -15,7 +15,7 @@ import numpy as np
 from mixreg.predictions import Verdict, bound_exponent_verdict
 from mixreg.study import Claim
 
-from . import STUDY
+from . import PRESETS, STUDY
 from .summary import _num, _ok, _select, _values
 from .trial import c_label
 
@@ -120,6 +120,10 @@ def _clients(run):
                 "below" if r["axis"] == "d" else "above")
             for r in rows]
 
+
+#: The quick preset's overrides for the fresh-run check (``paper_checks/test_claims_fresh.py``):
+#: the paper preset (part (c) with k up to 6 and four values per axis; the quick grid has three).
+FRESH = dict(PRESETS["paper"])
 
 CLAIMS = (
     Claim(
