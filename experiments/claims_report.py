@@ -17,6 +17,7 @@ found the committed report stale, 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import importlib
 import pathlib
 import sys
 
@@ -41,11 +42,32 @@ INTRO = ("Every claim of the IFCA paper (Ghosh, Chung, Yin, Ramchandran) and of 
          "contradicted prediction is a result, reported as such.")
 
 
+def fresh_notes(results, package="experiments"):
+    """``{claim id: note}`` for the claims whose fresh run disagrees with the committed one: each
+    study's ``FRESH_DIFFERS`` in its ``claims.py`` (id -> the fresh verdict and its numbers), which
+    ``paper_checks/test_claims_fresh.py`` asserts on the fresh runs."""
+    notes = {}
+    for r in results:
+        differs = getattr(importlib.import_module(f"{package}.{r.claim.study_name}.claims"), "FRESH_DIFFERS", {})
+        if r.claim.id in differs:
+            status, why = differs[r.claim.id]
+            notes[r.claim.id] = (f"A fresh run (the study's FRESH sizes, another root seed; the slow test "
+                                 f"paper_checks/test_claims_fresh.py) gives '{status}', not this run's "
+                                 f"'{r.status}': {why}")
+    return notes
+
+
 def build(data=DATA, figures=FIGURES, package="experiments"):
     """``(results, markdown, html)`` of the claims of ``package`` on the runs under ``data``."""
     results = check_claims(find_claims(package), data)
-    markdown = claims_report(results, title=TITLE, intro=INTRO, fmt="markdown", figures_link="")
-    page = claims_report(results, title=TITLE, intro=INTRO, fmt="html", figures_dir=figures)
+    notes = fresh_notes(results, package)
+    intro = INTRO
+    if notes:
+        intro += (f" On a fresh run of its study (another seed), {len(notes)} claim{'s' if len(notes) != 1 else ''} "
+                  f"get{'' if len(notes) != 1 else 's'} another verdict than on the committed run "
+                  f"({', '.join(sorted(notes))}): {'each says' if len(notes) != 1 else 'it says'} so in a note.")
+    markdown = claims_report(results, title=TITLE, intro=intro, fmt="markdown", figures_link="", notes=notes)
+    page = claims_report(results, title=TITLE, intro=intro, fmt="html", figures_dir=figures, notes=notes)
     return results, markdown, page
 
 

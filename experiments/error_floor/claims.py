@@ -130,6 +130,16 @@ _INTERVALS = ("95% stratified bootstrap interval of the fitted slope, widened on
 #: decided on the paper grids).
 FRESH = dict(PRESETS["paper"], trials=20)
 
+#: Claims whose fresh run (:data:`FRESH`, seed 20261127) disagrees with the committed run, with the
+#: fresh verdict and its numbers (asserted by ``paper_checks/test_claims_fresh.py``, shown in the
+#: claims report).
+FRESH_DIFFERS = {
+    "ifca-cor1-floor": ("contradicts", "the m exponent is -0.523 [-0.540, -0.505], steeper than -1/2 (committed "
+                                       "run: -0.502 [-0.515, -0.489]); n' -0.506, d +0.489 and sigma +1.010 hold "
+                                       "their predictions. ifca_strongly_convex's fresh run also finds an m slope "
+                                       "steeper than -1/2 (-0.555 [-0.589, -0.522]); why is not resolved"),
+}
+
 CLAIMS = (
     Claim(
         id="ifca-cor1-floor",

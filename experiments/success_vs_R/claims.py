@@ -123,6 +123,12 @@ def _collapse(run):
 #: another regime, where the noise level does change the success rate.
 FRESH = dict(PRESETS["paper-a"], trials=16)
 
+#: Claims a fresh run of :data:`FRESH`'s size cannot decide, and why.
+FRESH_UNDECIDED = {
+    "ifca-random-init-restarts": "success probability >= 0.9 at the largest r needs the Wilson interval above 0.9: "
+                                 "with 16 trials even 16 successes give a lower end of 0.81",
+}
+
 CLAIMS = (
     Claim(
         id="ifca-fig3-r",

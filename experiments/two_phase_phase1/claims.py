@@ -125,6 +125,19 @@ def _clients(run):
 #: the paper preset (part (c) with k up to 6 and four values per axis; the quick grid has three).
 FRESH = dict(PRESETS["paper"])
 
+#: Claims whose fresh run (:data:`FRESH`, seed 20261127) disagrees with the committed run, with the
+#: fresh verdict and its numbers (asserted by ``paper_checks/test_claims_fresh.py``, shown in the
+#: claims report).
+FRESH_DIFFERS = {
+    "sxy-phase1-na": ("contradicts", "the n_A needed grows like k^2.05 [1.11, 2.71], above the predicted k^1, on "
+                                     "k = 2, 3, 4 (k = 6 left out: 5 of 10 trials never reach Delta/2); d -0.36 "
+                                     "[-1.00, +0.55] and p_min -0.16 [-1.19, +0.55] hold 0. The committed run had "
+                                     "k = 2, 3 only and could not decide"),
+    "sxy-phase1-clients": ("contradicts", "the clients needed grow like d^1.55 [1.07, 1.92], faster than the "
+                                          "sufficient condition's d^1 (committed run: d^1.21 [0.88, 1.62]); p_min "
+                                          "-1.08 [-1.68, -0.27] is again above -2 (not tight)"),
+}
+
 CLAIMS = (
     Claim(
         id="sxy-phase1-constant-accuracy",

@@ -419,7 +419,7 @@ def _groups(results):
     return sections
 
 
-def _markdown(results, title, intro, figures_link):
+def _markdown(results, title, intro, figures_link, notes):
     lines = [f"# {title}", ""]
     if intro:
         lines += [intro, ""]
@@ -439,14 +439,14 @@ def _markdown(results, title, intro, figures_link):
         for paper, rows in papers:
             lines += ["", f"### {paper}"]
             for r in rows:
-                lines += _markdown_claim(r, figures_link)
+                lines += _markdown_claim(r, figures_link, notes.get(r.claim.id))
     return "\n".join(lines) + "\n"
 
 
-def _claim_items(r, code, name, escape, quote):
+def _claim_items(r, code, name, escape, quote, note=None):
     """The labelled items of a claim's section shared by both formats, ``(head, tail)``: the items
     before its measurement (statement, source, prediction or first observation, data) and after it
-    (mutants, a failed check), each ``(label, text)`` with ``text`` already in the format
+    (a note, mutants, a failed check), each ``(label, text)`` with ``text`` already in the format
     (``escape`` for text, ``code`` for a path, ``name`` for a mutant, ``quote`` around a commit)."""
     c = r.claim
     head = [("Statement.", escape(c.statement)), ("Source.", escape(c.source))]
@@ -460,15 +460,17 @@ def _claim_items(r, code, name, escape, quote):
     if r.run:
         head.append(("Data.", f"{code(r.run['path'])}: {r.run['trials']} trials ({_failed(r.run)}), computed at "
                               f"{escape(_commits(r.run, quote=quote))}."))
-    tail = [("Mutants its tests catch.", ", ".join(name(m) for m in c.mutants) or "none")]
+    tail = [("Note.", escape(note))] if note else []
+    tail.append(("Mutants its tests catch.", ", ".join(name(m) for m in c.mutants) or "none"))
     if r.error:
         tail.append(("The check failed:", escape(r.error)))
     return head, tail
 
 
-def _markdown_claim(r, figures_link):
+def _markdown_claim(r, figures_link, note=None):
     c = r.claim
-    head, tail = _claim_items(r, code=lambda text: f"`{text}`", name=lambda text: f"`{text}`", escape=str, quote="`")
+    head, tail = _claim_items(r, code=lambda text: f"`{text}`", name=lambda text: f"`{text}`", escape=str, quote="`",
+                              note=note)
     out = ["", f'<a id="{c.id}"></a>', "", f"#### {c.id}: {r.status}", ""]
     out += [f"- **{label}** {text}" for label, text in head]
     out += ["- **Measurement.**", "", "  | part | verdict | numbers | why |", "  |---|---|---|---|"]
@@ -487,7 +489,7 @@ vertical-align:top}th{background:#eee}h4{margin-bottom:.3em}.consistent{color:#0
 .not-tight{color:#1f5fa8}.not-tested{color:#8a5a00}img{max-width:100%;border:1px solid #ddd}code{font-size:.92em}"""
 
 
-def _html(results, title, intro, figures_dir):
+def _html(results, title, intro, figures_dir, notes):
     e = html.escape
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>",
              f"<style>{_CSS}</style></head><body><h1>{e(title)}</h1>"]
@@ -512,15 +514,15 @@ def _html(results, title, intro, figures_dir):
         for paper, rows in papers:
             parts.append(f"<h3>{e(paper)}</h3>")
             for r in rows:
-                parts.append(_html_claim(r, figures_dir, embedded))
+                parts.append(_html_claim(r, figures_dir, embedded, notes.get(r.claim.id)))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def _html_claim(r, figures_dir, embedded):
+def _html_claim(r, figures_dir, embedded, note=None):
     e = html.escape
     c = r.claim
-    head, tail = _claim_items(r, code=lambda text: f"<code>{e(text)}</code>", name=e, escape=e, quote="")
+    head, tail = _claim_items(r, code=lambda text: f"<code>{e(text)}</code>", name=e, escape=e, quote="", note=note)
     out = [f"<h4 id='{c.id}'>{e(c.id)}: <span class='{r.status.replace(' ', '-')}'>{r.status}</span></h4><ul>"]
     out.append("".join(f"<li><b>{label}</b> {text}</li>" for label, text in head[:2]))
     out += [f"<li><b>{label}</b> {text}</li>" for label, text in head[2:]]
@@ -548,7 +550,7 @@ def _html_claim(r, figures_dir, embedded):
 
 def claims_report(results: Sequence[ClaimResult], *, title: str = "Claims report", intro: str = "",
                   fmt: str = "markdown", figures_dir: str | pathlib.Path | None = None,
-                  figures_link: str = "") -> str:
+                  figures_link: str = "", notes: Mapping[str, str] | None = None) -> str:
     """The claims report of :func:`check_claims`'s results.
 
     Parameters
@@ -563,6 +565,9 @@ def claims_report(results: Sequence[ClaimResult], *, title: str = "Claims report
         Where the figures are (``fmt="html"``).
     figures_link : str
         Prefix of the figures' links in markdown (``"figures/"`` from the repository root).
+    notes : mapping of str to str, optional
+        ``{claim id: text}``: a note shown in that claim's section after its measurement (e.g. a
+        fresh run that disagrees with the committed one).  An id no result has is refused.
 
     Returns
     -------
@@ -570,8 +575,12 @@ def claims_report(results: Sequence[ClaimResult], *, title: str = "Claims report
         Deterministic: the same results give the same text (no time stamp), so a committed report
         can be compared with a fresh one.
     """
+    notes = dict(notes or {})
+    unknown = sorted(set(notes) - {r.claim.id for r in results})
+    if unknown:
+        raise ValueError(f"notes name claims the results do not hold: {', '.join(unknown)}")
     if fmt == "markdown":
-        return _markdown(results, title, intro, figures_link)
+        return _markdown(results, title, intro, figures_link, notes)
     if fmt == "html":
-        return _html(results, title, intro, figures_dir)
+        return _html(results, title, intro, figures_dir, notes)
     raise ValueError(f"fmt must be 'markdown' or 'html', got {fmt!r}")

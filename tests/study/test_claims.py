@@ -120,6 +120,20 @@ def test_the_html_report_embeds_its_figures_once(data_root, tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "http" not in page.split("<body>")[1][:2000]
 
 
+def test_a_note_is_shown_in_its_claims_section_in_both_formats(data_root):
+    results = check_claims([_claim(), _claim(id="toy-2")], data_root)
+    note = "a fresh run (seed 7) gives -0.56 [-0.59, -0.52] < & >"
+    text = claims_report(results, notes={"toy-2": note})
+    first, second = text.split("#### toy-2")
+    assert "- **Note.** " + note in second and "Note." not in first
+    assert second.index("**Note.**") < second.index("**Mutants its tests catch.**")
+    page = claims_report(results, fmt="html", notes={"toy-2": note})
+    assert "<li><b>Note.</b> a fresh run (seed 7) gives -0.56 [-0.59, -0.52] &lt; &amp; &gt;</li>" in page
+    assert claims_report(results) == claims_report(results, notes={})
+    with pytest.raises(ValueError, match="notes name claims the results do not hold: toy-3"):
+        claims_report(results, notes={"toy-3": "x"})
+
+
 @pytest.mark.parametrize("changes,message", [
     (dict(id="Bad Id"), "Claim id must be lowercase"),
     (dict(kind="guess"), "kind must be one of prediction, observation"),
@@ -142,3 +156,6 @@ def test_claim_status_is_the_worst_part():
     assert claim_status([ok, no, nt]) == "contradicts"
     assert claim_status([ok, nt]) == "not tested"
     assert claim_status([ok, ok]) == "consistent"
+    loose = Verdict("d", "not tight")
+    assert claim_status([ok, loose]) == "not tight" and claim_status([loose, nt]) == "not tested"
+    assert claim_status([loose, no]) == "contradicts"
