@@ -38,7 +38,8 @@ INTRO = ("Every claim of the IFCA paper (Ghosh, Chung, Yin, Ramchandran) and of 
          "on a later run is said with it. Where a paper states a bound, a check of its shape or rate "
          "tests whether the bound is tight: its claim then says so, and a fitted exponent wholly on the "
          "bound's safe side (the measured quantity grows more slowly than the bound in the theorem's limit) "
-         "is 'not tight': the bound holds over the range measured and its dependence is not reached. A "
+         "is 'not tight': a weaker dependence than the bound's contradicts its tightness, not the bound "
+         "(whether the bound's level holds is a part of its own where the claim checks it). A "
          "contradicted prediction is a result, reported as such.")
 
 

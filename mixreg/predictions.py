@@ -56,8 +56,8 @@ from .validation import check_int, check_real
 __all__ = ["Constant", "Prediction", "ExponentFit", "fit_exponent", "Verdict", "VERDICT_STATUSES",
            "exponent_verdict", "bound_exponent_verdict", "level_verdict", "held_out_verdict", "claims_table"]
 
-#: What a verdict can say: ``"not tight"`` is a bound's exponent the data do not reach (the bound
-#: holds over the range measured; a claim that it is tight does not).
+#: What a verdict can say: ``"not tight"`` is a bound's exponent the data do not reach (their
+#: dependence is weaker than the bound's: the bound is not contradicted, a claim that it is tight is).
 VERDICT_STATUSES = ("consistent", "not tight", "contradicts", "not tested")
 
 #: The sides of a predicted exponent on which a bound holds without being tight (``slack=``).
@@ -686,10 +686,9 @@ def bound_exponent_verdict(verdict: Verdict, slack: str) -> Verdict:
     loose = high + tolerance < predicted if slack == "below" else low - tolerance > predicted
     if not loose:
         return verdict
-    side = "below" if slack == "below" else "above"
     return Verdict(verdict.claim, "not tight", dict(numbers, slack=slack),
-                   f"{verdict.why}; the whole interval lies {side} the bound's exponent: the bound holds over "
-                   f"the range measured and is not tight there")
+                   f"{verdict.why}; the whole interval lies {slack} the bound's exponent: a weaker dependence "
+                   f"than the bound's, which contradicts its tightness, not the bound")
 
 
 def level_verdict(claim: str, predicted: ArrayLike, low: ArrayLike, high: ArrayLike, *,
