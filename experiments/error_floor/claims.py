@@ -79,8 +79,8 @@ def _floor(run):
 
 def _one_over_p(run):
     """Corollary 1's exponent -1 in p, in each setting where the table fits it: the exponent of an
-    upper bound as p falls, so a slope above -1 is 'not tight' (the bound holds, its 1/p is not
-    reached), one below it contradicts it."""
+    upper bound as p falls, so a slope above -1 is 'not tight' (a weaker dependence: its tightness
+    is contradicted, not the bound), one below it contradicts it."""
     rows = run.tables["exponents"]
     out = []
     for setting, what in (("theorem", "Theorem 1's setting, gamma = c1/p"),
@@ -166,8 +166,8 @@ CLAIMS = (
                   "tight, the exponent in the smallest proportion p is -1 (exact proportions, p = 0.1 ... 1/2, "
                   "k = 2). Checked in Theorem 1's setting with its step c1/p, with the safe step c1/p_max and in "
                   "the practical setting, each against the fitted slope's " + _INTERVALS + ". A slope above -1 "
-                  "(the error grows more slowly than 1/p as p falls) keeps within the bound and is 'not tight'; "
-                  "one below -1 contradicts the bound, and a setting whose runs do not contract contradicts it "
+                  "(the error grows more slowly than 1/p as p falls) contradicts the factor's tightness, not the "
+                  "bound ('not tight'); one below -1 contradicts the bound, and a setting whose runs do not contract contradicts it "
                   "outright.",
         kind="prediction",
         study=STUDY,
