@@ -524,8 +524,7 @@ def _html_claim(r, figures_dir, embedded, note=None):
     c = r.claim
     head, tail = _claim_items(r, code=lambda text: f"<code>{e(text)}</code>", name=e, escape=e, quote="", note=note)
     out = [f"<h4 id='{c.id}'>{e(c.id)}: <span class='{r.status.replace(' ', '-')}'>{r.status}</span></h4><ul>"]
-    out.append("".join(f"<li><b>{label}</b> {text}</li>" for label, text in head[:2]))
-    out += [f"<li><b>{label}</b> {text}</li>" for label, text in head[2:]]
+    out += [f"<li><b>{label}</b> {text}</li>" for label, text in head]
     out.append("<li><b>Measurement.</b><table><tr><th>part</th><th>verdict</th><th>numbers</th><th>why</th></tr>")
     for v in r.verdicts:
         out.append(f"<tr><td>{e(v.claim)}</td><td class='{v.status.replace(' ', '-')}'>{v.status}</td>"
