@@ -36,10 +36,11 @@ exist before round 1): ``warm_start`` says how (our choice, see :func:`warm_star
 
 Implementation: the ``B`` replicas are batched (centres ``(B, k, d)``, local models
 ``(m, B, d)``, one step size per replica).  The E-step costs ``O(B m k d)`` (explicit
-differences, as :mod:`mixreg.clustering`); the round's objective one prediction pass
-(``2 B N d`` flops); each local step a prediction and a gradient pass (``4 B N d``), computed by the
-per-client kernels of :mod:`mixreg.kernels` in one call for all replicas: ``6 B N d`` flops per
-round with ``s = 1``.
+differences, as :mod:`mixreg.clustering`, in one serial Numba pass over all replicas that sums in
+NumPy's order, so it equals :func:`mixreg.clustering.squared_distances` bit for bit); the
+round's objective one prediction pass (``2 B N d`` flops); each local step a prediction and a
+gradient pass (``4 B N d``), computed by the per-client kernels of :mod:`mixreg.kernels` in one
+call for all replicas: ``6 B N d`` flops per round with ``s = 1``.
 
 References
 ----------
@@ -53,11 +54,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_choice, check_int
-from ..clustering import squared_distances, kmeans
+from ..clustering import kmeans
 from ..local_solvers import gradient_steps, local_least_squares
 from ..problems import Problem, check_rng
 from ._driver import (
@@ -429,17 +431,156 @@ def _initial_local_models(problem, ws, warm_start, s):
     return local
 
 
+#: Terms summed in one block by NumPy's pairwise summation (``PW_BLOCKSIZE``).
+_PAIRWISE_BLOCK = 128
+
+
+@njit(cache=True)
+def _pairwise_plan(n):
+    """NumPy's pairwise summation of ``n`` terms as a postfix program of blocks.
+
+    ``np.add.reduce`` over a contiguous axis (``pairwise_sum`` of NumPy's ``loops_utils.h.src``)
+    sums up to 128 terms as one block (:func:`_block_sum_sq_diff`); more, as the sum of the first
+    ``n // 2`` terms rounded down to a multiple of 8 plus the sum of the others, each split again
+    the same way.  Returns ``lo, size`` (int64 arrays): entry ``p`` sums the block of ``size[p]``
+    terms from ``lo[p]`` (left to right over the terms), or, where ``size[p] < 0``, replaces the
+    last two sums by their sum (left plus right).  The recursion is unrolled on an explicit stack.
+    """
+    cap = 2 * (n // 64) + 4  # the halves of a split have at least 64 terms: n // 64 blocks at most
+    lo_out = np.empty(cap, dtype=np.int64)
+    size_out = np.empty(cap, dtype=np.int64)
+    pending = np.empty((2, 192), dtype=np.int64)  # the halving depth is below 64
+    pending[0, 0] = 0
+    pending[1, 0] = n
+    top = 1
+    p = 0
+    while top > 0:
+        top -= 1
+        lo = pending[0, top]
+        size = pending[1, top]
+        if size <= _PAIRWISE_BLOCK:  # a block, or (size -1) the addition of two halves
+            lo_out[p] = lo
+            size_out[p] = size
+            p += 1
+        else:  # the left half first, then the right one, then their sum
+            half = size // 2
+            half -= half % 8
+            pending[0, top] = 0
+            pending[1, top] = -1
+            pending[0, top + 1] = lo + half
+            pending[1, top + 1] = size - half
+            pending[0, top + 2] = lo
+            pending[1, top + 2] = half
+            top += 3
+    return lo_out[:p], size_out[:p]
+
+
+@njit(cache=True, inline="always")
+def _block_sum_sq_diff(u, v, lo, n):
+    """``sum_{c = lo}^{lo + n - 1} (u_c - v_c)^2`` for ``n <= 128`` terms, in float64, in the order
+    of one block of NumPy's pairwise sum: fewer than 8 terms left to right from 0; else 8 partial
+    sums (term ``c`` into sum ``(c - lo) % 8`` over the first multiple of 8 terms), added as
+    ``((r_0 + r_1) + (r_2 + r_3)) + ((r_4 + r_5) + (r_6 + r_7))``, then the rest left to right.
+    Every term is the square of the float64 difference, rounded before it is added.
+
+    The main loop indexes with unsigned integers, which Numba does not wrap around: twice as fast
+    (the order of the sums is written out, so this changes no bit).
+    """
+    if n < 8:
+        res = 0.0
+        for c in range(lo, lo + n):
+            t = np.float64(u[c]) - np.float64(v[c])
+            res += t * t
+        return res
+    one, two, three, four = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+    five, six, seven, eight = np.uint64(5), np.uint64(6), np.uint64(7), np.uint64(8)
+    c = np.uint64(lo)
+    t = np.float64(u[c]) - np.float64(v[c])
+    r0 = t * t
+    t = np.float64(u[c + one]) - np.float64(v[c + one])
+    r1 = t * t
+    t = np.float64(u[c + two]) - np.float64(v[c + two])
+    r2 = t * t
+    t = np.float64(u[c + three]) - np.float64(v[c + three])
+    r3 = t * t
+    t = np.float64(u[c + four]) - np.float64(v[c + four])
+    r4 = t * t
+    t = np.float64(u[c + five]) - np.float64(v[c + five])
+    r5 = t * t
+    t = np.float64(u[c + six]) - np.float64(v[c + six])
+    r6 = t * t
+    t = np.float64(u[c + seven]) - np.float64(v[c + seven])
+    r7 = t * t
+    stop = np.uint64(lo + n - n % 8)
+    c += eight
+    while c < stop:
+        t = np.float64(u[c]) - np.float64(v[c])
+        r0 += t * t
+        t = np.float64(u[c + one]) - np.float64(v[c + one])
+        r1 += t * t
+        t = np.float64(u[c + two]) - np.float64(v[c + two])
+        r2 += t * t
+        t = np.float64(u[c + three]) - np.float64(v[c + three])
+        r3 += t * t
+        t = np.float64(u[c + four]) - np.float64(v[c + four])
+        r4 += t * t
+        t = np.float64(u[c + five]) - np.float64(v[c + five])
+        r5 += t * t
+        t = np.float64(u[c + six]) - np.float64(v[c + six])
+        r6 += t * t
+        t = np.float64(u[c + seven]) - np.float64(v[c + seven])
+        r7 += t * t
+        c += eight
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for c in range(lo + n - n % 8, lo + n):
+        t = np.float64(u[c]) - np.float64(v[c])
+        res += t * t
+    return res
+
+
+@njit(cache=True)
+def _squared_distances(local, centres, out):
+    """``out[b, i, j] = ||W_{i,b} - W~_{b,j}||^2`` for all replicas in one serial pass, in place.
+
+    IN: ``local`` (m, B, d), ``centres`` (B, k, d), either float dtype; OUT: ``out`` (B, m, k),
+    float64.  Explicit differences in float64 summed in NumPy's pairwise order
+    (:func:`_pairwise_plan`, :func:`_block_sum_sq_diff`) and added to 0, as ``np.add.reduce``
+    starts from its identity: every entry equals :func:`mixreg.clustering.squared_distances` of
+    the replica's float64 copies bit for bit.
+    """
+    m, B, d = local.shape
+    k = centres.shape[1]
+    lo, size = _pairwise_plan(d)
+    steps = lo.shape[0]
+    sums = np.empty(64)  # the partial sums waiting for their right half
+    for i in range(m):
+        for b in range(B):
+            u = local[i, b]
+            for j in range(k):
+                v = centres[b, j]
+                top = 0
+                for p in range(steps):
+                    if size[p] < 0:
+                        top -= 1
+                        sums[top - 1] = sums[top - 1] + sums[top]
+                    else:
+                        sums[top] = _block_sum_sq_diff(u, v, lo[p], size[p])
+                        top += 1
+                out[b, i, j] = 0.0 + sums[0]
+
+
 def _e_step(local, centres, assign, dist):
     """Eq. 7: ``assign[b, i] = argmin_j ||W_i - W~_j||^2`` (ties to the lowest index), in place.
 
     ``dist[b, i]`` (OUT) receives the squared distance to the chosen centre (Eq. 6's terms).
-    Distances from explicit differences (:mod:`mixreg.clustering`), in float64.
+    Distances from explicit differences (:mod:`mixreg.clustering`), in float64, for all ``B``
+    replicas in one Numba pass (:func:`_squared_distances`, equal bit for bit to
+    :func:`mixreg.clustering.squared_distances` of each replica).
     """
     m, B, d = local.shape
     k = centres.shape[1]
     sq = np.empty((B, m, k))
-    for b in range(B):
-        sq[b] = squared_distances(local[:, b].astype(np.float64), centres[b].astype(np.float64))
+    _squared_distances(local, centres, sq)
     kernels.assign_clients(sq, np.ones(m, dtype=np.bool_), assign, dist)
 
 

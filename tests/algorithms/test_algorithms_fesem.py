@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mixreg.algorithms import get_algorithm
-from mixreg.algorithms.fesem import fesem, initial_centres, warm_start_models
-from mixreg.clustering import kmeans, number_groups
+from mixreg.algorithms.fesem import _e_step, fesem, initial_centres, warm_start_models
+from mixreg.clustering import kmeans, number_groups, squared_distances
 from mixreg.problems import Problem, make_problem, make_problem_from_parameters
 
 
@@ -151,6 +151,71 @@ def test_e_step_ties_go_to_the_lowest_index():
     centres = np.array([[1.0, 1.0], [1.0, -1.0]])
     res = fesem(pb, centres, 0.1, n_rounds=1)
     np.testing.assert_allclose(res.theta[0], [[0.5, 1.5], [1.0, -1.0]], atol=1e-15)  # centre 1 empty
+
+
+def _reference_e_step(local, centres):
+    """Eq. 7 one replica at a time: mixreg.clustering.squared_distances of the float64 copies, then
+    the first of the smallest non-nan distances (centre 0 when all are nan)."""
+    m, B, d = local.shape
+    assign = np.zeros((B, m), dtype=np.int64)
+    dist = np.empty((B, m))
+    for b in range(B):
+        sq = squared_distances(local[:, b].astype(np.float64), centres[b].astype(np.float64))
+        for i in range(m):
+            numbers = ~np.isnan(sq[i])
+            if numbers.any():
+                assign[b, i] = np.flatnonzero(sq[i] == sq[i][numbers].min())[0]
+            dist[b, i] = sq[i, assign[b, i]]
+    return assign, dist
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_batched_e_step_equals_per_replica_squared_distances_bit_for_bit(dtype):
+    """The E-step's one pass over all replicas gives the bits of squared_distances run replica by
+    replica (explicit float64 differences summed in NumPy's pairwise order: d < 8, 8 <= d <= 128
+    and the halved sums of d > 128) and Eq. 7's rule: ties to the lowest index, nan never chosen.
+
+    The centres sit far from the origin next to their clients, where the expansion
+    ||w||^2 - 2 <w, c> + ||c||^2 and a left-to-right sum both change bits: the last checks show
+    that this data tells them apart, so either change fails the test."""
+    rng = np.random.default_rng(7)
+    m, B, k = 9, 5, 3
+    expansion_differs = serial_differs = False
+    for d in (1, 5, 8, 13, 64, 128, 129, 200, 300):
+        centres = 50.0 + rng.standard_normal((B, k, d))
+        centres[0, 2] = centres[0, 0]  # replica 0: a duplicated centre, ties between 0 and 2
+        centres[1, 1] *= 3.0  # replica 1: client 1 at 0, as far from centre 0 as from centre 2 = -centre 0
+        centres[1, 2] = -centres[1, 0]
+        centres = centres.astype(dtype)
+        local = centres[:, rng.integers(0, k, m)].transpose(1, 0, 2) + 0.01 * rng.standard_normal((m, B, d))
+        local = np.ascontiguousarray(local, dtype=dtype)
+        local[0, 1] = centres[1, 1]  # a client on a centre: distance 0
+        local[1, 1] = 0.0
+        local[:, 2, d // 2] = np.nan  # replica 2 diverged: every distance nan, centre 0
+        centres[3, 1, 0] = np.nan  # replica 3: centre 1 is nan and must never be chosen
+        local[4, 3, d - 1] = np.inf  # infinite distances tie: the lowest of the other centres
+        assign = np.full((B, m), -1, dtype=np.int64)
+        dist = np.full((B, m), -1.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            _e_step(local, centres, assign, dist)
+            ref_assign, ref_dist = _reference_e_step(local, centres)
+        np.testing.assert_array_equal(assign, ref_assign)
+        assert np.array_equal(dist, ref_dist, equal_nan=True)
+        # the ties, the nan and the inf above are really there
+        assert (assign[0] == 0).any() and (assign[0] != 2).all()
+        assert assign[1, 0] == 1 and dist[1, 0] == 0.0
+        assert assign[1, 1] == 0 and 0.0 < dist[1, 1] < np.inf
+        assert (assign[2] == 0).all() and np.isnan(dist[2]).all()
+        assert (assign[3] != 1).all() and assign[3, 4] == 0 and dist[3, 4] == np.inf
+        # a distance by the expansion, or summed left to right, would give other bits here
+        w, c = local[:, :2].astype(np.float64), centres[:2].astype(np.float64)  # finite replicas
+        exact = np.stack([squared_distances(w[:, b], c[b]) for b in range(2)])
+        expanded = ((w * w).sum(axis=2)[:, :, None] - 2.0 * np.einsum("ibd,bjd->ibj", w, c)
+                    + (c * c).sum(axis=2)[None]).transpose(1, 0, 2)
+        serial = np.cumsum((w[:, :, None] - c[None]) ** 2, axis=3)[..., -1].transpose(1, 0, 2)
+        expansion_differs |= not np.array_equal(expanded, exact)
+        serial_differs |= not np.array_equal(serial, exact)
+    assert expansion_differs and serial_differs
 
 
 def _orthogonal_design_problem(sigma, seed=0, m_per=12, n=20, d=3):
