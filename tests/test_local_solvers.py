@@ -156,6 +156,171 @@ def test_min_norm_least_squares_matches_lstsq(data):
             np.testing.assert_allclose(null @ out[i], 0.0, atol=1e-8)
 
 
+# The minimum-norm solution: X_i^T (X_i X_i^T)^-1 y_i for a client with n_i <= d certified well
+# conditioned, the SVD pseudo-inverse for the others.
+
+
+def _conditioned(rng, n, d, cond):
+    """An n x d matrix with singular values spread geometrically from 1 to ``cond``, and
+    random singular vectors."""
+    p = min(n, d)
+    U = np.linalg.qr(rng.standard_normal((n, p)))[0]
+    V = np.linalg.qr(rng.standard_normal((d, p)))[0]
+    return (U * np.geomspace(cond, 1.0, p)) @ V.T
+
+
+def _pinv_solution(Xi, yi):
+    """The documented rule, computed as the SVD route does: ``pinv`` with lstsq's cutoff."""
+    rcond = max(Xi.shape) * np.finfo(np.float64).eps
+    return np.matmul(np.linalg.pinv(Xi[None], rcond=rcond), yi[None, :, None])[0, :, 0]
+
+
+def _stack(blocks):
+    X = np.concatenate([b[0] for b in blocks])
+    y = np.concatenate([b[1] for b in blocks])
+    return X, y, np.concatenate([[0], np.cumsum([len(b[1]) for b in blocks])])
+
+
+class _PinvCalls:
+    """Records the blocks that reach ``numpy.linalg.pinv`` (the SVD route)."""
+
+    def __init__(self):
+        self.blocks = []
+        self._pinv = np.linalg.pinv
+
+    def __call__(self, a, *args, **kwargs):
+        self.blocks.extend(np.array(a, copy=True))
+        return self._pinv(a, *args, **kwargs)
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40),
+       st.lists(st.tuples(st.integers(1, 40), st.floats(1.0, 10.0)), min_size=1, max_size=8))
+def test_min_norm_of_well_conditioned_clients_skips_the_svd_and_matches_lstsq(seed, d, shapes):
+    """Clients with n_i <= d and condition number <= 10 are certified: the SVD is never called,
+    and the estimates equal lstsq's to a relative 1e-12; clients with n_i > d keep the SVD, bit
+    for bit the pseudo-inverse."""
+    rng = np.random.default_rng(seed)
+    blocks = [(_conditioned(rng, n, d, cond), rng.standard_normal(n)) for n, cond in shapes]
+    X, y, offsets = _stack(blocks)
+    calls = _PinvCalls()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.linalg, "pinv", calls)
+        out = local_least_squares(X, y, offsets)
+    tall = [Xi for Xi, yi in blocks if len(yi) > d]
+    assert sorted(map(bytes, calls.blocks)) == sorted(map(bytes, tall))
+    for i, (Xi, yi) in enumerate(blocks):
+        ref = np.linalg.lstsq(Xi, yi, rcond=None)[0]
+        assert np.linalg.norm(out[i] - ref) <= 1e-12 * np.linalg.norm(ref)
+        if len(yi) > d:
+            np.testing.assert_array_equal(out[i], _pinv_solution(Xi, yi))
+
+
+def test_min_norm_formula_on_small_examples():
+    """Hand-solved cases, which X^T y, (X X^T)^-1 y or a transposed factor all miss."""
+    X = np.array([[1.0, 1.0, 0.0],  # client 0: one row, theta = x y / |x|^2
+                  [2.0, 0.0, 0.0], [1.0, 1.0, 0.0]])  # client 1: two rows, theta in their span
+    out = local_least_squares(X, np.array([2.0, 4.0, 5.0]), [0, 1, 3])
+    np.testing.assert_allclose(out, [[1.0, 1.0, 0.0], [2.0, 3.0, 0.0]], rtol=1e-14, atol=1e-15)
+    X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 2.0]])  # n > d: X^T X = [[2, 2], [2, 8]], X^T y = [5, 12]
+    out = local_least_squares(X, np.array([1.0, 2.0, 4.0]), [0, 3])
+    np.testing.assert_allclose(out, [[4.0 / 3.0, 7.0 / 6.0]], rtol=1e-14)
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1), st.integers(2, 12), st.integers(0, 5))
+def test_min_norm_of_rank_deficient_clients_is_exactly_the_pseudo_inverse(seed, d, kind):
+    """Duplicate rows (inconsistent responses), a zero row, all zeros, rank one, duplicate
+    columns (n > d): the block takes the SVD, bit for bit the documented pseudo-inverse."""
+    rng = np.random.default_rng(seed)
+    n = 3 * d if kind == 4 else int(rng.integers(2, d + 1))
+    Xi = rng.standard_normal((n, d))
+    if kind == 0:
+        Xi[1] = Xi[0]
+    elif kind == 1:
+        Xi[-1] = 0.0
+    elif kind == 2:
+        Xi[:] = 0.0
+    elif kind == 3:
+        Xi = np.outer(rng.standard_normal(n), rng.standard_normal(d))
+    elif kind == 4:
+        Xi[:, -1] = Xi[:, 0]
+    else:
+        Xi[-1] = Xi[0] - 2 * Xi[1 % n]  # a combination of the others
+    yi = rng.standard_normal(n)
+    calls = _PinvCalls()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.linalg, "pinv", calls)
+        out = local_least_squares(Xi, yi, [0, n])[0]
+    if not (kind == 5 and n == 2):  # n = 2: X_1 = X_0 - 2 X_1 is two rows of one direction, rank 1 too
+        assert len(calls.blocks) == 1 and np.array_equal(calls.blocks[0], Xi)
+    np.testing.assert_array_equal(out, _pinv_solution(Xi, yi))
+    np.testing.assert_allclose(out, np.linalg.lstsq(Xi, yi, rcond=None)[0], rtol=1e-9, atol=1e-10)
+
+
+def test_duplicate_rows_with_different_responses_are_averaged():
+    """The least-squares fit of two copies of a row is the fit of their mean response: the Gram
+    is singular (a Gram solve would return inf or rounding noise)."""
+    X = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]])
+    out = local_least_squares(X, np.array([1.0, 3.0, 4.0]), [0, 3])
+    np.testing.assert_allclose(out, [[2.0, 0.0, 2.0]], rtol=1e-14, atol=1e-15)
+
+
+def test_min_norm_routes_each_client_of_a_mixed_batch():
+    """Clients of one size and of several sizes, well conditioned, rank deficient and of full
+    rank but ill conditioned (condition 1e3 and 1e8, above MIN_NORM_GRAM_COND), with n_i <= d
+    and n_i > d: exactly the latter two kinds and the clients with n_i > d reach the SVD, and
+    every estimate is lstsq's (the SVD ones bit for bit the pseudo-inverse)."""
+    rng = np.random.default_rng(7)
+    d = 20
+    blocks, svd = [], []
+    for j, (n, kind) in enumerate([(8, "good"), (8, "dup"), (8, "good"), (8, "cond1e8"), (8, "good"), (8, "zero"),
+                                   (20, "cond1e3"), (20, "good"), (5, "good"), (45, "good"), (45, "dupcol"),
+                                   (60, "cond1e3"), (33, "good")]):
+        Xi = _conditioned(rng, n, d, {"good": 3.0, "cond1e3": 1e3, "cond1e8": 1e8}.get(kind, 3.0))
+        if kind == "dup":
+            Xi[3] = Xi[5]
+        elif kind == "zero":
+            Xi[0] = 0.0
+        elif kind == "dupcol":
+            Xi[:, 4] = Xi[:, 7]
+        blocks.append((Xi, rng.standard_normal(n)))
+        if kind != "good" or n > d:
+            svd.append(j)
+    X, y, offsets = _stack(blocks)
+    calls = _PinvCalls()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.linalg, "pinv", calls)
+        out = local_least_squares(X, y, offsets)
+    assert sorted(map(bytes, calls.blocks)) == sorted(bytes(blocks[j][0]) for j in svd)
+    for j, (Xi, yi) in enumerate(blocks):
+        ref = np.linalg.lstsq(Xi, yi, rcond=None)[0]
+        if j in svd:
+            np.testing.assert_array_equal(out[j], _pinv_solution(Xi, yi))
+            np.testing.assert_allclose(out[j], ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
+        else:
+            assert np.linalg.norm(out[j] - ref) <= 1e-12 * np.linalg.norm(ref)
+    # alone or in the batch: the same estimate
+    alone = [local_least_squares(Xi, yi, [0, len(yi)])[0] for Xi, yi in blocks]
+    np.testing.assert_array_equal(out, np.array(alone))
+
+
+@pytest.mark.parametrize("x_scale, y_scale", [(1e-160, 1.0), (1e160, 1.0), (1e-157, 1e-200), (1e-146, 1e20)])
+def test_min_norm_out_of_range_grams_take_the_svd(x_scale, y_scale):
+    """A Gram that underflows (1e-160), overflows (1e160) or is subnormal (1e-157: rounding
+    far above the certificate's bound), and a solve that overflows although the Gram is fine
+    (1e-146 with responses of 1e20): the SVD, which sees none of these, and the estimate
+    scales as y_scale / x_scale."""
+    rng = np.random.default_rng(3)
+    Xi, yi = rng.standard_normal((4, 10)), rng.standard_normal(4)
+    calls = _PinvCalls()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.linalg, "pinv", calls)
+        out = local_least_squares(x_scale * Xi, y_scale * yi, [0, 4])[0]
+    assert len(calls.blocks) == 1
+    np.testing.assert_allclose(out * (x_scale / y_scale), local_least_squares(Xi, yi, [0, 4])[0], rtol=1e-12)
+
+
 @FAST
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 9), st.integers(1, 5))
 def test_grouped_rows_give_each_keys_least_squares(seed, N, n_keys, d):

@@ -38,11 +38,13 @@ Cost of the one-shot phase: ``local="regressions"`` runs Lloyd iterations vector
 clients and restarts at once (the restarts as copies of the rows, in blocks of at most 32 MiB);
 an iteration costs, per restart, a prediction of ``2 N k' d`` flops, the shared argmin kernel
 and a minimum-norm least-squares refit of every (client, local group) block
-(:func:`mixreg.local_solvers.local_least_squares`, one batched SVD per distinct block size,
-``O(N d min(n_{i,l}, d))``).  ``local="points"`` calls the shared k-means once per client (a
-Python loop over clients, in this one-shot phase only: :func:`mixreg.clustering.kmeans` takes
-one point set).  The server's k-means runs on ``m k'`` points.  A FedAvg round costs two
-products of ``2 B N d`` flops (:mod:`mixreg.algorithms._fixed_labels`).
+(:func:`mixreg.local_solvers.local_least_squares`: one batched ``n x n`` Gram solve per distinct
+block size ``n <= d``, ``O(N n d)`` flops, and the batched SVD, ``O(N d min(n_{i,l}, d))`` with
+a larger constant, for the blocks with ``n > d`` or not certified well conditioned).
+``local="points"`` calls the shared k-means once per client (a Python loop over clients, in this
+one-shot phase only: :func:`mixreg.clustering.kmeans` takes one point set).  The server's k-means
+runs on ``m k'`` points.  A FedAvg round costs two products of ``2 B N d`` flops
+(:mod:`mixreg.algorithms._fixed_labels`).
 
 References
 ----------

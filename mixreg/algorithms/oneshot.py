@@ -29,7 +29,9 @@ Measured (``tests/algorithms/test_algorithms_oneshot.py``, ``k = 2``, ``m = 100`
 ``n_i = 10``, where chance is about 46%; none at ``d = 5``, ``n_i = 100``; and without the shared
 component, none at ``d = 40``, ``n_i = 10`` either.
 
-Cost: the local solves are one batched SVD per distinct client size (``O(N d min(n_i, d))``),
+Cost: the local solves are one batched solve per distinct client size (``O(N d min(n_i, d))``:
+an ``n_i x n_i`` Gram solve for a well-conditioned client with ``n_i <= d``, the SVD otherwise,
+:func:`mixreg.local_solvers.local_least_squares`),
 k-means is ``n_init`` Lloyd runs on ``m`` points in ``R^d``, and a FedAvg round costs two
 products of ``2 B N d`` flops (see :mod:`mixreg.algorithms._fixed_labels`).
 
