@@ -1,9 +1,12 @@
-"""Benchmark: IFCA kernels against the machine's GEMM peak and a naive per-client loop, and the
-Monte Carlo engine's overhead and parallel efficiency.
+"""Benchmark: IFCA kernels against the machine's GEMM peak, a naive per-client loop and the batched
+NumPy, PyTorch and JAX programs a user would write instead; every registered driver against its
+floor; the Monte Carlo engine's overhead and parallel efficiency.
 
-Run ``python -m experiments.bench_ifca`` (about 4-7 minutes on 2 cores; ``--quick`` for a smoke
-run).  Everything is measured in one run and reported as ratios, because absolute times on a
-shared machine are noisy:
+Run ``python -m experiments.bench_ifca`` (about 20-30 minutes on 2 cores with PyTorch and JAX
+installed; ``--quick`` for a smoke run).  Everything is measured in one run and reported as
+ratios, because absolute times on a shared machine are noisy, and every time is the process's
+CPU time (the wall clock kept beside it): on a busy machine the wall clock counts the time other
+processes held the core.  The load average before and after the run is reported with it.
 
 * ``peak``: best of several ``n x n`` matrix products (``n = 2000``), per dtype, on one thread
   (the engine runs one single-threaded worker per core, so a core's peak is the yardstick);
@@ -15,6 +18,13 @@ shared machine are noisy:
   replica-round, and that as a fraction of the peak; the fixed cost of a run (checks, floors,
   the final training loss) and the fraction of peak of a whole run of the paper presets' 300
   rounds, that cost included;
+* ``drivers``: every registered driver (:data:`mixreg.algorithms.ALGORITHMS`) at
+  :data:`DRIVER_SIZE`, float64, ``B = 30``: a round's cost and the fixed part of a run (set-up:
+  local fits, clustering, Phase 1) in seconds and in rounds' worth, against the driver's floor
+  flop count (:data:`DRIVER_FLOORS`) as a fraction of the float64 peak;
+* ``competitors``: IFCA against batched NumPy, PyTorch and JAX (jit + vmap) programs of the
+  same algorithm (:mod:`experiments.bench_competitors`, in a child process pinned to one CPU),
+  each checked equal to mixreg before it is timed, at both official sizes;
 * ``naive``: a per-client NumPy loop in the style of the official code (one product per client
   and model, one replica at a time), seconds per replica-round, and our speed-up over it;
 * ``engine``: a sweep of realistic IFCA cells run with 1 and with 2 worker processes (one
@@ -70,19 +80,58 @@ REPORT_NAME = "bench_ifca.json"
 
 
 def gemm_peak(dtype, n=2000, repeats=5):
-    """Best GFLOP/s of an ``n x n`` by ``n x n`` product."""
+    """Best GFLOP/s of an ``n x n`` by ``n x n`` product, by process CPU time (as every time of
+    the benchmark, see :func:`_timed`)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(dtype)
     b = rng.standard_normal((n, n)).astype(dtype)
     a @ b
-    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    best = min(_timed(lambda: a @ b)[0] for _ in range(repeats))
     return 2.0 * n**3 / best / 1e9
 
 
 def _timed(fn):
-    start = time.perf_counter()
+    """``(cpu, wall)`` seconds of ``fn()``: the process's CPU time (all its threads; one BLAS
+    thread here, so a core's work) and the wall clock.  The benchmark's ratios and fractions use
+    the CPU time: on a shared machine the wall clock also counts the time other processes held
+    the core, the CPU time does not (it still counts the slowdown a neighbour causes through the
+    shared caches and memory, which is why the load average is reported too)."""
+    cpu, start = time.process_time(), time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    return time.process_time() - cpu, time.perf_counter() - start
+
+
+def round_costs(runs, rounds, repeats=2):
+    """The cost of a round of each program in ``runs``, measured interleaved.
+
+    ``runs`` maps a name to ``run(T)``, which runs ``T`` rounds.  Runs of ``rounds`` and
+    ``2 rounds`` are timed alternately, ``repeats`` times, the programs one after the other in
+    each (A, B, C, A, B, C, ...: a slow moment of the machine falls on all of them); a round's
+    cost is the difference of the two lengths' best times over ``rounds`` (``marginal``; if noise
+    makes that difference vanish, the longer run's average, fixed part included, ``marginal``
+    ``False``, fixed part 0), and the fixed part of a run (set-up, checks, the final loss) what is
+    left of the shorter run.  Returns per name ``cpu`` and ``wall`` (seconds per round), ``fixed``
+    and ``fixed_wall`` (seconds per run), ``marginal``.
+    """
+    times = {name: {rounds: [], 2 * rounds: []} for name in runs}
+    for _ in range(repeats):
+        for T in (rounds, 2 * rounds):
+            for name, run in runs.items():
+                times[name][T].append(_timed(lambda run=run, T=T: run(T)))
+    out = {}
+    for name, by_length in times.items():
+        row = {}
+        for clock, key in ((0, "cpu"), (1, "wall")):
+            short = min(t[clock] for t in by_length[rounds])
+            long = min(t[clock] for t in by_length[2 * rounds])
+            marginal = long > short
+            per = (long - short) / rounds if marginal else long / (2 * rounds)
+            row[key] = per
+            row["fixed" if clock == 0 else "fixed_wall"] = max(0.0, short - rounds * per) if marginal else 0.0
+            if clock == 0:
+                row["marginal"] = marginal
+        out[name] = row
+    return out
 
 
 def naive_round(problem, theta, gamma):
@@ -105,11 +154,8 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1, repeats=2
     diverges (the timing is of full-width rounds).
 
     A run's time is a fixed part (checks, the divergence floors, the workspace, the final
-    training loss: one prediction product and the losses) plus ``T`` rounds.  Runs of ``rounds``
-    and ``2 rounds`` are timed alternately, ``repeats`` times each; a round's cost is the
-    difference of their best times over ``rounds`` (``marginal``; on a tiny run where noise
-    makes that difference vanish, the longer run's average, fixed part included, ``marginal``
-    is ``False`` and the fixed part is 0), and the fixed part what is left of the shorter run.  The paper
+    training loss: one prediction product and the losses) plus ``T`` rounds, separated by
+    :func:`round_costs` (process CPU time; the wall clock is kept beside it).  The paper
     presets run :data:`PAPER_ROUNDS` rounds, so a whole run there is the fixed part plus that
     many rounds (``seconds_per_replica_round_paper``)."""
     m, n, d, k = size
@@ -121,28 +167,108 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1, repeats=2
     shared = {} if levels == 1 else dict(responses=np.stack([pb.y for pb in problems]),
                                          response_of=np.repeat(np.arange(levels), B))
     ifca(problem, theta0, gammas, n_rounds=2, **shared)  # compile and warm up
-    times = {rounds: [], 2 * rounds: []}
-    for _ in range(repeats):
-        for T in times:
-            times[T].append(_timed(lambda T=T: ifca(problem, theta0, gammas, n_rounds=T, **shared)))
-    short, long = min(times[rounds]), min(times[2 * rounds])
-    marginal = long > short
-    if marginal:
-        round_seconds = (long - short) / rounds
-        fixed = max(0.0, short - rounds * round_seconds)
-    else:  # the average already holds the fixed part
-        round_seconds, fixed = long / (2 * rounds), 0.0
+    cost = round_costs({"ifca": lambda T: ifca(problem, theta0, gammas, n_rounds=T, **shared)}, rounds,
+                       repeats)["ifca"]
+    round_seconds, fixed, marginal = cost["cpu"], cost["fixed"], cost["marginal"]
     replicas = levels * B
     per = round_seconds / replicas
     per_paper = (fixed + PAPER_ROUNDS * round_seconds) / (PAPER_ROUNDS * replicas)
     flops = (k + 1) * 2.0 * problem.N * d
     th = theta0[0].copy()
-    naive = min(_timed(lambda: naive_round(problem, th, 0.1)) for _ in range(naive_rounds))
+    naive = min(_timed(lambda: naive_round(problem, th, 0.1))[0] for _ in range(naive_rounds))
     return {"m": m, "n": n, "d": d, "k": k, "B": replicas, "levels": levels, "dtype": np.dtype(dtype).name,
-            "seconds_per_replica_round": per, "marginal": marginal, "gflops": flops / per / 1e9,
+            "seconds_per_replica_round": per, "wall_seconds_per_replica_round": cost["wall"] / replicas,
+            "marginal": marginal, "gflops": flops / per / 1e9,
             "fixed_seconds_per_run": fixed, "seconds_per_replica_round_paper": per_paper,
             "gflops_paper": flops / per_paper / 1e9,
             "naive_seconds_per_replica_round": naive, "speedup_vs_naive": naive / per}
+
+
+#: The benchmark's size for every registered driver: (m, n, d, k), float64, B = 30 replicas.
+DRIVER_SIZE = (100, 50, 200, 2)
+
+
+def _local_steps(options, default=1):
+    return int(options.get("local_steps", default))
+
+
+#: The floor of a round: the flops per replica-round an algorithm cannot do without, as a
+#: function of ``(N, d, k, options)`` (the registry entry's fixed options), with its reason.  A
+#: product of ``C`` rows by the ``N x d`` data costs ``2 C N d``.  The floors count each needed
+#: product once: a prediction already computed (the identity estimate's prediction of the chosen
+#: model is the first local step's) is not counted again, and an update that touches only the
+#: rows of the chosen model counts those rows once, not once per model.
+DRIVER_FLOORS = {
+    "ifca": (lambda N, d, k, o: (k + 1) * 2.0 * N * d,
+             "k predictions + the gradient of the chosen model: (k + 1) 2 N d"),
+    "ifca_data": (lambda N, d, k, o: (k + 1) * 2.0 * N * d, "as ifca: (k + 1) 2 N d"),
+    "ifca_model": (lambda N, d, k, o: (k + 2 * _local_steps(o) - 1) * 2.0 * N * d,
+                   "k predictions, then tau local steps of a prediction and a gradient, the first "
+                   "prediction already made: (k + 2 tau - 1) 2 N d"),
+    "fedavg": (lambda N, d, k, o: (k + 1) * 2.0 * N * d,
+               "the decoder's k predictions + one product for the update (the local steps are "
+               "affine, folded into precomputed operators): (k + 1) 2 N d"),
+    "fedprox": (lambda N, d, k, o: (k + 1) * 2.0 * N * d, "as fedavg: (k + 1) 2 N d"),
+    "oneshot": (lambda N, d, k, o: 4.0 * N * d,
+                "fixed labels: a prediction and an update product on each row's cluster: 4 N d"),
+    "pacfl": (lambda N, d, k, o: 4.0 * N * d, "as oneshot: 4 N d"),
+    "pacfl_x": (lambda N, d, k, o: 4.0 * N * d, "as oneshot: 4 N d"),
+    "kfed": (lambda N, d, k, o: 4.0 * N * d, "as oneshot: 4 N d"),
+    "fesem": (lambda N, d, k, o: (1 + 2 * _local_steps(o)) * 2.0 * N * d,
+              "the objective's prediction of the centres, then s local steps of a prediction and a "
+              "gradient: (1 + 2 s) 2 N d"),
+    "ifca_points": (lambda N, d, k, o: (k + 1) * 2.0 * N * d,
+                    "k predictions + the update on each row's chosen model: (k + 1) 2 N d"),
+    "two_phase": (lambda N, d, k, o: (k + 1) * 2.0 * N * d,
+                  "Phase 2 as fedavg: (k + 1) 2 N d (Phase 1 is in the fixed part)"),
+}
+
+
+def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=10, repeats=2, names=None):
+    """Every built-in driver (or the registered ones in ``names``) on one problem: the cost of a round and of the
+    fixed part (set-up: local fits, clustering, Phase 1), against the driver's floor
+    (:data:`DRIVER_FLOORS`; ``None`` for a driver registered without one, e.g. a user's).
+
+    Each driver runs ``B`` replicas from the same Gaussian initial parameters with its contract
+    suite's stable step size (:data:`mixreg.algorithms.CHECK_SETTINGS`), divided by 4 until no
+    replica diverges in ``2 rounds`` rounds (a diverged replica leaves the products, which would
+    make the rounds look cheap; ``step_size`` is the one used, ``diverged`` how many still did
+    after 8 tries); the drivers are timed interleaved (:func:`round_costs`).  ``setup_rounds`` is the fixed part in rounds' worth.
+    """
+    from mixreg.algorithms import ALGORITHMS, CHECK_SETTINGS, builtin_algorithms
+
+    m, n, d, k = size
+    problem = ProblemSpec(m=m, k=k, n=n, d=d, sigma=0.1, scale=0.25, dtype=np.dtype(dtype).name).generate(
+        np.random.default_rng(0))
+    init = initial_parameters(problem, B, "gaussian", rng=np.random.default_rng(1), scale=0.25)
+    names = [name for name in ALGORITHMS if name in builtin_algorithms()] if names is None else list(names)
+    runs, diverged, steps = {}, {}, {}
+    for name in names:
+        algorithm = ALGORITHMS[name]
+        step = CHECK_SETTINGS.get(name, {}).get("step_size", 0.1)
+        for _ in range(8):  # the contract's step is stable on its small problem; here a quarter
+            def run(T, algorithm=algorithm, step=step):  # of it until no replica diverges
+                return algorithm.run(problem, init, step, n_rounds=T, rng=np.random.default_rng(2))
+
+            diverged[name] = int(np.sum(run(2 * rounds).diverged))  # compiles, and checks the step
+            if not diverged[name]:
+                break
+            step /= 4
+        runs[name], steps[name] = run, step
+    costs = round_costs(runs, rounds, repeats)
+    rows = []
+    for name in names:
+        cost, floor = costs[name], DRIVER_FLOORS.get(name)
+        flops = None if floor is None else floor[0](problem.N, d, k, ALGORITHMS[name].options)
+        per = cost["cpu"] / B
+        rows.append({"driver": name, "m": m, "n": n, "d": d, "k": k, "B": B, "dtype": np.dtype(dtype).name,
+                     "seconds_per_replica_round": per, "wall_seconds_per_replica_round": cost["wall"] / B,
+                     "marginal": cost["marginal"], "fixed_seconds_per_run": cost["fixed"],
+                     "setup_rounds": cost["fixed"] / cost["cpu"] if cost["cpu"] > 0 else None,
+                     "floor_flops_per_replica_round": flops, "floor": None if floor is None else floor[1],
+                     "floor_gflops": None if flops is None else flops / per / 1e9, "diverged": diverged[name],
+                     "step_size": steps[name]})
+    return rows
 
 
 _KERNEL_CHILD = """
@@ -184,6 +310,47 @@ def bench_kernels(rounds=20):
                                  rows[0][key] / row[key])  # speed ratios: > 1 is faster
                            for key in ("peak_float32", "peak_float64", "ifca_seconds_per_replica_round")}
     return rows
+
+
+#: Programs the competitor section compares IFCA with (see experiments.bench_competitors):
+#: the batched PyTorch and JAX programs are timed when those libraries are installed
+#: (``pip install -e ".[bench]"``), batched NumPy always.
+COMPETITORS = ("numpy", "torch", "jax", "jax-clients")
+
+
+def bench_competitors(out, quick=False, rounds=10, repeats=3):
+    """IFCA against the batched programs a theorist would write instead
+    (:mod:`experiments.bench_competitors`), in a child process: it pins itself to one CPU and
+    sets XLA's threads before JAX starts (the only way found to keep JAX on one thread), which
+    must not touch this process, whose engine and placement sections use both cores.  In the
+    child, every program runs on the same problem, initial parameters and step sizes, interleaved
+    with mixreg's IFCA, and is checked equal to it (identical final assignments, parameters to
+    rounding) before its times count.  Returns the child's report, with per case
+    ``best_competitor`` (the fastest of PyTorch and JAX by process CPU time, ``None`` if neither
+    is installed) and ``speedup_vs_best`` (its CPU time per replica-round over mixreg's)."""
+    path = pathlib.Path(out) / "competitors.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "experiments.bench_competitors", "--json", str(path), "--no-probes",
+           "--rounds", str(rounds), "--repeats", str(repeats)] + (["--quick"] if quick else [])
+    child = subprocess.run(cmd, cwd=pathlib.Path(__file__).resolve().parent.parent, capture_output=True, text=True,
+                           check=False)
+    if child.returncode != 0:
+        last = (child.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"the competitor benchmark failed: {last}")
+    report = json.loads(path.read_text())
+    for case in report["cases"]:
+        programs = case["programs"]
+        disagree = [name for name, row in programs.items() if not row.get("agreement", {"ok": True})["ok"]]
+        if disagree:
+            raise RuntimeError(f"the competitor programs {disagree} disagree with mixreg at (m, n, d, k, B) = "
+                               f"({case['m']}, {case['n']}, {case['d']}, {case['k']}, {case['B']}), {case['dtype']}")
+        batched = {name: row["cpu_ms_per_replica_round"] for name, row in programs.items()
+                   if name in ("torch", "jax", "jax-clients")}
+        best = min(batched, key=batched.get) if batched else None
+        case["best_competitor"] = best
+        case["speedup_vs_best"] = (None if best is None else
+                                   batched[best] / programs["mixreg"]["cpu_ms_per_replica_round"])
+    return report
 
 
 def bench_engine(tmp, trials=8):
@@ -426,7 +593,8 @@ def measure(quick, out):
     sizes = SIZES[:1] if quick else SIZES
     rounds = 3 if quick else 20
     dtypes = (np.float32, np.float64)
-    report = {"environment": environment_record(), "peak_gflops": {}, "ifca": []}
+    report = {"environment": environment_record(), "load_average_before": _load_average(), "peak_gflops": {},
+              "ifca": []}
     # One BLAS thread throughout, peak included: the engine runs one single-threaded worker per
     # core (bit-identical records; faster per trial than threaded kernels, see docs/benchmark.md), so a
     # core's own peak is the yardstick.
@@ -473,6 +641,36 @@ def measure(quick, out):
             print(f"{'+'.join(row['kernels']):>10} {row['peak_float32']:>17.0f} {row['peak_float64']:>5.0f} "
                   f"{1e3 * row['ifca_seconds_per_replica_round']:>22.3f} {ratio['peak_float32']:>15.2f}x "
                   f"{ratio['peak_float64']:>8.2f}x {ratio['ifca_seconds_per_replica_round']:>5.2f}x")
+    with threadpool_limits(limits=1):
+        drivers = bench_drivers(size=(20, 10, 30, 2) if quick else DRIVER_SIZE, B=6 if quick else 30,
+                                rounds=2 if quick else 10)
+    report["drivers"] = drivers
+    peak64 = report["peak_gflops"]["float64"]
+    m, n, d, k = DRIVER_SIZE if not quick else (20, 10, 30, 2)
+    print(f"every registered driver at (m, n, d, k) = ({m}, {n}, {d}, {k}), float64, B = {drivers[0]['B']}, "
+          f"one thread (process CPU time; the floor is the flops a round cannot do without):")
+    print(f"{'driver':>12} {'ms/replica-round':>17} {'wall':>7} {'floor flops':>12} {'of peak':>8} "
+          f"{'set-up s':>9} {'set-up rounds':>14} {'diverged':>9}")
+    for row in drivers:
+        row["fraction_of_peak"] = None if row["floor_gflops"] is None else row["floor_gflops"] / peak64
+        frac = "-" if row["fraction_of_peak"] is None else f"{row['fraction_of_peak']:.0%}"
+        flops = "-" if row["floor_flops_per_replica_round"] is None else f"{row['floor_flops_per_replica_round']:.3g}"
+        setup = "-" if row["setup_rounds"] is None else f"{row['setup_rounds']:.1f}"
+        print(f"{row['driver']:>12} {1e3 * row['seconds_per_replica_round']:>16.3f}"
+              f"{' ' if row['marginal'] else '*'} {1e3 * row['wall_seconds_per_replica_round']:>7.3f} "
+              f"{flops:>12} {frac:>8} {row['fixed_seconds_per_run']:>9.3f} {setup:>14} {row['diverged']:>9}")
+    comp = bench_competitors(out, quick=quick)
+    report["competitors"] = comp
+    print("IFCA against the batched programs a user would write instead (one thread, one process, interleaved; "
+          "ms per replica-round by process CPU time; each checked equal to mixreg first):")
+    print(f"{'(m, n, d, k)':>22} {'B':>4} {'dtype':>8} " + " ".join(f"{name:>11}" for name in ("mixreg",) + COMPETITORS)
+          + f" {'best batched':>13} {'mixreg faster by':>17}")
+    for case in comp["cases"]:
+        cells = [f"{case['programs'][name]['cpu_ms_per_replica_round']:>11.3f}" if name in case["programs"]
+                 else f"{'-':>11}" for name in ("mixreg",) + COMPETITORS]
+        speed = "-" if case["speedup_vs_best"] is None else f"{case['speedup_vs_best']:.2f}x"
+        print(f"{str((case['m'], case['n'], case['d'], case['k'])):>22} {case['B']:>4} {case['dtype']:>8} "
+              + " ".join(cells) + f" {case['best_competitor'] or '-':>13} {speed:>17}")
     eng = bench_engine(out / "engine", trials=2 if quick else 12)
     report["engine"] = eng
     print(f"engine: {eng['tasks']} tasks, 1 worker {eng['seconds_1_worker']:.1f} s, 2 workers "
@@ -495,7 +693,22 @@ def measure(quick, out):
         print(f"{'(' + label + ')':>10} {row['jobs']:>8} {row['kernel_threads']:>8} {row['seconds']:>8.2f} "
               f"{row['tasks_per_second']:>8.3f} {row['throughput_vs_a']:>6.2f}x "
               f"{'yes' if row['records_identical_to_d'] else 'no':>14} {other:>11}")
+    report["load_average_after"] = _load_average()
+    print("load average (1, 5, 15 min) before: " + _format_load(report["load_average_before"])
+          + "; after: " + _format_load(report["load_average_after"]))
     return report
+
+
+def _load_average():
+    """The system's load average over 1, 5 and 15 minutes (``None`` where the OS has none)."""
+    try:
+        return list(os.getloadavg())
+    except (OSError, AttributeError):
+        return None
+
+
+def _format_load(load):
+    return "unknown" if load is None else ", ".join(f"{v:.2f}" for v in load)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,23 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         assert math.isclose(row["seconds_per_replica_round_paper"] * bench_ifca.PAPER_ROUNDS * row["B"], per_run)
         assert row["fraction_of_peak_paper"] <= row["fraction_of_peak"] * (1 + 1e-12)  # equal with no fixed part
     assert report["engine"]["parallel_efficiency"] > 0
+    assert all(len(report[key]) == 3 for key in ("load_average_before", "load_average_after"))
+
+    from mixreg.algorithms import builtin_algorithms
+    drivers = {row["driver"]: row for row in report["drivers"]}
+    assert set(drivers) == set(builtin_algorithms())  # every built-in driver, each with its floor
+    for name, row in drivers.items():
+        assert row["floor_flops_per_replica_round"] > 0 and row["diverged"] == 0, name
+        assert 0 < row["fraction_of_peak"] and row["seconds_per_replica_round"] > 0
+        assert row["fixed_seconds_per_run"] >= 0 and row["wall_seconds_per_replica_round"] > 0
+
+    cases = report["competitors"]["cases"]
+    assert {case["dtype"] for case in cases} == {"float32", "float64"}
+    for case in cases:  # batched NumPy always; each program agreed with mixreg before it was timed
+        assert {"mixreg", "numpy"} <= set(case["programs"])
+        assert all(row["agreement"]["ok"] and row["agreement"]["assign_identical"]
+                   for row in case["programs"].values())
+        assert (case["best_competitor"] is None) == (case["speedup_vs_best"] is None)
 
     place = report["placement"]
     assert place["tasks"] == 4
@@ -48,6 +65,37 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
                                           "ifca_seconds_per_replica_round": 1.0}
 
 
+def test_every_builtin_driver_has_a_floor():
+    """The drivers table names a floor for every built-in algorithm (a new one without a floor
+    would show '-' where its fraction of peak belongs)."""
+    from mixreg.algorithms import ALGORITHMS, builtin_algorithms
+
+    assert set(builtin_algorithms()) <= set(bench_ifca.DRIVER_FLOORS)
+    floor = bench_ifca.DRIVER_FLOORS["ifca_model"][0]
+    assert floor(10, 3, 2, ALGORITHMS["ifca_model"].options) == (2 + 2 * 2 - 1) * 2 * 10 * 3
+
+
+def test_round_costs_interleave_the_programs_and_separate_the_fixed_part(monkeypatch):
+    """Programs are timed A, B, A, B ... for each length; a round's cost and the fixed part come
+    from the best time of each length, on the CPU clock and the wall clock separately."""
+    order = []
+    fake = {"a": (0.5, 0.01), "b": (0.1, 0.03)}  # fixed part, seconds per round (CPU)
+
+    def timed(fn):
+        name, T = fn()
+        order.append((name, T))
+        fixed, per = fake[name]
+        return fixed + per * T, 2 * (fixed + per * T)  # the wall clock twice the CPU time
+
+    monkeypatch.setattr(bench_ifca, "_timed", timed)
+    costs = bench_ifca.round_costs({name: (lambda T, name=name: (name, T)) for name in fake}, rounds=10, repeats=2)
+    assert order == [("a", 10), ("b", 10), ("a", 20), ("b", 20)] * 2
+    for name, (fixed, per) in fake.items():
+        assert math.isclose(costs[name]["cpu"], per) and math.isclose(costs[name]["wall"], 2 * per)
+        assert math.isclose(costs[name]["fixed"], fixed) and math.isclose(costs[name]["fixed_wall"], 2 * fixed)
+        assert costs[name]["marginal"]
+
+
 def test_record_key_ignores_the_timing_and_sees_every_bit():
     record = {"cell": 0, "trial": 1, "dist": float("nan"), "wall_time": 1.0}
     assert bench_ifca._record_key(record) == bench_ifca._record_key(dict(record, wall_time=2.0))
@@ -62,10 +110,11 @@ def _fake_runs(monkeypatch, seconds_of):
     monkeypatch.setattr(bench_ifca, "ifca", lambda problem, theta0, gammas, n_rounds, **kw: lengths.append(n_rounds))
     monkeypatch.setattr(bench_ifca, "naive_round", lambda *args: None)
 
-    def timed(fn):
+    def timed(fn):  # (cpu, wall): the same fake seconds on both clocks
         before = len(lengths)
         fn()
-        return seconds_of(lengths[-1]) if len(lengths) > before else 1.0
+        seconds = seconds_of(lengths[-1]) if len(lengths) > before else 1.0
+        return seconds, seconds
 
     monkeypatch.setattr(bench_ifca, "_timed", timed)
     return lengths
