@@ -54,7 +54,6 @@ before JAX starts sizes XLA's pool to it and does all the work on one thread.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -808,7 +807,10 @@ def main(argv=None):
     """
     import importlib.util
 
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_competitors", description=__doc__.split("\n")[0])
+    from mixreg.cli import OneLineParser
+
+    parser = OneLineParser(prog="python -m experiments.bench_competitors", description=__doc__.split("\n")[0],
+                           allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--rounds", type=int, default=10, help="T: runs of T and 2T rounds (default 10)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each length (default 3)")
@@ -817,8 +819,14 @@ def main(argv=None):
     parser.add_argument("--programs", default="mixreg,numpy,torch,jax,jax-clients",
                         help="comma-separated (default: mixreg,numpy,torch,jax,jax-clients)")
     args = parser.parse_args(argv)
-    setting = set_one_thread()
+    if args.rounds < 1 or args.repeats < 1:
+        parser.error(f"--{'rounds' if args.rounds < 1 else 'repeats'} must be an integer >= 1")
     names = [name for name in args.programs.split(",") if name]
+    unknown = sorted(set(names) - {"mixreg", "numpy", "torch", "jax", "jax-clients"})
+    if unknown or "mixreg" not in names:
+        parser.error(f"--programs: {', '.join(unknown) or 'mixreg is missing'}; allowed: mixreg (required), "
+                     "numpy, torch, jax, jax-clients")
+    setting = set_one_thread()
     missing = {"torch": "torch", "jax": "jax", "jax-clients": "jax"}
     names = [name for name in names if importlib.util.find_spec(missing.get(name, "numpy")) is not None]
     report = {"one_thread": {key: value for key, value in setting.items() if key != "threadpoolctl"}}

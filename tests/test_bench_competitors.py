@@ -161,3 +161,14 @@ def test_thread_usage_of_pinned_numpy_is_one_thread():
     row = bc.thread_usage("numpy", "pin", seconds=0.5)
     assert row["products"] >= 1 and row["ratio"] < 1.2
     assert row["busiest"][0] > 0.8 * row["cpu"]
+
+
+@pytest.mark.parametrize("argv,flag", [(["--rounds", "0"], "--rounds"), (["--repeats", "0"], "--repeats"),
+                                       (["--programs", "numpy,foo"], "--programs"),
+                                       (["--programs", "numpy"], "--programs")])
+def test_bad_input_is_one_line_naming_the_flag_exit_2(argv, flag, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bc.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0]
