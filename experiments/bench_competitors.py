@@ -847,8 +847,10 @@ def main(argv=None):
     for m, n, d, k, B in cases:
         for dtype in ("float32", "float64"):
             # about the same work per run as the first case's T rounds ((k + 1) m B flops per
-            # round, up to a factor), at least 3 rounds
-            rounds = 2 if args.quick else max(3, round(args.rounds * 100 * 30 * 3 / (m * B * (k + 1))))
+            # round, up to a factor), at least 5 rounds: with 3, a round's cost at the largest
+            # size came out 0.53 of a direct measurement once (the runs' fixed part is a round's
+            # worth there, and the best of 3 short runs is noisy)
+            rounds = 2 if args.quick else max(5, round(args.rounds * 100 * 30 * 3 / (m * B * (k + 1))))
             row = bench_case(m, n, d, k, B, dtype, names=names, rounds=rounds,
                              repeats=1 if args.quick else args.repeats)
             rows.append(row)
