@@ -18,7 +18,7 @@ processes held the core.  The load average before and after the run is reported 
   replica-round, and that as a fraction of the peak; the fixed cost of a run (checks, floors,
   the final training loss) and the fraction of peak of a whole run of the paper presets' 300
   rounds, that cost included;
-* ``drivers``: every registered driver (:data:`mixreg.algorithms.ALGORITHMS`) at
+* ``drivers``: every built-in driver (:func:`mixreg.algorithms.builtin_algorithms`) at
   :data:`DRIVER_SIZE`, float64, ``B = 30``: a round's cost and the fixed part of a run (set-up:
   local fits, clustering, Phase 1) in seconds and in rounds' worth, against the driver's floor
   flop count (:data:`DRIVER_FLOORS`) as a fraction of the float64 peak;
@@ -647,7 +647,7 @@ def measure(quick, out):
     report["drivers"] = drivers
     peak64 = report["peak_gflops"]["float64"]
     m, n, d, k = DRIVER_SIZE if not quick else (20, 10, 30, 2)
-    print(f"every registered driver at (m, n, d, k) = ({m}, {n}, {d}, {k}), float64, B = {drivers[0]['B']}, "
+    print(f"every built-in driver at (m, n, d, k) = ({m}, {n}, {d}, {k}), float64, B = {drivers[0]['B']}, "
           f"one thread (process CPU time; the floor is the flops a round cannot do without):")
     print(f"{'driver':>12} {'ms/replica-round':>17} {'wall':>7} {'floor flops':>12} {'of peak':>8} "
           f"{'set-up s':>9} {'set-up rounds':>14} {'diverged':>9}")
