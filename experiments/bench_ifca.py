@@ -225,15 +225,16 @@ DRIVER_FLOORS = {
 
 
 def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=10, repeats=2, names=None):
-    """Every built-in driver (or the registered ones in ``names``) on one problem: the cost of a round and of the
-    fixed part (set-up: local fits, clustering, Phase 1), against the driver's floor
+    """Every built-in driver (or the registered ones in ``names``) on one problem: the cost of a
+    round and of the fixed part (set-up: local fits, clustering, Phase 1), against the driver's floor
     (:data:`DRIVER_FLOORS`; ``None`` for a driver registered without one, e.g. a user's).
 
     Each driver runs ``B`` replicas from the same Gaussian initial parameters with its contract
     suite's stable step size (:data:`mixreg.algorithms.CHECK_SETTINGS`), divided by 4 until no
     replica diverges in ``2 rounds`` rounds (a diverged replica leaves the products, which would
     make the rounds look cheap; ``step_size`` is the one used, ``diverged`` how many still did
-    after 8 tries); the drivers are timed interleaved (:func:`round_costs`).  ``setup_rounds`` is the fixed part in rounds' worth.
+    after 8 tries); the drivers are timed interleaved (:func:`round_costs`).  ``setup_rounds``
+    is the fixed part in rounds' worth.
     """
     from mixreg.algorithms import ALGORITHMS, CHECK_SETTINGS, builtin_algorithms
 
