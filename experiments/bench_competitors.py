@@ -58,7 +58,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -721,6 +720,7 @@ def bench_case(m, n, d, k, B, dtype, *, names=("mixreg", "numpy", "torch", "jax"
         processes share the cores).
     """
     from mixreg.algorithms.ifca import training_loss
+    from experiments.bench_ifca import round_costs
 
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     problem, theta0, gamma = _problem(m, n, d, k, B, dtype)
@@ -742,36 +742,26 @@ def bench_case(m, n, d, k, B, dtype, *, names=("mixreg", "numpy", "torch", "jax"
         if wrong:
             raise RuntimeError(f"{', '.join(wrong)} disagree with mixreg at (m, n, d, k, B) = ({m}, {n}, {d}, {k}, "
                                f"{B}), {np.dtype(dtype).name}: {[agreement[name] for name in wrong]}")
-    times = {name: {T: [] for T in (rounds, 2 * rounds)} for name in names}
-    for _ in range(repeats):
-        for T in (rounds, 2 * rounds):
-            for name, run in runs.items():
-                w0, c0 = time.perf_counter(), time.process_time()
-                run(T)
-                times[name][T].append((time.perf_counter() - w0, time.process_time() - c0))
+    costs = round_costs(runs, rounds, repeats)  # interleaved; (cpu, wall) samples
     row = {"m": m, "n": n, "d": d, "k": k, "B": B, "dtype": np.dtype(dtype).name, "rounds": rounds,
            "repeats": repeats, "load_before": load_before,
            "load_after": os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"), "programs": {}}
     for name in names:
-        entry = {}
-        for clock, key in ((0, "ms_per_replica_round"), (1, "cpu_ms_per_replica_round")):
-            short = min(t[clock] for t in times[name][rounds])
-            long = min(t[clock] for t in times[name][2 * rounds])
-            # a round's cost; where noise hides it, the longer run's average (flagged)
-            per = (long - short) / rounds if long > short else long / (2 * rounds)
-            entry[key] = 1e3 * per / B
-            entry["marginal" if clock == 0 else "cpu_marginal"] = long > short
-        entry["ms_per_replica_round_run"] = 1e3 * min(t[0] for t in times[name][rounds]) / (rounds * B)
-        entry["cpu_over_wall"] = (sum(c for T in times[name] for _, c in times[name][T])
-                                  / sum(w for T in times[name] for w, _ in times[name][T]))
+        cost, samples = costs[name], costs[name]["samples"]
+        entry = {"ms_per_replica_round": 1e3 * cost["wall"] / B, "marginal": cost["wall_marginal"],
+                 "cpu_ms_per_replica_round": 1e3 * cost["cpu"] / B, "cpu_marginal": cost["marginal"],
+                 "ms_per_replica_round_run": 1e3 * min(w for _, w in samples[rounds]) / (rounds * B),
+                 "cpu_over_wall": (sum(c for T in samples for c, _ in samples[T])
+                                   / sum(w for T in samples for _, w in samples[T]))}
         if name in agreement:
             entry["agreement"] = agreement[name]
         row["programs"][name] = entry
     if "mixreg" in names:
         base = row["programs"]["mixreg"]
 
-        def marginals(name):  # repeat r's own marginal cost, from its two runs (run close in time)
-            return np.array([w2 - w1 for (w1, _), (w2, _) in zip(times[name][rounds], times[name][2 * rounds])])
+        def marginals(name):  # repeat r's own marginal wall time, from its two runs (run close in time)
+            samples = costs[name]["samples"]
+            return np.array([w2 - w1 for (_, w1), (_, w2) in zip(samples[rounds], samples[2 * rounds])])
 
         for name, entry in row["programs"].items():
             entry["vs_mixreg"] = entry["ms_per_replica_round"] / base["ms_per_replica_round"]

@@ -111,7 +111,8 @@ def round_costs(runs, rounds, repeats=2):
     makes that difference vanish, the longer run's average, fixed part included, ``marginal``
     ``False``, fixed part 0), and the fixed part of a run (set-up, checks, the final loss) what is
     left of the shorter run.  Returns per name ``cpu`` and ``wall`` (seconds per round), ``fixed``
-    and ``fixed_wall`` (seconds per run), ``marginal``.
+    and ``fixed_wall`` (seconds per run), ``marginal`` and ``wall_marginal`` (each clock's), and
+    ``samples`` (``{T: [(cpu, wall), ...]}``, every timed run in order, for other statistics).
     """
     times = {name: {rounds: [], 2 * rounds: []} for name in runs}
     for _ in range(repeats):
@@ -128,8 +129,8 @@ def round_costs(runs, rounds, repeats=2):
             per = (long - short) / rounds if marginal else long / (2 * rounds)
             row[key] = per
             row["fixed" if clock == 0 else "fixed_wall"] = max(0.0, short - rounds * per) if marginal else 0.0
-            if clock == 0:
-                row["marginal"] = marginal
+            row["marginal" if clock == 0 else "wall_marginal"] = marginal
+        row["samples"] = by_length
         out[name] = row
     return out
 
