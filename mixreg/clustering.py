@@ -43,6 +43,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist, squareform
 
@@ -183,14 +184,153 @@ def _number_groups(labels):
     return rank[np.unique(labels, return_inverse=True)[1]].astype(np.int64)
 
 
+#: Terms summed in one block by NumPy's pairwise summation (``PW_BLOCKSIZE``).
+_PAIRWISE_BLOCK = 128
+
+
+@njit(cache=True)
+def _pairwise_plan(n):
+    """NumPy's pairwise summation of ``n`` terms as a postfix program of blocks.
+
+    ``np.add.reduce`` over a contiguous axis (``pairwise_sum`` of NumPy's ``loops_utils.h.src``)
+    sums up to 128 terms as one block (:func:`_block_sum_sq_diff`); more, as the sum of the first
+    ``n // 2`` terms rounded down to a multiple of 8 plus the sum of the others, each split again
+    the same way.  Returns ``lo, size`` (int64 arrays): entry ``p`` sums the block of ``size[p]``
+    terms from ``lo[p]`` (left to right over the terms), or, where ``size[p] < 0``, replaces the
+    last two sums by their sum (left plus right).  The recursion is unrolled on an explicit stack.
+    """
+    cap = 2 * (n // 64) + 4  # the halves of a split have at least 64 terms: n // 64 blocks at most
+    lo_out = np.empty(cap, dtype=np.int64)
+    size_out = np.empty(cap, dtype=np.int64)
+    pending = np.empty((2, 192), dtype=np.int64)  # the halving depth is below 64
+    pending[0, 0] = 0
+    pending[1, 0] = n
+    top = 1
+    p = 0
+    while top > 0:
+        top -= 1
+        lo = pending[0, top]
+        size = pending[1, top]
+        if size <= _PAIRWISE_BLOCK:  # a block, or (size -1) the addition of two halves
+            lo_out[p] = lo
+            size_out[p] = size
+            p += 1
+        else:  # the left half first, then the right one, then their sum
+            half = size // 2
+            half -= half % 8
+            pending[0, top] = 0
+            pending[1, top] = -1
+            pending[0, top + 1] = lo + half
+            pending[1, top + 1] = size - half
+            pending[0, top + 2] = lo
+            pending[1, top + 2] = half
+            top += 3
+    return lo_out[:p], size_out[:p]
+
+
+@njit(cache=True, inline="always")
+def _block_sum_sq_diff(u, v, lo, n):
+    """``sum_{c = lo}^{lo + n - 1} (u_c - v_c)^2`` for ``n <= 128`` terms, in float64, in the order
+    of one block of NumPy's pairwise sum: fewer than 8 terms left to right from 0; else 8 partial
+    sums (term ``c`` into sum ``(c - lo) % 8`` over the first multiple of 8 terms), added as
+    ``((r_0 + r_1) + (r_2 + r_3)) + ((r_4 + r_5) + (r_6 + r_7))``, then the rest left to right.
+    Every term is the square of the float64 difference, rounded before it is added.
+
+    The main loop indexes with unsigned integers, which Numba does not wrap around: twice as fast
+    (the order of the sums is written out, so this changes no bit).
+    """
+    if n < 8:
+        res = 0.0
+        for c in range(lo, lo + n):
+            t = np.float64(u[c]) - np.float64(v[c])
+            res += t * t
+        return res
+    one, two, three, four = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+    five, six, seven, eight = np.uint64(5), np.uint64(6), np.uint64(7), np.uint64(8)
+    c = np.uint64(lo)
+    t = np.float64(u[c]) - np.float64(v[c])
+    r0 = t * t
+    t = np.float64(u[c + one]) - np.float64(v[c + one])
+    r1 = t * t
+    t = np.float64(u[c + two]) - np.float64(v[c + two])
+    r2 = t * t
+    t = np.float64(u[c + three]) - np.float64(v[c + three])
+    r3 = t * t
+    t = np.float64(u[c + four]) - np.float64(v[c + four])
+    r4 = t * t
+    t = np.float64(u[c + five]) - np.float64(v[c + five])
+    r5 = t * t
+    t = np.float64(u[c + six]) - np.float64(v[c + six])
+    r6 = t * t
+    t = np.float64(u[c + seven]) - np.float64(v[c + seven])
+    r7 = t * t
+    stop = np.uint64(lo + n - n % 8)
+    c += eight
+    while c < stop:
+        t = np.float64(u[c]) - np.float64(v[c])
+        r0 += t * t
+        t = np.float64(u[c + one]) - np.float64(v[c + one])
+        r1 += t * t
+        t = np.float64(u[c + two]) - np.float64(v[c + two])
+        r2 += t * t
+        t = np.float64(u[c + three]) - np.float64(v[c + three])
+        r3 += t * t
+        t = np.float64(u[c + four]) - np.float64(v[c + four])
+        r4 += t * t
+        t = np.float64(u[c + five]) - np.float64(v[c + five])
+        r5 += t * t
+        t = np.float64(u[c + six]) - np.float64(v[c + six])
+        r6 += t * t
+        t = np.float64(u[c + seven]) - np.float64(v[c + seven])
+        r7 += t * t
+        c += eight
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for c in range(lo + n - n % 8, lo + n):
+        t = np.float64(u[c]) - np.float64(v[c])
+        res += t * t
+    return res
+
+
+@njit(cache=True)
+def _pairwise_squared_distances(points, centres, out):
+    """``out[i, j] = ||points[i] - centres[j]||^2`` (float64 arrays), in NumPy's pairwise order
+    (:func:`_pairwise_plan`, :func:`_block_sum_sq_diff`), added to 0 as ``np.add.reduce`` starts
+    from its identity."""
+    n = points.shape[0]
+    k = centres.shape[0]
+    lo, size = _pairwise_plan(points.shape[1])
+    steps = lo.shape[0]
+    sums = np.empty(64)  # the partial sums waiting for their right half
+    for i in range(n):
+        u = points[i]
+        for j in range(k):
+            v = centres[j]
+            top = 0
+            for p in range(steps):
+                if size[p] < 0:
+                    top -= 1
+                    sums[top - 1] = sums[top - 1] + sums[top]
+                else:
+                    sums[top] = _block_sum_sq_diff(u, v, lo[p], size[p])
+                    top += 1
+            out[i, j] = 0.0 + sums[0]
+
+
 def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Squared distances ``(n, k)`` from explicit differences, in blocks of rows.
+    """Squared distances ``(n, k)`` from explicit differences.
 
     IN: ``points`` (n, d), ``centres`` (k, d).  Every entry is ``((x - c) ** 2).sum()`` with the
-    reduction over the contiguous last axis, so the blocking does not change a bit.
+    reduction over the contiguous last axis (NumPy's pairwise summation), to the last bit.  Two
+    float64 inputs take one Numba pass that sums in that very order
+    (:func:`_pairwise_squared_distances`, no (n, k, d) temporary); other dtypes the NumPy
+    expression itself, in blocks of rows (the blocking does not change a bit).
     """
     n, d = points.shape
     k = centres.shape[0]
+    if points.dtype == np.float64 and centres.dtype == np.float64:
+        out = np.empty((n, k))
+        _pairwise_squared_distances(np.ascontiguousarray(points), np.ascontiguousarray(centres), out)
+        return out
     rows = max(1, _DISTANCE_BLOCK // max(1, k * d))
     if rows >= n:
         return ((points[:, None, :] - centres[None]) ** 2).sum(axis=2)

@@ -158,14 +158,40 @@ def test_farthest_start_is_bit_identical_to_the_old_kmeans(cloud, max_iter):
 
 
 def test_blocked_distances_do_not_change_a_bit(monkeypatch):
+    """float32 inputs take NumPy's expression in blocks of rows; the blocks change no bit."""
     rng = np.random.default_rng(0)
-    pts = rng.standard_normal((300, 7)) * 1e3 + 1e6
-    centres = rng.standard_normal((5, 7)) * 1e3 + 1e6
+    pts = (rng.standard_normal((300, 7)) * 1e3 + 1e6).astype(np.float32)
+    centres = (rng.standard_normal((5, 7)) * 1e3 + 1e6).astype(np.float32)
     full = clustering.squared_distances(pts, centres)
     monkeypatch.setattr(clustering, "_DISTANCE_BLOCK", 37)  # one row per block, then 1-row tail
     blocked = clustering.squared_distances(pts, centres)
     np.testing.assert_array_equal(blocked, full)
-    np.testing.assert_array_equal(kmeans(pts, 5, init="farthest").labels, _kmeans(pts, 5))
+    np.testing.assert_array_equal(full, ((pts[:, None, :] - centres[None]) ** 2).sum(axis=2))
+    pts64 = pts.astype(np.float64)
+    np.testing.assert_array_equal(kmeans(pts64, 5, init="farthest").labels, _kmeans(pts64, 5))
+
+
+@pytest.mark.parametrize("d", [1, 7, 8, 9, 64, 127, 128, 129, 200, 256, 257, 513, 1031])
+def test_float64_distances_are_numpys_expression_bit_for_bit(d):
+    """The Numba pass of float64 inputs sums in NumPy's pairwise order: blocks of 8 partial sums
+    up to 128 terms, halves rounded to multiples of 8 beyond, for every d; nan and inf as NumPy.
+    Far from the origin next to each other, where a left-to-right sum or the expansion
+    ||x||^2 - 2 <x, c> + ||c||^2 give other bits (checked for the larger d)."""
+    rng = np.random.default_rng(d)
+    pts = rng.standard_normal((40, d)) * 1e2 + 1e6
+    centres = pts[rng.integers(0, 40, 4)] + rng.standard_normal((4, d))
+    pts[3, d // 2] = np.nan
+    centres[1, 0] = np.inf
+    with np.errstate(invalid="ignore"):
+        expected = ((pts[:, None, :] - centres[None]) ** 2).sum(axis=2)
+        got = clustering.squared_distances(pts, centres)
+        assert np.array_equal(got, expected, equal_nan=True)
+        assert np.array_equal(clustering.squared_distances(np.asfortranarray(pts), centres), expected,
+                              equal_nan=True)
+    if d >= 64:
+        finite = np.isfinite(expected)
+        serial = np.cumsum((pts[:, None, :] - centres[None]) ** 2, axis=2)[..., -1]
+        assert not np.array_equal(serial[finite], expected[finite])
 
 
 # --------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ from numba import njit
 from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_choice, check_int
-from ..clustering import kmeans
+from ..clustering import _block_sum_sq_diff, _pairwise_plan, kmeans
 from ..local_solvers import gradient_steps, local_least_squares
 from ..problems import Problem, check_rng
 from ._driver import (
@@ -429,113 +429,6 @@ def _initial_local_models(problem, ws, warm_start, s):
     else:
         local[:] = warm_start_models(problem, warm_start)[:, None]
     return local
-
-
-#: Terms summed in one block by NumPy's pairwise summation (``PW_BLOCKSIZE``).
-_PAIRWISE_BLOCK = 128
-
-
-@njit(cache=True)
-def _pairwise_plan(n):
-    """NumPy's pairwise summation of ``n`` terms as a postfix program of blocks.
-
-    ``np.add.reduce`` over a contiguous axis (``pairwise_sum`` of NumPy's ``loops_utils.h.src``)
-    sums up to 128 terms as one block (:func:`_block_sum_sq_diff`); more, as the sum of the first
-    ``n // 2`` terms rounded down to a multiple of 8 plus the sum of the others, each split again
-    the same way.  Returns ``lo, size`` (int64 arrays): entry ``p`` sums the block of ``size[p]``
-    terms from ``lo[p]`` (left to right over the terms), or, where ``size[p] < 0``, replaces the
-    last two sums by their sum (left plus right).  The recursion is unrolled on an explicit stack.
-    """
-    cap = 2 * (n // 64) + 4  # the halves of a split have at least 64 terms: n // 64 blocks at most
-    lo_out = np.empty(cap, dtype=np.int64)
-    size_out = np.empty(cap, dtype=np.int64)
-    pending = np.empty((2, 192), dtype=np.int64)  # the halving depth is below 64
-    pending[0, 0] = 0
-    pending[1, 0] = n
-    top = 1
-    p = 0
-    while top > 0:
-        top -= 1
-        lo = pending[0, top]
-        size = pending[1, top]
-        if size <= _PAIRWISE_BLOCK:  # a block, or (size -1) the addition of two halves
-            lo_out[p] = lo
-            size_out[p] = size
-            p += 1
-        else:  # the left half first, then the right one, then their sum
-            half = size // 2
-            half -= half % 8
-            pending[0, top] = 0
-            pending[1, top] = -1
-            pending[0, top + 1] = lo + half
-            pending[1, top + 1] = size - half
-            pending[0, top + 2] = lo
-            pending[1, top + 2] = half
-            top += 3
-    return lo_out[:p], size_out[:p]
-
-
-@njit(cache=True, inline="always")
-def _block_sum_sq_diff(u, v, lo, n):
-    """``sum_{c = lo}^{lo + n - 1} (u_c - v_c)^2`` for ``n <= 128`` terms, in float64, in the order
-    of one block of NumPy's pairwise sum: fewer than 8 terms left to right from 0; else 8 partial
-    sums (term ``c`` into sum ``(c - lo) % 8`` over the first multiple of 8 terms), added as
-    ``((r_0 + r_1) + (r_2 + r_3)) + ((r_4 + r_5) + (r_6 + r_7))``, then the rest left to right.
-    Every term is the square of the float64 difference, rounded before it is added.
-
-    The main loop indexes with unsigned integers, which Numba does not wrap around: twice as fast
-    (the order of the sums is written out, so this changes no bit).
-    """
-    if n < 8:
-        res = 0.0
-        for c in range(lo, lo + n):
-            t = np.float64(u[c]) - np.float64(v[c])
-            res += t * t
-        return res
-    one, two, three, four = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
-    five, six, seven, eight = np.uint64(5), np.uint64(6), np.uint64(7), np.uint64(8)
-    c = np.uint64(lo)
-    t = np.float64(u[c]) - np.float64(v[c])
-    r0 = t * t
-    t = np.float64(u[c + one]) - np.float64(v[c + one])
-    r1 = t * t
-    t = np.float64(u[c + two]) - np.float64(v[c + two])
-    r2 = t * t
-    t = np.float64(u[c + three]) - np.float64(v[c + three])
-    r3 = t * t
-    t = np.float64(u[c + four]) - np.float64(v[c + four])
-    r4 = t * t
-    t = np.float64(u[c + five]) - np.float64(v[c + five])
-    r5 = t * t
-    t = np.float64(u[c + six]) - np.float64(v[c + six])
-    r6 = t * t
-    t = np.float64(u[c + seven]) - np.float64(v[c + seven])
-    r7 = t * t
-    stop = np.uint64(lo + n - n % 8)
-    c += eight
-    while c < stop:
-        t = np.float64(u[c]) - np.float64(v[c])
-        r0 += t * t
-        t = np.float64(u[c + one]) - np.float64(v[c + one])
-        r1 += t * t
-        t = np.float64(u[c + two]) - np.float64(v[c + two])
-        r2 += t * t
-        t = np.float64(u[c + three]) - np.float64(v[c + three])
-        r3 += t * t
-        t = np.float64(u[c + four]) - np.float64(v[c + four])
-        r4 += t * t
-        t = np.float64(u[c + five]) - np.float64(v[c + five])
-        r5 += t * t
-        t = np.float64(u[c + six]) - np.float64(v[c + six])
-        r6 += t * t
-        t = np.float64(u[c + seven]) - np.float64(v[c + seven])
-        r7 += t * t
-        c += eight
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for c in range(lo + n - n % 8, lo + n):
-        t = np.float64(u[c]) - np.float64(v[c])
-        res += t * t
-    return res
 
 
 @njit(cache=True)
