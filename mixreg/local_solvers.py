@@ -42,6 +42,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ._typing import ArrayLike
+from .kernels import combine_rows, gram_subsets_solve
 from .validation import check_array, check_choice, check_int, check_real
 from .problems import Problem
 
@@ -53,10 +54,12 @@ __all__ = [
     "gradient_steps",
     "proximal_step",
     "local_least_squares",
+    "ClientGrams",
     "local_update_operator",
     "stacked_update_operators",
     "stacked_operators",
     "size_groups",
+    "client_blocks",
     "grouped_rows",
     "check_solver",
 ]
@@ -140,7 +143,8 @@ def grouped_rows(keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray,
     >>> local_least_squares(X[order], y[order], offsets).round(12).ravel().tolist()  # a fit per key
     [1.0, 5.0]
     """
-    order = np.argsort(keys, kind="stable")
+    # the stable order is unique; NumPy sorts 16-bit keys by radix, in linear time
+    order = np.argsort(keys.astype(np.uint16) if n_keys <= 1 << 16 else keys, kind="stable")
     counts = np.bincount(keys, minlength=n_keys)
     present = np.flatnonzero(counts)
     offsets = np.zeros(present.size + 1, dtype=np.int64)
@@ -281,9 +285,10 @@ def proximal_step(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, theta: Arra
     return out
 
 
-def _blocks(X, y, offsets, n, clients):
-    """Rows of ``clients`` (all of size ``n``) as ``(c, n, d)`` and ``(c, n)``: a view when the
-    clients are consecutive, else a copy."""
+def client_blocks(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, n: int,
+                  clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``clients`` (all of size ``n``, as :func:`size_groups` gives them) as ``(c, n, d)``
+    and ``(c, n)``: a view when the clients are consecutive, else a copy.  Inputs are trusted."""
     c, d = clients.size, X.shape[1]
     if clients[-1] - clients[0] == c - 1:
         lo = offsets[clients[0]]
@@ -358,7 +363,7 @@ def _min_norm_least_squares(X, y, offsets, out):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # such blocks take the SVD
         for n in np.unique(sizes[sizes <= d]):
             clients = np.flatnonzero(sizes == n)
-            Xg, yg = _blocks(X, y, offsets, int(n), clients)  # (c, n, d), (c, n)
+            Xg, yg = client_blocks(X, y, offsets, int(n), clients)  # (c, n, d), (c, n)
             alpha, ok = _certified_solve(np.matmul(Xg, Xg.transpose(0, 2, 1)), yg, d)
             if ok.any():  # the minimum-norm formula X^T (X X^T)^-1 y
                 theta = np.matmul(Xg.transpose(0, 2, 1), alpha[:, :, None])[:, :, 0]
@@ -508,6 +513,210 @@ def local_least_squares(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, *, me
     return out
 
 
+class ClientGrams:
+    """Minimum-norm least squares on many subsets of the clients' rows, each client's Gram
+    matrix computed once.
+
+    A clustering that refits a model on every (client, local group) over and over (k-FED's local
+    Lloyd steps, :mod:`mixreg.algorithms.kfed`, run for many restarts) would otherwise copy the
+    rows of every group and form their Gram matrix on each refit.  Here the Gram
+    :math:`G_i = X_i X_i^\\top` of every client with :math:`n_i \\le d` is formed once, and a
+    subset :math:`S` of the client's rows is solved from the submatrix :math:`G_i[S, S]`:
+
+    .. math::
+
+        \\hat\\theta_S = X_S^{+} y_S = X_S^\\top (X_S X_S^\\top)^{-1} y_S ,
+
+    certified and solved as :func:`local_least_squares` does (:data:`MIN_NORM_GRAM_COND`), and
+    :math:`X_S^\\top \\alpha` formed as :math:`X_i^\\top \\alpha'` with :math:`\\alpha'` equal to
+    :math:`\\alpha` on :math:`S` and 0 elsewhere, so no row is copied.  A subset that is not
+    certified, or of a client with :math:`n_i > d` (no Gram kept: it could be larger than the
+    client's rows), is solved by :func:`local_least_squares` on its own rows, bit for bit as
+    there.  The certified ones agree with :func:`local_least_squares` on the same rows to
+    rounding (the products are formed in another order), not to the last bit.
+
+    Parameters
+    ----------
+    X : array of shape (N, d)
+    y : array of shape (N,)
+    offsets : int array of shape (m + 1,)
+        The clients' rows, as everywhere in this module.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    >>> grams = ClientGrams(X, np.array([1.0, 2.0, 3.0]), [0, 3])
+    >>> order, present, blocks = grouped_rows(np.array([1, 0, 1]), 2)  # rows {1} and {0, 2}
+    >>> grams.min_norm(order, blocks).tolist()
+    [[0.0, 2.0, 0.0], [1.0, 0.0, 3.0]]
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, offsets: np.ndarray) -> None:
+        self.X, self.y, self.offsets = _check_stacked(X, y, offsets)
+        self._setup()
+
+    @classmethod
+    def _trusted(cls, X, y, offsets):
+        """Without validation (float64 ``X``, ``y`` and int64 ``offsets`` of this module's layout)."""
+        self = cls.__new__(cls)
+        self.X, self.y, self.offsets = X, y, offsets
+        self._setup()
+        return self
+
+    def _setup(self):
+        X, offsets = self.X, self.offsets
+        d = X.shape[1]
+        self.sizes = sizes = np.diff(offsets)
+        self.client_of_row = np.repeat(np.arange(sizes.size), sizes)
+        self.starts = np.full(sizes.size, -1, dtype=np.int64)  # of each client's Gram in `flat`
+        kept = np.flatnonzero(sizes <= d)
+        kept = kept[np.argsort(sizes[kept], kind="stable")]  # the Grams of one size side by side
+        self.starts[kept] = np.concatenate([[0], np.cumsum(sizes[kept] ** 2)[:-1]]) if kept.size else kept
+        self.flat = np.empty(int(np.sum(sizes[kept] ** 2)))
+        for n in np.unique(sizes[kept]):
+            clients = kept[sizes[kept] == n]
+            Xg, _ = client_blocks(X, self.y, offsets, int(n), clients)
+            with np.errstate(over="ignore", invalid="ignore"):  # such Grams are not certified
+                np.matmul(Xg, Xg.transpose(0, 2, 1), out=self._grams(int(n), clients))
+
+    def _grams(self, n, clients):
+        """The Grams ``(c, n, n)`` of all the clients of size ``n <= d`` (ascending), a view."""
+        lo = self.starts[clients[0]]
+        return self.flat[lo:lo + clients.size * n * n].reshape(clients.size, n, n)
+
+    def _blocks_checked(self, order, block_offsets):
+        """``(order, boff, bclient)`` validated: int64 arrays and the client of every block."""
+        N = self.X.shape[0]
+        order = np.asarray(order)
+        boff = np.asarray(block_offsets)
+        if order.ndim != 1 or order.dtype.kind not in "iu" or (order.size and (order.min() < 0 or order.max() >= N)):
+            raise ValueError(f"order must be a 1-D integer array of row indices in [0, N) = [0, {N})")
+        if (boff.ndim != 1 or boff.size < 2 or boff.dtype.kind not in "iu" or boff[0] != 0
+                or boff[-1] != order.size or np.any(np.diff(boff) < 1)):
+            raise ValueError(f"block_offsets must be a strictly increasing integer array from 0 to len(order) = "
+                             f"{order.size}")
+        order, boff = order.astype(np.int64), boff.astype(np.int64)
+        client = self.client_of_row[order]
+        if np.any(np.minimum.reduceat(client, boff[:-1]) != np.maximum.reduceat(client, boff[:-1])):
+            raise ValueError("every block's rows must belong to one client (offsets)")
+        return order, boff, client[boff[:-1]]
+
+    def min_norm(self, order: ArrayLike, block_offsets: ArrayLike) -> np.ndarray:
+        """:math:`X_S^+ y_S` of every block ``S = order[block_offsets[j]:block_offsets[j + 1]]``.
+
+        Parameters
+        ----------
+        order : int array of shape (L,)
+            Row indices; each block's rows must belong to one client (as :func:`grouped_rows`
+            gives for keys that refine the clients).
+        block_offsets : int array of shape (g + 1,)
+            Strictly increasing, from 0 to ``L``.
+
+        Returns
+        -------
+        theta : ndarray of shape (g, d), float64
+        """
+        return self._min_norm(*self._blocks_checked(order, block_offsets))
+
+    def dual(self, order: ArrayLike, block_offsets: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The blocks' minimum-norm solutions, the certified ones as coefficients on their rows.
+
+        Parameters are those of :meth:`min_norm`.
+
+        Returns
+        -------
+        alpha : ndarray of shape (L,), float64
+            For a block solved through its Gram (``dual``), the coefficients of its estimate
+            :math:`X_S^\top \alpha_S` on its rows (position ``s`` is row ``order[s]``); 0 for
+            the other blocks.
+        theta : ndarray of shape (g, d), float64
+            The estimates of the other blocks (:func:`local_least_squares` on their rows); 0 for
+            the dual ones.
+        dual : bool ndarray of shape (g,)
+        """
+        return self._dual(*self._blocks_checked(order, block_offsets))
+
+    def predict_dual(self, A: ArrayLike) -> np.ndarray:
+        """Predictions on every client's rows of the models :math:`X_i^\top a` of its rows.
+
+        Parameters
+        ----------
+        A : array of shape (K, N)
+            ``K`` coefficient vectors over all rows; on client ``i``'s rows, vector ``a`` stands
+            for the model :math:`X_i^\top a_i` (as ``alpha`` of :meth:`dual`, with the
+            coefficients of one block per client).
+
+        Returns
+        -------
+        P : ndarray of shape (K, N), float64
+            ``P[:, rows_i] = A[:, rows_i] G_i`` (:math:`X_i X_i^\top a_i` for each vector),
+            through the kept Gram; ``(A_i X_i) X_i^T`` for a client with ``n_i > d``.
+        """
+        A = check_array("A", A, ndim=2, dtype=np.float64)
+        if A.shape[1] != self.X.shape[0]:
+            raise ValueError(f"A must have shape (K, N) with N = {self.X.shape[0]}, got {A.shape}")
+        return self._predict_dual(A)
+
+    def _predict_dual(self, A):
+        X, offsets, sizes = self.X, self.offsets, self.sizes
+        P = np.empty(A.shape)
+        for n in np.unique(sizes):
+            clients = np.flatnonzero(sizes == n)
+            rows = offsets[clients][:, None] + np.arange(int(n))  # (c, n)
+            Ai = A[:, rows].transpose(1, 0, 2)  # (c, K, n)
+            if self.starts[clients[0]] >= 0:
+                P[:, rows] = np.matmul(Ai, self._grams(int(n), clients)).transpose(1, 0, 2)
+            else:
+                Xg, _ = client_blocks(X, self.y, offsets, int(n), clients)
+                P[:, rows] = np.matmul(np.matmul(Ai, Xg), Xg.transpose(0, 2, 1)).transpose(1, 0, 2)
+        return P
+
+    def _dual(self, order, boff, bclient):
+        """:meth:`dual` without validation; ``bclient`` the client of every block."""
+        X, y, offsets, d = self.X, self.y, self.offsets, self.X.shape[1]
+        sizes = np.diff(boff)
+        alpha = np.zeros(order.size)
+        theta = np.zeros((sizes.size, d))
+        dual = np.zeros(sizes.size, dtype=np.bool_)
+        kept = self.starts[bclient] >= 0
+        for p in np.unique(sizes[kept]):
+            blocks = np.flatnonzero(kept & (sizes == p))
+            blocks = blocks[np.argsort(bclient[blocks], kind="stable")]  # a client's Gram stays in cache
+            pos = boff[blocks][:, None] + np.arange(int(p))
+            rows = order[pos]
+            cl = bclient[blocks]
+            a = np.empty((blocks.size, int(p)))
+            ok = np.empty(blocks.size, dtype=np.bool_)
+            gram_subsets_solve(self.flat, self.starts[cl], self.sizes[cl], rows - offsets[cl][:, None], y[rows], d,
+                                MIN_NORM_GRAM_COND, a, ok)
+            alpha[pos[ok]] = a[ok]
+            dual[blocks[ok]] = True
+        self._solve_rows(order, boff, np.flatnonzero(~dual), theta)
+        return alpha, theta, dual
+
+    def _solve_rows(self, order, boff, rest, theta):
+        """``theta[rest]``: :func:`local_least_squares` on the rows of each of the blocks ``rest``,
+        bit for bit."""
+        if rest.size:
+            lengths = np.diff(boff)[rest]
+            sub = np.concatenate([[0], np.cumsum(lengths)])
+            rows = order[np.repeat(boff[rest] - sub[:-1], lengths) + np.arange(int(sub[-1]))]
+            out = np.empty((rest.size, self.X.shape[1]))
+            _min_norm_least_squares(self.X[rows], self.y[rows], sub, out)
+            theta[rest] = out
+
+    def _min_norm(self, order, boff, bclient):
+        """:meth:`min_norm` without validation; ``bclient`` the client of every block."""
+        alpha, theta, dual = self._dual(order, boff, bclient)
+        blocks = np.flatnonzero(dual)
+        blocks = blocks[np.argsort(bclient[blocks], kind="stable")]  # a client's rows stay in cache
+        combined = np.empty((blocks.size, self.X.shape[1]))
+        fine = np.empty(blocks.size, dtype=np.bool_)
+        combine_rows(self.X, order, boff, alpha, blocks, combined, fine)
+        theta[blocks[fine]] = combined[fine]
+        self._solve_rows(order, boff, blocks[~fine], theta)  # an estimate that overflowed
+        return theta
+
 # --------------------------------------------------------------------------------------------
 # Local solvers as linear operators (used by mixreg.algorithms.fedx)
 # --------------------------------------------------------------------------------------------
@@ -644,6 +853,9 @@ def stacked_operators(X: np.ndarray, offsets: np.ndarray, step_size: float | np.
     -------
     KT : ndarray of shape (N, d), float64
     """
+    if local_solver == "fedavg" and local_steps == 1:  # K_i^T = (eta / n_i) X_i: a row scaling, no copies
+        scale = np.float64(step_size) / np.diff(offsets).astype(np.float64)
+        return np.repeat(scale, np.diff(offsets))[:, None] * X.astype(np.float64, copy=False)
     KT = np.empty(X.shape, dtype=np.float64)
     for _, _, rows in size_groups(offsets):
         KT[rows] = _operators_transposed(X[rows].astype(np.float64), float(step_size), local_solver, local_steps)

@@ -179,8 +179,9 @@ MUTANTS = (
     Mutant(
         "kfed-unshuffled-start",
         "k-FED local seeding: every restart starts from the same partition (the draws ignored)",
-        "    order = np.lexsort((u.ravel(), vclient))\n",
-        f"    order = np.lexsort((np.zeros(u.size), vclient))  {MARK}\n",
+        "        np.put_along_axis(start, np.argsort(u[:, rows], axis=2, kind=\"stable\"), np.arange(n) % kl, axis=2)\n",
+        f"        np.put_along_axis(start, np.argsort(0 * u[:, rows], axis=2, kind=\"stable\"), np.arange(n) % kl, "
+        f"axis=2)  {MARK}\n",
         (K_MIXED, K_UNDER, K_REF),
         path=_KFED,
         family=FAMILY,

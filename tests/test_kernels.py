@@ -138,3 +138,13 @@ def test_a_block_of_equal_clients_from_an_unequal_layout_is_computed_per_client(
     assert second.n_equal is None and list(second.large) == [0, 1, 2]
     equal = kernels.ClientBlocks(np.arange(0, 70, 10), d, B, np.float64).blocks
     assert [layout.n_equal for *_, layout in equal] == [10, 10]  # equal sizes: one batched product per block
+
+
+def test_combine_rows_adds_the_rows_in_order():
+    X = np.array([[1.0, 2.0], [3.0, 4.0], [1e16, 0.0], [-1e16, 0.0]])
+    theta = np.empty((2, 2))
+    ok = np.empty(2, dtype=np.bool_)
+    kernels.combine_rows(X, np.array([1, 0, 2, 3, 0]), np.array([0, 2, 5]), np.array([2.0, -1.0, 1.0, 1.0, 1.0]),
+                 np.array([0, 1]), theta, ok)
+    assert theta.tolist() == [[5.0, 6.0], [1.0, 2.0]]  # (1e16 - 1e16) + 1 in order; 1 first would be lost
+    assert ok.tolist() == [True, True]

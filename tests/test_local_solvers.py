@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mixreg.kernels import LANES
 from mixreg.local_solvers import (
     LOCAL_SOLVERS,
+    ClientGrams,
     gradient_steps,
     grouped_rows,
     local_least_squares,
@@ -397,6 +399,163 @@ def test_stacked_operators_are_weighted_per_client_operators(solver, s):
         K = local_update_operator(pb.client(i)[0], 0.15, solver, s)
         np.testing.assert_allclose(KT_u[rows], K.T, rtol=1e-12, atol=1e-15)
         np.testing.assert_array_equal(KT[rows], KT_u[rows] * (pb.sizes[i] / pb.N))
+
+
+# --------------------------------------------------------------------------------------------
+# Least squares of row subsets from each client's Gram (ClientGrams)
+# --------------------------------------------------------------------------------------------
+
+
+def _subsets(rng, sizes, d, n_groups, duplicate=False):
+    """Stacked clients of the given sizes, their rows grouped by a random key that refines the
+    clients (a client's rows in ``n_groups`` groups); ``duplicate``: a copied row in every
+    client of two rows or more, which makes the group holding both copies rank deficient."""
+    X, y, offsets = _stack([(rng.standard_normal((n, d)), rng.standard_normal(n)) for n in sizes])
+    if duplicate:
+        for i in range(len(sizes)):
+            if sizes[i] >= 2:
+                X[offsets[i] + 1] = X[offsets[i]]
+    client = np.repeat(np.arange(len(sizes)), sizes)
+    keys = client * n_groups + rng.integers(0, n_groups, client.size)
+    order, present, boff = grouped_rows(keys, len(sizes) * n_groups)
+    return X, y, offsets, order, boff, present // n_groups
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1), st.integers(2, 12),
+       st.lists(st.integers(1, 30), min_size=1, max_size=8), st.integers(1, 4), st.booleans())
+def test_client_grams_match_local_least_squares_block_by_block(seed, d, sizes, n_groups, duplicate):
+    """Every block's estimate is local_least_squares' on the block's rows: to 1e-12 relative for
+    the blocks solved through their client's Gram, bit for bit for the others; the Gram route
+    is taken only by blocks of clients with n_i <= d, never by a block holding a copied row."""
+    rng = np.random.default_rng(seed)
+    X, y, offsets, order, boff, client = _subsets(rng, sizes, d, n_groups, duplicate)
+    grams = ClientGrams(X, y, offsets)
+    theta = grams.min_norm(order, boff)
+    ref = local_least_squares(X[order], y[order], boff)
+    alpha, other, dual = grams.dual(order, boff)
+    sizes = np.asarray(sizes)
+    for j in range(boff.size - 1):
+        rows = order[boff[j]:boff[j + 1]]
+        if dual[j]:
+            assert sizes[client[j]] <= d and np.linalg.matrix_rank(X[rows]) == rows.size
+            assert np.linalg.norm(theta[j] - ref[j]) <= 1e-12 * max(np.linalg.norm(ref[j]), 1e-300)
+            np.testing.assert_allclose(X[rows].T @ alpha[boff[j]:boff[j + 1]], theta[j], rtol=1e-12,
+                                       atol=1e-12 * np.abs(theta[j]).max())
+            assert (other[j] == 0).all()
+        else:
+            np.testing.assert_array_equal(theta[j], ref[j])
+            np.testing.assert_array_equal(other[j], ref[j])
+            assert (alpha[boff[j]:boff[j + 1]] == 0).all()
+        if duplicate and client[j] == client[max(j - 1, 0)] and {0, 1} <= set(rows - offsets[client[j]]):
+            assert not dual[j]
+
+
+def test_client_grams_certify_only_well_conditioned_blocks():
+    """Blocks of condition 3 and 50 are solved through the Gram; 1e3 and 1e8 (above
+    MIN_NORM_GRAM_COND = 100) and a zero row take the SVD, bit for bit local_least_squares."""
+    rng = np.random.default_rng(11)
+    d = 30
+    kinds = [3.0, 1e3, 50.0, 1e8, "zero"]
+    blocks = []
+    for kind in kinds:
+        Xi = _conditioned(rng, 10, d, 3.0 if kind == "zero" else kind)
+        if kind == "zero":
+            Xi[4] = 0.0
+        blocks.append((Xi, rng.standard_normal(10)))
+    X, y, offsets = _stack(blocks)
+    order = np.arange(X.shape[0])
+    _, _, dual = ClientGrams(X, y, offsets).dual(order, offsets)
+    assert dual.tolist() == [True, False, True, False, False]
+    theta = ClientGrams(X, y, offsets).min_norm(order, offsets)
+    ref = local_least_squares(X, y, offsets)
+    np.testing.assert_array_equal(theta[~dual], ref[~dual])
+
+
+def test_client_grams_estimate_does_not_depend_on_its_neighbours():
+    """The Gram route factorises LANES blocks side by side: a block's estimate is the same, to
+    the last bit, alone, first or last of a batch of 3 LANES + 5 blocks of its size."""
+    rng = np.random.default_rng(5)
+    d, n, c = 40, 24, 3 * LANES + 5
+    X, y, offsets = _stack([(rng.standard_normal((n, d)), rng.standard_normal(n)) for _ in range(c)])
+    grams = ClientGrams(X, y, offsets)
+    halves = np.concatenate([np.arange(offsets[i], offsets[i] + n // 2) for i in range(c)])
+    boff = np.arange(0, halves.size + 1, n // 2)
+    batch = grams.min_norm(halves, boff)
+    for i in (0, LANES - 1, LANES, c - 1):
+        alone = grams.min_norm(halves[boff[i]:boff[i + 1]], [0, n // 2])
+        np.testing.assert_array_equal(alone[0], batch[i])
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e160])
+def test_client_grams_out_of_range_blocks_take_the_svd(scale):
+    """A Gram that underflows or overflows is not certified: local_least_squares' estimate, bit
+    for bit, and finite."""
+    rng = np.random.default_rng(2)
+    X, y, offsets = _stack([(scale * rng.standard_normal((4, 10)), rng.standard_normal(4)) for _ in range(3)])
+    order = np.arange(12)
+    boff = np.array([0, 2, 4, 6, 8, 10, 12])
+    theta = ClientGrams(X, y, offsets).min_norm(order, boff)
+    np.testing.assert_array_equal(theta, local_least_squares(X, y, boff))
+    assert np.isfinite(theta).all()
+
+
+def test_predict_dual_is_each_clients_x_x_transpose():
+    """P[:, rows_i] = A[:, rows_i] X_i X_i^T for clients with n_i <= d (their Gram) and n_i > d
+    (two products), and the dual coefficients predict what the estimates predict."""
+    rng = np.random.default_rng(9)
+    d = 6
+    X, y, offsets = _stack([(rng.standard_normal((n, d)), rng.standard_normal(n)) for n in (4, 6, 4, 9, 2)])
+    grams = ClientGrams(X, y, offsets)
+    A = rng.standard_normal((3, X.shape[0]))
+    P = grams.predict_dual(A)
+    for i in range(offsets.size - 1):
+        rows = slice(offsets[i], offsets[i + 1])
+        np.testing.assert_allclose(P[:, rows], A[:, rows] @ X[rows] @ X[rows].T, rtol=1e-12, atol=1e-12)
+    order, boff = np.arange(X.shape[0]), offsets
+    alpha, _, dual = grams.dual(order, boff)
+    theta = grams.min_norm(order, boff)
+    pred = grams.predict_dual(alpha[None])[0]
+    for i in np.flatnonzero(dual):
+        rows = slice(offsets[i], offsets[i + 1])
+        np.testing.assert_allclose(pred[rows], X[rows] @ theta[i], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "order, boff, pattern",
+    [
+        ([0, 1, 2], [0, 3], "one client"),  # rows 0-1 are client 0, row 2 client 1
+        ([0, 5], [0, 2], "order"),
+        ([0, 1], [0, 0, 2], "block_offsets"),
+        ([0, 1], [0, 1], "block_offsets"),
+        ([0.0, 1.0], [0, 2], "order"),
+    ],
+)
+def test_client_grams_bad_blocks_name_the_parameter(order, boff, pattern):
+    grams = ClientGrams(np.eye(4)[:3], np.ones(3), [0, 2, 3])
+    with pytest.raises(ValueError, match=pattern):
+        grams.min_norm(np.array(order), np.array(boff))
+    with pytest.raises(ValueError, match="X"):
+        ClientGrams(np.ones(3), np.ones(3), [0, 3])
+
+
+def test_grouped_rows_with_more_keys_than_16_bits():
+    """Beyond 2^16 keys the int64 keys are sorted as they are: the same stable order."""
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 1 << 17, 5000)
+    order, present, offsets = grouped_rows(keys, 1 << 17)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+    small = keys % 1000
+    np.testing.assert_array_equal(grouped_rows(small, 1000)[0], np.argsort(small, kind="stable"))
+
+
+def test_one_fedavg_step_operator_is_a_row_scaling_bit_for_bit():
+    """FedAvg(1)'s stacked operator is (eta / n_i) X_i, exactly as the per-client formula."""
+    pb = _problem([1, 3, 3, 8, 5, 3, 12, 1])
+    KT = stacked_update_operators(pb, 0.15, "fedavg", 1, weighted=False)
+    for i in range(pb.m):
+        rows = slice(pb.offsets[i], pb.offsets[i + 1])
+        np.testing.assert_array_equal(KT[rows], (0.15 / pb.sizes[i]) * pb.X[rows].astype(np.float64))
 
 
 # --------------------------------------------------------------------------------------------

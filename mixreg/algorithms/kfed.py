@@ -66,7 +66,7 @@ from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_choice, check_int
 from ..clustering import ClusteringWarning, kmeans
-from ..local_solvers import grouped_rows, local_least_squares
+from ..local_solvers import ClientGrams, grouped_rows, size_groups
 from ..metrics import misclustering_rate
 from ..problems import Problem, check_rng
 from ._driver import (
@@ -88,7 +88,7 @@ LOCAL_STEPS = ("regressions", "points")
 #: Where FedAvg starts: the server's k-means centres (regression vectors), or the caller's ``init``.
 STARTS = ("centroids", "init")
 
-# Most float64 entries of the rows copied for a block of local restarts (32 MiB).
+# Most float64 entries of the rows copied and the residuals held for a block of local restarts (32 MiB).
 _ROW_BLOCK = 1 << 22
 # Local restarts whose residual sums of squares differ by less than this fraction of the client's
 # squared responses are tied (rounding), and the first of them is kept.
@@ -318,7 +318,7 @@ def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_r
         train_loss=trained.train_loss,
         **common_fields(trained.replicas, eta, t0, trained.history),
         point_assignments=point_assignments,
-        point_misclustering=np.asarray(misclustering_rate(point_assignments, problem.row_labels, max(k, problem.k))),
+        point_misclustering=np.repeat(misclustering_rate(row_labels[None], problem.row_labels, max(k, problem.k)), B),
         local=local,
         local_centroids=centroids,
         centroid_labels=centroid_labels,
@@ -334,84 +334,157 @@ def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_r
 def _local_regressions(problem, kl, restarts, max_iter, rng):
     """Every client's ``k'`` local linear models by Lloyd's alternation on squared residuals.
 
-    The restarts are run together as ``restarts x m`` virtual clients (each a copy of a client's
-    rows), in blocks of restarts that keep the copied rows below :data:`_ROW_BLOCK` floats; a
-    virtual client that stopped changing is at a fixed point (same groups, same refit), so
-    iterating it with the others changes nothing.  Each client keeps its restart of least
-    residual sum of squares, the first of those within :data:`_SSE_TIES` times
-    :math:`\\lVert y_i \\rVert^2` of the least (rounding ties).  Returns ``(models (m, k', d),
-    groups (N,))``, the models and every row's local group in the kept restart.
+    The restarts are run together as ``restarts x m`` virtual clients on the same rows (restart
+    ``r``'s copy of client ``i``), in blocks of restarts that keep below :data:`_ROW_BLOCK`
+    floats the rows the refits copy (those of clients with ``n_i > d``, times ``d``) and the
+    predictions (``N k'`` per restart); a virtual client that stopped changing is at a fixed
+    point (same groups, same refit), so iterating it with the others changes nothing.  The
+    refits and the predictions go through each client's Gram matrix
+    (:class:`mixreg.local_solvers.ClientGrams`, formed once for all restarts and iterations):
+    a certified refit is kept as coefficients on its rows and only the kept restart's models
+    are formed.  Each client keeps its restart of least residual sum of squares, the first of
+    those within :data:`_SSE_TIES` times :math:`\\lVert y_i \\rVert^2` of the least (rounding
+    ties).  Returns ``(models (m, k', d), groups (N,))``, the models and every row's local group
+    in the kept restart.
     """
     m, N, d = problem.m, problem.N, problem.d
-    X = problem.X.astype(np.float64)
-    y = problem.y.astype(np.float64)
-    client = np.repeat(np.arange(m), problem.sizes)
+    X = problem.X.astype(np.float64, copy=False)
+    y = problem.y.astype(np.float64, copy=False)
+    offsets = problem.offsets.astype(np.int64, copy=False)
+    grams = ClientGrams._trusted(X, y, offsets)
     u = rng.random((restarts, N))
+    alpha = np.empty((restarts, kl, N))
+    primal = np.empty((restarts, m, kl), dtype=np.bool_)
     models = np.empty((restarts, m, kl, d))
     groups = np.empty((restarts, N), dtype=np.int64)
     sse = np.empty((restarts, m))
     moved = np.empty((restarts, m), dtype=np.bool_)
-    per_block = max(1, _ROW_BLOCK // (N * d))
+    copied = int(problem.sizes[problem.sizes > d].sum())  # rows whose groups' refits copy them
+    per_block = max(1, _ROW_BLOCK // (copied * d + N * kl))
     for lo in range(0, restarts, per_block):
         R = min(per_block, restarts - lo)
         rows = slice(lo, lo + R)
-        models[rows], groups[rows], sse[rows], moved[rows] = _lloyd_regressions(
-            X, y, client, problem.offsets, u[rows], kl, max_iter)
+        (alpha[rows], primal[rows], models[rows], groups[rows], sse[rows],
+         moved[rows]) = _lloyd_regressions(grams, u[rows], kl, max_iter)
     # the first restart within rounding of the least SSE: interpolated clients (groups of fewer
     # than d points) have SSE 0 up to rounding in every restart, which must not pick the restart
-    slack = _SSE_TIES * np.add.reduceat(np.square(y), problem.offsets[:-1])
+    slack = _SSE_TIES * np.add.reduceat(np.square(y), offsets[:-1])
     best = np.argmax(sse <= sse.min(axis=0) + slack, axis=0)  # (m,)
     unconverged = moved[best, np.arange(m)]
     if unconverged.any():
         warnings.warn(f"local regressions: {int(unconverged.sum())} of {m} clients' Lloyd runs had not converged "
                       f"within local_max_iter={max_iter}", ClusteringWarning, stacklevel=3)
-    return models[best, np.arange(m)], groups[best[client], np.arange(N)]
+    client = grams.client_of_row
+    kept = _kept_models(grams, alpha[best[client], :, np.arange(N)], primal[best, np.arange(m)],
+                        models[best, np.arange(m)])
+    return kept, groups[best[client], np.arange(N)]
 
 
-def _lloyd_regressions(X, y, client, offsets, u, kl, max_iter):
+def _kept_models(grams, alpha, primal, models):
+    """The models ``(m, k', d)`` of the kept restarts: ``X_i^T alpha_i`` of every group solved
+    through the Gram (``alpha`` (N, k'), the coefficients on each client's rows), the SVD
+    estimate (``models``) of the others (``primal`` (m, k'))."""
+    m, kl, d = models.shape
+    out = models.copy()
+    dual = np.flatnonzero(~primal.ravel())  # (client, group) blocks
+    if dual.size:
+        client, group = dual // kl, dual % kl
+        sizes = grams.sizes[client]
+        boff = np.concatenate([[0], np.cumsum(sizes)])
+        rows = np.repeat(grams.offsets[client] - boff[:-1], sizes) + np.arange(int(boff[-1]))
+        theta = np.empty((dual.size, d))
+        fine = np.empty(dual.size, dtype=np.bool_)
+        kernels.combine_rows(grams.X, rows, boff, alpha[rows, np.repeat(group, sizes)], np.arange(dual.size), theta, fine)
+        out.reshape(m * kl, d)[dual] = np.where(fine[:, None], theta, np.nan)
+    return out
+
+
+def _lloyd_regressions(grams, u, kl, max_iter):
     """Lloyd's alternation of ``R = len(u)`` restarts at once, from balanced random partitions.
 
     Restart ``r`` starts with the point of rank ``q`` (ascending ``u[r]`` within its client) in
-    local group ``q mod k'``.  Returns ``models (R, m, k', d)``, ``groups (R, N)``, the local
-    residual sums of squares ``(R, m)`` and whether each run still moved in its last step
-    ``(R, m)``.
+    local group ``q mod k'``.  A group's model is held as coefficients on its client's rows
+    (``alpha`` (R, k', N): the model :math:`X_i^\\top a` of the coefficients ``a`` on client
+    ``i``'s rows), or, where its refit was not certified (``primal`` (R, m, k')), as the SVD
+    estimate in ``models`` (R, m, k', d).  Returns ``alpha``, ``primal``, ``models``, ``groups
+    (R, N)``, the local residual sums of squares ``(R, m)`` and whether each run still moved in
+    its last step ``(R, m)``.
     """
     R, N = u.shape
-    m, d = offsets.size - 1, X.shape[1]
+    offsets, client = grams.offsets, grams.client_of_row
+    m, d = offsets.size - 1, grams.X.shape[1]
     vclient = (np.arange(R)[:, None] * m + client).ravel()  # virtual client (restart, client)
     vstarts = (np.arange(R)[:, None] * N + offsets[:-1]).ravel()
-    Xr, yr = np.tile(X, (R, 1)), np.tile(y, R)
-    order = np.lexsort((u.ravel(), vclient))
-    groups = np.empty(R * N, dtype=np.int64)
-    groups[order] = (np.arange(R * N) - vstarts[vclient[order]]) % kl
-    models = np.zeros((R * m, kl, d))
+    groups = np.empty((R, N), dtype=np.int64)
+    for n, _, rows in size_groups(offsets):  # rank q within the client (ties in row order): group q mod k'
+        start = np.empty((R,) + rows.shape, dtype=np.int64)
+        np.put_along_axis(start, np.argsort(u[:, rows], axis=2, kind="stable"), np.arange(n) % kl, axis=2)
+        groups[:, rows] = start
+    groups = groups.ravel()
+    alpha = np.zeros((R, kl, N))  # every model starts at 0
+    primal = np.zeros((R, m, kl), dtype=np.bool_)
+    models = np.zeros((R, m, kl, d))
+    row = np.tile(np.arange(N), R)  # the row of every virtual row
     for _ in range(max_iter):
-        _refit(Xr, yr, vclient, groups, models)
-        new, sq = _assign(Xr, yr, vclient, models)
+        _refit(grams, row, vclient, groups, alpha, primal, models)
+        new, sq = _assign(grams, alpha, primal, models)
         moved = np.logical_or.reduceat(new != groups, vstarts)
         groups = new
         if not moved.any():
             break
     sse = np.add.reduceat(sq, vstarts)
-    return models.reshape(R, m, kl, d), groups.reshape(R, N), sse.reshape(R, m), moved.reshape(R, m)
+    return alpha, primal, models, groups.reshape(R, N), sse.reshape(R, m), moved.reshape(R, m)
 
 
-def _refit(X, y, client, groups, models):
-    """OUT ``models`` (m, k', d): every non-empty (client, group)'s minimum-norm least squares;
-    an empty group keeps its model."""
-    kl = models.shape[1]
-    order, held, offsets = grouped_rows(client * kl + groups, models.shape[0] * kl)
-    models.reshape(-1, models.shape[2])[held] = local_least_squares(X[order], y[order], offsets)
+def _refit(grams, row, vclient, groups, alpha, primal, models):
+    """OUT ``alpha``, ``primal``, ``models``: every non-empty (virtual client, group)'s
+    minimum-norm least squares (:meth:`~mixreg.local_solvers.ClientGrams.dual`); an empty group
+    keeps its model."""
+    R, kl, N = alpha.shape
+    m = grams.sizes.size
+    order, held, boff = grouped_rows(vclient * kl + groups, R * m * kl)
+    coefficients, theta, dual = grams._dual(row[order], boff, (held // kl) % m)
+    restart, group = held // (m * kl), held % kl
+    sizes = np.diff(boff)
+    # a held group's coefficients are its own rows' (0 on its client's other rows, which are in
+    # other groups of this restart); an empty group keeps its coefficients, or its SVD model
+    emptied = np.ones(R * m * kl, dtype=np.bool_)
+    emptied[held] = False
+    keep = np.flatnonzero(emptied)
+    new = np.zeros_like(alpha)
+    if keep.size:
+        kc = (keep // kl) % m
+        lengths = grams.sizes[kc]
+        rows = np.repeat(grams.offsets[kc] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(
+            int(lengths.sum()))
+        kr, kg = np.repeat(keep // (m * kl), lengths), np.repeat(keep % kl, lengths)
+        new[kr, kg, rows] = alpha[kr, kg, rows]
+    new[np.repeat(restart, sizes), np.repeat(group, sizes), row[order]] = coefficients
+    alpha[...] = new
+    flat_primal, flat_models = primal.reshape(-1), models.reshape(-1, models.shape[-1])
+    flat_primal[held] = ~dual
+    flat_models[held[~dual]] = theta[~dual]
 
 
-def _assign(X, y, client, models):
-    """Every row's local group, the argmin of its squared residuals under its client's ``k'``
-    models (:func:`mixreg.kernels.argmin_skip_nan`), and that least squared residual, (N,) each."""
-    N = X.shape[0]
-    sq = np.square(y[:, None] - np.einsum("njd,nd->nj", models[client], X))  # (N, k')
-    groups = np.empty((1, N), dtype=np.int64)
-    best = np.empty((1, N))
-    kernels.assign_clients(sq[None], np.ones(N, dtype=np.bool_), groups, best)
+def _assign(grams, alpha, primal, models):
+    """Every virtual row's local group, the argmin of its squared residuals under its virtual
+    client's ``k'`` models (:func:`mixreg.kernels.argmin_skip_nan`), and that least squared
+    residual, (R N,) each (restart-major).
+
+    The predictions of the models held as coefficients are products with each client's Gram
+    (:meth:`~mixreg.local_solvers.ClientGrams.predict_dual`, all restarts at once), those of the
+    SVD models ``X_i theta``: the rows are never copied per restart."""
+    R, kl, N = alpha.shape
+    X, y, offsets = grams.X, grams.y, grams.offsets
+    pred = grams._predict_dual(alpha.reshape(R * kl, N)).reshape(R, kl, N)
+    for r, i, g in zip(*np.nonzero(primal)):
+        rows = slice(offsets[i], offsets[i + 1])
+        pred[r, g, rows] += X[rows] @ models[r, i, g]
+    sq = np.square(y - pred).transpose(0, 2, 1)  # (R, N, k')
+    groups = np.empty((1, R * N), dtype=np.int64)
+    best = np.empty((1, R * N))
+    kernels.assign_clients(np.ascontiguousarray(sq).reshape(1, R * N, kl), np.ones(R * N, dtype=np.bool_), groups,
+                           best)
     return groups[0], best[0]
 
 

@@ -18,7 +18,7 @@ from mixreg.algorithms import get_algorithm
 from mixreg.algorithms.kfed import kfed
 from mixreg.clustering import ClusteringWarning
 from mixreg.metrics import misclustering_rate
-from mixreg.problems import ProblemSpec, make_problem, make_problem_from_parameters, mixed_point_labels
+from mixreg.problems import Problem, ProblemSpec, make_problem, make_problem_from_parameters, mixed_point_labels
 
 
 def _mixed(m=12, n=60, d=3, sigma=0.05, scale=4.0, p=0.5, seed=0):
@@ -105,6 +105,27 @@ def test_local_regressions_match_a_per_client_loop(kl):
     client = np.repeat(np.arange(pb.m), pb.sizes)
     for b in range(3):
         np.testing.assert_array_equal(res.point_assignments[b], res.centroid_labels[client, groups])
+
+
+def test_local_regressions_through_the_grams_match_a_per_client_loop():
+    """Clients with n_i <= d (groups interpolated, solved through each client's Gram and held as
+    coefficients on its rows), a client with n_i > d (the SVD on copied rows) and a client with a
+    repeated row (a rank-deficient group, the SVD): the per-client loop's local models and groups."""
+    rng = np.random.default_rng(3)
+    theta_star = rng.standard_normal((2, 12))
+    labels = np.array([0, 1, 0, 1, 0])
+    sizes = np.array([10, 6, 30, 8, 11])
+    point_labels = mixed_point_labels(labels, sizes, 0.6, rng=rng)
+    pb = make_problem_from_parameters(theta_star, labels, sizes, 0.1, rng=rng, point_labels=point_labels)
+    X = pb.X.copy()
+    X[pb.offsets[3] + 1] = X[pb.offsets[3]]  # client 3: one row twice
+    pb = Problem(X=X, y=pb.y, offsets=pb.offsets, labels=pb.labels, theta_star=pb.theta_star, sigma=pb.sigma,
+                 point_labels=pb.point_labels)
+    res = kfed(pb, np.zeros((2, 2, pb.d)), 0.1, n_rounds=2, local_restarts=5, rng=np.random.default_rng(4))
+    models, groups = _reference_local_regressions(pb, 2, 5, 100, np.random.default_rng(4))
+    np.testing.assert_allclose(res.local_centroids, models, rtol=1e-10, atol=1e-10)
+    client = np.repeat(np.arange(pb.m), pb.sizes)
+    np.testing.assert_array_equal(res.point_assignments[0], res.centroid_labels[client, groups])
 
 
 @pytest.mark.parametrize("local", ["regressions", "points"])
