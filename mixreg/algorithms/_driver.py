@@ -167,14 +167,15 @@ def data_scales(problem: Problem, *, y: np.ndarray | None = None) -> tuple[float
     parameter that explains the responses' energy (about ``||theta*||`` for isotropic features).
     ``y`` replaces the problem's responses (a run on other responses of the same ``X``).
     """
-    return _floors(_mean_square(problem.y if y is None else y), _mean_square(problem.X))
+    return _floors(_mean_square(problem.y if y is None else y), problem.feature_mean_square)
 
 
 def level_scales(problem: Problem, Y: np.ndarray) -> np.ndarray:
     """:func:`data_scales` of every response vector ``y`` of ``Y`` (shape (G, N)) on the problem's
-    ``X``, as an array of shape (G, 2); ``X``'s mean square is computed once (55 ms per level at
-    (m, n, d) = (400, 100, 1000), float32, one thread), the values are the same."""
-    x2 = _mean_square(problem.X)
+    ``X``, as an array of shape (G, 2); ``X``'s mean square is computed once per problem
+    (:attr:`~mixreg.problems.Problem.feature_mean_square`; 55 ms at (m, n, d) = (400, 100,
+    1000), float32, one thread), the values are the same."""
+    x2 = problem.feature_mean_square
     return np.array([_floors(_mean_square(y), x2) for y in Y])
 
 

@@ -138,7 +138,7 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
 
     values, which = np.unique(eta, return_inverse=True)
     groups = [np.flatnonzero(which == u) for u in range(values.size)]
-    operators = [(weight * stacked_operators(X, offsets, v, "fedavg", local_steps)).astype(problem.dtype)
+    operators = [_weighted(stacked_operators(X, offsets, v, "fedavg", local_steps), weight, problem.dtype)
                  for v in values]
     if client_labels is None:
         client_labels = majority_labels(row_labels, problem.offsets, k)
@@ -151,7 +151,7 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     schedule = check_schedule(schedule)
     if not is_constant(schedule):  # round t: the operators of eta_t = eta s(t), built for each new s(t)
         scaled = per_factor(schedule, lambda f: [
-            (weight * stacked_operators(X, offsets, v * f, "fedavg", local_steps)).astype(problem.dtype)
+            _weighted(stacked_operators(X, offsets, v * f, "fedavg", local_steps), weight, problem.dtype)
             for v in values])
     state = server_step.start(theta)
     if rec is not None:
@@ -175,6 +175,12 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     train_loss = np.where(replicas.diverged, np.nan, final / (2 * N))
     return LabelledTraining(theta=theta, train_loss=train_loss, assignments=np.array(assign),
                             replicas=replicas, history=None if rec is None else rec.result(replicas.rounds_run))
+
+
+def _weighted(KT, weight, dtype):
+    """``(weight * KT).astype(dtype)``, in place in ``KT`` (a fresh float64 array), no other copy."""
+    np.multiply(KT, weight, out=KT)
+    return KT.astype(dtype, copy=False)
 
 
 def _residual_sums(theta, X, y, blocks, groups, operators, new, row_client=None, per_client=None):

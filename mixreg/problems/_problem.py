@@ -241,6 +241,14 @@ class Problem:
         return float(self.proportions.min())
 
     @property
+    def feature_mean_square(self) -> float:
+        """Mean of the squared features over all entries of ``X``, ``mean(X**2)`` in float64
+        (the drivers' divergence floors; computed once per problem, like :attr:`separation`)."""
+        if "feature_mean_square" not in self._cache:
+            self._cache["feature_mean_square"] = float(np.mean(np.square(self.X, dtype=np.float64)))
+        return self._cache["feature_mean_square"]
+
+    @property
     def separation(self) -> float:
         """Realised minimum separation ``Delta = min_{l != l'} ||theta*_l - theta*_l'||``."""
         if "separation" not in self._cache:

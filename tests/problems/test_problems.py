@@ -195,3 +195,14 @@ def test_degenerate_problems_warn_and_are_flagged():
     assert pb.separation == np.inf and pb.snr == np.inf
     with pytest.raises(ValueError, match="scale=1e\\+308 is too large"):
         make_theta_star(5, 1, 1e308, protocol="gaussian", rng=rng)
+
+
+def test_feature_mean_square_is_computed_once_per_data():
+    """mean(X^2) in float64, cached like the separation; a float32 copy computes its own."""
+    pb = make_problem(m=6, k=2, n=5, d=4, sigma=0.1, scale=1.0, rng=np.random.default_rng(0))
+    value = pb.feature_mean_square
+    assert value == float(np.mean(np.square(pb.X, dtype=np.float64)))
+    assert pb._cache["feature_mean_square"] is value
+    single = pb.astype(np.float32)
+    assert "feature_mean_square" not in single._cache
+    assert single.feature_mean_square == float(np.mean(np.square(single.X, dtype=np.float64)))
