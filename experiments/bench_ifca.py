@@ -21,7 +21,8 @@ processes held the core.  The load average before and after the run is reported 
 * ``drivers``: every built-in driver (:func:`mixreg.algorithms.builtin_algorithms`) at
   :data:`DRIVER_SIZE`, float64, ``B = 30``: a round's cost and the fixed part of a run (set-up:
   local fits, clustering, Phase 1) in seconds and in rounds' worth, against the driver's floor
-  flop count (:data:`DRIVER_FLOORS`) as a fraction of the float64 peak;
+  flop count (:data:`DRIVER_FLOORS`) as a fraction of the float64 peak, measured just before
+  and just after the section (the faster of the two: the machine's speed drifts within a run);
 * ``competitors``: IFCA against batched NumPy, PyTorch and JAX (jit + vmap) programs of the
   same algorithm (:mod:`experiments.bench_competitors`, in a child process pinned to one CPU),
   each checked equal to mixreg before it is timed, at both official sizes;
@@ -225,7 +226,7 @@ DRIVER_FLOORS = {
 }
 
 
-def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=10, repeats=2, names=None):
+def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=20, repeats=5, names=None):
     """Every built-in driver (or the registered ones in ``names``) on one problem: the cost of a
     round and of the fixed part (set-up: local fits, clustering, Phase 1), against the driver's floor
     (:data:`DRIVER_FLOORS`; ``None`` for a driver registered without one, e.g. a user's).
@@ -643,14 +644,18 @@ def measure(quick, out):
             print(f"{'+'.join(row['kernels']):>10} {row['peak_float32']:>17.0f} {row['peak_float64']:>5.0f} "
                   f"{1e3 * row['ifca_seconds_per_replica_round']:>22.3f} {ratio['peak_float32']:>15.2f}x "
                   f"{ratio['peak_float64']:>8.2f}x {ratio['ifca_seconds_per_replica_round']:>5.2f}x")
-    with threadpool_limits(limits=1):
+    with threadpool_limits(limits=1):  # the peak beside the section: the machine's speed drifts within a run
+        before = gemm_peak(np.float64)
         drivers = bench_drivers(size=(20, 10, 30, 2) if quick else DRIVER_SIZE, B=6 if quick else 30,
-                                rounds=2 if quick else 10)
+                                rounds=2 if quick else 20, repeats=2 if quick else 5)
+        after = gemm_peak(np.float64)
     report["drivers"] = drivers
-    peak64 = report["peak_gflops"]["float64"]
+    peak64 = max(before, after)  # the fractions against the faster of the two
+    report["drivers_peak_gflops"] = {"before": before, "after": after, "used": peak64}
     m, n, d, k = DRIVER_SIZE if not quick else (20, 10, 30, 2)
     print(f"every built-in driver at (m, n, d, k) = ({m}, {n}, {d}, {k}), float64, B = {drivers[0]['B']}, "
-          f"one thread (process CPU time; the floor is the flops a round cannot do without):")
+          f"one thread (process CPU time; the floor is the flops a round cannot do without; float64 peak "
+          f"{before:.0f} GFLOP/s before the section, {after:.0f} after, fractions of {peak64:.0f}):")
     print(f"{'driver':>12} {'ms/replica-round':>17} {'wall':>7} {'floor flops':>12} {'of peak':>8} "
           f"{'set-up s':>9} {'set-up rounds':>14} {'diverged':>9}")
     for row in drivers:
