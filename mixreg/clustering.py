@@ -382,11 +382,18 @@ def _lloyd(points, centres, max_iter):
     """Lloyd's iterations from ``centres`` until the labels stop changing (driver, one start).
 
     Ties of the assignment go to the lowest centre index; an emptied centre keeps its position.
-    Returns (labels in the start's numbering, centres, n_iter, converged).
+    Returns (labels in the start's numbering, centres, n_iter, converged).  Float64 points of two
+    columns or more run in one Numba pass (:func:`_lloyd_float64`), bit for bit the NumPy loop
+    below (with one column, ``mean(axis=0)`` is NumPy's pairwise sum of a contiguous vector).
     """
     centres = np.array(centres, dtype=np.float64)
     k = centres.shape[0]
     labels = np.full(points.shape[0], -1)
+    if points.dtype == np.float64 and points.shape[1] >= 2:  # one column: NumPy sums the rows pairwise
+        points = np.ascontiguousarray(points)
+        n_iter, converged = _lloyd_float64(points, centres, max_iter, labels, np.empty((points.shape[0], k)),
+                                           np.empty(k), np.empty(points.shape[1]))
+        return labels, centres, int(n_iter), bool(converged)
     converged = False
     n_iter = 0
     for _ in range(max_iter):
@@ -401,6 +408,52 @@ def _lloyd(points, centres, max_iter):
             if np.any(members):  # an emptied centre keeps its position
                 centres[j] = points[members].mean(axis=0)
     return labels, centres, n_iter, converged
+
+
+@njit(cache=True)
+def _lloyd_float64(points, centres, max_iter, labels, dist, mass, total):
+    """:func:`_lloyd`'s loop on float64 arrays, in place (``labels`` starts at -1; ``dist``,
+    ``mass`` and ``total`` are work arrays).  Each step is the NumPy loop's: the distances of
+    :func:`squared_distances`, ``np.argmin``'s rule (the lowest index of the least value, the
+    first nan if any), and every non-empty centre the mean of its points as ``np.mean(axis=0)``
+    computes it (the rows added one after the other in index order, then divided by their
+    number).  Returns ``(n_iter, converged)``."""
+    n, d = points.shape
+    k = centres.shape[0]
+    n_iter = 0
+    for _ in range(max_iter):
+        _pairwise_squared_distances(points, centres, dist)
+        n_iter += 1
+        changed = False
+        for i in range(n):
+            best = 0
+            for j in range(1, k):
+                if np.isnan(dist[i, best]):
+                    break
+                if dist[i, j] < dist[i, best] or np.isnan(dist[i, j]):
+                    best = j
+            if best != labels[i]:
+                changed = True
+            labels[i] = best
+        if not changed:
+            return n_iter, True
+        for j in range(k):
+            count = 0
+            for c in range(d):
+                total[c] = 0.0
+            for i in range(n):
+                if labels[i] == j:
+                    if count == 0:
+                        for c in range(d):
+                            total[c] = points[i, c]
+                    else:
+                        for c in range(d):
+                            total[c] = total[c] + points[i, c]
+                    count += 1
+            if count > 0:  # an emptied centre keeps its position
+                for c in range(d):
+                    centres[j, c] = total[c] / count
+    return n_iter, False
 
 
 def _inertia(points, centres, labels):

@@ -47,6 +47,7 @@ __all__ = [
     "ClientLayout",
     "LANES",
     "gram_subsets_solve",
+    "certify_grams",
     "combine_rows",
 ]
 
@@ -459,18 +460,84 @@ def _cholesky_lanes(G, shift, U, w, good):
 
 
 @njit(cache=True)
-def gram_subsets_solve(flat, start, n, local, b, q, kappa, alpha, ok):
+def _certify_lanes(G, kappa, eps, tiny, trace, norm, row_sum, shift, good, U, w):
+    """OUT ``good``: for each lane, whether the Cholesky factorisation of ``G - s I`` succeeds,
+    ``s = min(tr G, ||G||_inf) / kappa^2`` (``G`` the symmetric matrix of its upper triangle; a
+    trace that is not finite or below ``tiny / eps`` fails)."""
+    p = G.shape[0]
+    for i in range(p):
+        for l in range(LANES):
+            row_sum[i, l] = 0.0
+    for l in range(LANES):
+        trace[l] = 0.0
+        norm[l] = 0.0
+    for i in range(p):  # tr G and ||G||_inf of that matrix
+        for l in range(LANES):
+            trace[l] += G[i, i, l]
+            row_sum[i, l] += abs(G[i, i, l])
+        for j in range(i + 1, p):
+            for l in range(LANES):
+                g = abs(G[i, j, l])
+                row_sum[i, l] += g
+                row_sum[j, l] += g
+    for i in range(p):
+        for l in range(LANES):
+            norm[l] = max(norm[l], row_sum[i, l])
+    for l in range(LANES):
+        lam = min(trace[l], norm[l])
+        good[l] = np.isfinite(lam) and trace[l] >= tiny / eps
+        shift[l] = lam / (kappa * kappa) if good[l] else 0.0
+    _cholesky_lanes(G, shift, U, w, good)  # the certificate
+
+
+@njit(cache=True)
+def certify_grams(flat, start, n, q, kappa, good):
+    """OUT ``good[c]``: whether the whole ``n x n`` Gram at ``flat[start[c]]`` (all clients of one
+    size ``n``, rows of ``q`` columns) is certified as in :func:`gram_subsets_solve`, the size
+    guard included; :data:`LANES` Grams side by side."""
+    C = start.shape[0]
+    eps = np.finfo(np.float64).eps
+    tiny = np.finfo(np.float64).tiny
+    G = np.empty((n, n, LANES))
+    U = np.empty((n, n, LANES))
+    w = np.empty((n, LANES))
+    lane_good = np.empty(LANES, dtype=np.bool_)
+    trace = np.empty(LANES)
+    norm = np.empty(LANES)
+    row_sum = np.empty((n, LANES))
+    shift = np.empty(LANES)
+    guard = n * (n + q + 3) * eps * kappa * kappa <= 1e-2
+    for c in range(C):
+        good[c] = False
+    if not guard:
+        return
+    for c0 in range(0, C, LANES):
+        for l in range(LANES):
+            base = start[min(c0 + l, C - 1)]  # a short last chunk repeats its last Gram
+            for i in range(n):
+                for j in range(i, n):
+                    G[i, j, l] = flat[base + i * n + j]
+        _certify_lanes(G, kappa, eps, tiny, trace, norm, row_sum, shift, lane_good, U, w)
+        for l in range(min(LANES, C - c0)):
+            good[c0 + l] = lane_good[l]
+
+
+@njit(cache=True)
+def gram_subsets_solve(flat, start, n, local, b, q, kappa, certify, alpha, ok):
     """Minimum-norm least squares of row subsets from their clients' Grams.
 
     Block ``c`` holds ``p`` rows of a client whose ``n[c] x n[c]`` Gram starts at
     ``flat[start[c]]``, at positions ``local[c]`` within the client, and responses ``b[c]``; the
     rows have ``q`` columns.  Its Gram ``G = X_S X_S^T`` is that Gram's submatrix (its upper
     triangle, taken as the symmetric matrix: the one the factorisation sees); it is
-    certified as in :func:`mixreg.local_solvers.local_least_squares` (the Cholesky factorisation of ``G - s I`` succeeds,
-    ``s = min(tr G, ||G||_inf) / kappa^2``), and a certified block gets ``alpha[c] = G^-1 b[c]``
-    by the Cholesky factor of ``G`` and ``ok[c]`` if that is finite (its estimate is then
-    ``X_S^T alpha[c]``).  The blocks are factorised :data:`LANES` at a time
-    (:func:`_cholesky_lanes`); a block's arithmetic does not depend on its neighbours."""
+    certified as in :func:`mixreg.local_solvers.local_least_squares` (the Cholesky
+    factorisation of ``G - s I`` succeeds, ``s = min(tr G, ||G||_inf) / kappa^2``), or, with
+    ``certify=False``, taken as certified (every block's client was: see
+    :class:`mixreg.local_solvers.ClientGrams`).  A certified block gets ``alpha[c] = G^-1 b[c]``
+    by the Cholesky factor of ``G`` and ``ok[c]`` if that factorisation succeeds and ``alpha[c]``
+    is finite (its estimate is then ``X_S^T alpha[c]``).  The blocks are factorised
+    :data:`LANES` at a time (:func:`_cholesky_lanes`); a block's arithmetic does not depend on
+    its neighbours."""
     C, p = local.shape
     eps = np.finfo(np.float64).eps
     tiny = np.finfo(np.float64).tiny
@@ -484,7 +551,7 @@ def gram_subsets_solve(flat, start, n, local, b, q, kappa, alpha, ok):
     guard = p * (p + q + 3) * eps * kappa * kappa <= 1e-2
     for c in range(C):
         ok[c] = False
-    if not guard:
+    if certify and not guard:
         return
     trace = np.empty(LANES)
     norm = np.empty(LANES)
@@ -497,29 +564,11 @@ def gram_subsets_solve(flat, start, n, local, b, q, kappa, alpha, ok):
                 row = base + local[c, i] * n[c]
                 for j in range(i, p):
                     G[i, j, l] = flat[row + local[c, j]]
-        for i in range(p):
+        if not certify:
             for l in range(LANES):
-                row_sum[i, l] = 0.0
-        for l in range(LANES):
-            trace[l] = 0.0
-            norm[l] = 0.0
-        for i in range(p):  # tr G and ||G||_inf of that matrix
-            for l in range(LANES):
-                trace[l] += G[i, i, l]
-                row_sum[i, l] += abs(G[i, i, l])
-            for j in range(i + 1, p):
-                for l in range(LANES):
-                    g = abs(G[i, j, l])
-                    row_sum[i, l] += g
-                    row_sum[j, l] += g
-        for i in range(p):
-            for l in range(LANES):
-                norm[l] = max(norm[l], row_sum[i, l])
-        for l in range(LANES):
-            lam = min(trace[l], norm[l])
-            good[l] = np.isfinite(lam) and trace[l] >= tiny / eps
-            shift[l] = lam / (kappa * kappa) if good[l] else 0.0
-        _cholesky_lanes(G, shift, U, w, good)  # the certificate
+                good[l] = True
+        else:
+            _certify_lanes(G, kappa, eps, tiny, trace, norm, row_sum, shift, good, U, w)
         _cholesky_lanes(G, zero, U, w, good)
         for i in range(p):  # U^T w = y_S (each w[i] = (y_i - sum_{t < i} U[t, i] w[t]) / U[i, i])
             for l in range(LANES):

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ._typing import ArrayLike
-from .kernels import combine_rows, gram_subsets_solve
+from .kernels import certify_grams, combine_rows, gram_subsets_solve
 from .validation import check_array, check_choice, check_int, check_real
 from .problems import Problem
 
@@ -314,10 +314,9 @@ def _cholesky_succeeds(A):
     return ok
 
 
-def _certified_solve(G, b, q):
-    """``(alpha, ok)``: ``alpha = G^-1 b`` for the Grams ``G = X X^T`` (c, p, p) of blocks ``X``
-    (c, p, q) certified to have :math:`\\kappa(X) \\le` :data:`MIN_NORM_GRAM_COND` (``ok``);
-    ``alpha`` is 0 where ``ok`` is False.
+def _certified(G, q):
+    """Which of the Grams ``G = X X^T`` (c, p, p) of blocks ``X`` (c, p, q) are certified to have
+    :math:`\\kappa(X) \\le` :data:`MIN_NORM_GRAM_COND` (bool (c,)).
 
     The certificate: Cholesky succeeds on :math:`G - s I` with :math:`s = \\bar\\lambda /
     \\kappa_{max}^2`, :math:`\\bar\\lambda = \\min(\\operatorname{tr} G, \\lVert G
@@ -329,29 +328,37 @@ def _certified_solve(G, b, q):
     """
     c, p, _ = G.shape
     eps = np.finfo(np.float64).eps
-    alpha = np.zeros((c, p))
     ok = np.zeros(c, dtype=np.bool_)
     if p * (p + q + 3) * eps * MIN_NORM_GRAM_COND**2 > 1e-2:
-        return alpha, ok
+        return ok
     diag = np.arange(p)
     trace = np.einsum("cii->c", G)
     lam_bar = np.minimum(trace, np.abs(G).sum(axis=2).max(axis=1))
     candidate = np.flatnonzero(np.isfinite(lam_bar) & (trace >= np.finfo(np.float64).tiny / eps))
     if candidate.size == 0:
-        return alpha, ok
+        return ok
     shifted = G[candidate]
     shifted[:, diag, diag] -= (lam_bar[candidate] / MIN_NORM_GRAM_COND**2)[:, None]
-    certified = candidate[_cholesky_succeeds(shifted)]
-    del shifted
+    ok[candidate[_cholesky_succeeds(shifted)]] = True
+    return ok
+
+
+def _certified_solve(G, b, q):
+    """``(alpha, ok)``: ``alpha = G^-1 b`` for the Grams ``G = X X^T`` (c, p, p) of blocks ``X``
+    (c, p, q) certified by :func:`_certified` (``ok``); ``alpha`` is 0 where ``ok`` is False."""
+    c, p, _ = G.shape
+    alpha = np.zeros((c, p))
+    ok = _certified(G, q)
+    certified = np.flatnonzero(ok)
     if certified.size == 0:
         return alpha, ok
     every = certified.size == c
     try:
         solved = np.linalg.solve(G if every else G[certified], (b if every else b[certified])[:, :, None])
     except np.linalg.LinAlgError:  # not reached for a certified Gram; the SVD takes them all
-        return alpha, ok
+        ok[:] = False
+        return np.zeros((c, p)), ok
     alpha[certified] = solved[:, :, 0]
-    ok[certified] = True
     return alpha, ok
 
 
@@ -527,13 +534,21 @@ class ClientGrams:
 
         \\hat\\theta_S = X_S^{+} y_S = X_S^\\top (X_S X_S^\\top)^{-1} y_S ,
 
-    certified and solved as :func:`local_least_squares` does (:data:`MIN_NORM_GRAM_COND`), and
+    certified as :func:`local_least_squares` certifies (:data:`MIN_NORM_GRAM_COND`) and solved by
+    a Cholesky factorisation, and
     :math:`X_S^\\top \\alpha` formed as :math:`X_i^\\top \\alpha'` with :math:`\\alpha'` equal to
     :math:`\\alpha` on :math:`S` and 0 elsewhere, so no row is copied.  A subset that is not
     certified, or of a client with :math:`n_i > d` (no Gram kept: it could be larger than the
     client's rows), is solved by :func:`local_least_squares` on its own rows, bit for bit as
     there.  The certified ones agree with :func:`local_least_squares` on the same rows to
     rounding (the products are formed in another order), not to the last bit.
+
+    The certificate is taken once per client where it can be: when the client's whole Gram is
+    certified, :math:`\\kappa(X_i) \\le \\kappa_{max}` up to 1%, every subset of its rows
+    is too, because :math:`G_i[S, S]` is a principal submatrix of :math:`G_i` and its eigenvalues
+    lie between :math:`G_i`'s extreme ones (Cauchy's interlacing theorem), so
+    :math:`\\kappa(X_S) \\le \\kappa(X_i)`.  A block of a client that is not certified (a
+    repeated row, say) is certified on its own.
 
     Parameters
     ----------
@@ -573,11 +588,15 @@ class ClientGrams:
         kept = kept[np.argsort(sizes[kept], kind="stable")]  # the Grams of one size side by side
         self.starts[kept] = np.concatenate([[0], np.cumsum(sizes[kept] ** 2)[:-1]]) if kept.size else kept
         self.flat = np.empty(int(np.sum(sizes[kept] ** 2)))
+        self.certified = np.zeros(sizes.size, dtype=np.bool_)  # kappa(X_i) <= MIN_NORM_GRAM_COND, proved
         for n in np.unique(sizes[kept]):
             clients = kept[sizes[kept] == n]
             Xg, _ = client_blocks(X, self.y, offsets, int(n), clients)
             with np.errstate(over="ignore", invalid="ignore"):  # such Grams are not certified
                 np.matmul(Xg, Xg.transpose(0, 2, 1), out=self._grams(int(n), clients))
+            good = np.empty(clients.size, dtype=np.bool_)
+            certify_grams(self.flat, self.starts[clients], int(n), d, MIN_NORM_GRAM_COND, good)
+            self.certified[clients] = good
 
     def _grams(self, n, clients):
         """The Grams ``(c, n, n)`` of all the clients of size ``n <= d`` (ascending), a view."""
@@ -679,18 +698,22 @@ class ClientGrams:
         theta = np.zeros((sizes.size, d))
         dual = np.zeros(sizes.size, dtype=np.bool_)
         kept = self.starts[bclient] >= 0
+        trusted = self.certified[bclient]
         for p in np.unique(sizes[kept]):
-            blocks = np.flatnonzero(kept & (sizes == p))
-            blocks = blocks[np.argsort(bclient[blocks], kind="stable")]  # a client's Gram stays in cache
-            pos = boff[blocks][:, None] + np.arange(int(p))
-            rows = order[pos]
-            cl = bclient[blocks]
-            a = np.empty((blocks.size, int(p)))
-            ok = np.empty(blocks.size, dtype=np.bool_)
-            gram_subsets_solve(self.flat, self.starts[cl], self.sizes[cl], rows - offsets[cl][:, None], y[rows], d,
-                                MIN_NORM_GRAM_COND, a, ok)
-            alpha[pos[ok]] = a[ok]
-            dual[blocks[ok]] = True
+            for certify in (False, True):  # blocks of a certified client are certified by it
+                blocks = np.flatnonzero(kept & (sizes == p) & (trusted != certify))
+                if not blocks.size:
+                    continue
+                blocks = blocks[np.argsort(bclient[blocks], kind="stable")]  # a client's Gram stays in cache
+                pos = boff[blocks][:, None] + np.arange(int(p))
+                rows = order[pos]
+                cl = bclient[blocks]
+                a = np.empty((blocks.size, int(p)))
+                ok = np.empty(blocks.size, dtype=np.bool_)
+                gram_subsets_solve(self.flat, self.starts[cl], self.sizes[cl], rows - offsets[cl][:, None], y[rows],
+                                   d, MIN_NORM_GRAM_COND, certify, a, ok)
+                alpha[pos[ok]] = a[ok]
+                dual[blocks[ok]] = True
         self._solve_rows(order, boff, np.flatnonzero(~dual), theta)
         return alpha, theta, dual
 

@@ -171,6 +171,44 @@ def test_blocked_distances_do_not_change_a_bit(monkeypatch):
     np.testing.assert_array_equal(kmeans(pts64, 5, init="farthest").labels, _kmeans(pts64, 5))
 
 
+def _numpy_lloyd(points, centres, max_iter):
+    """Lloyd's loop in NumPy, as the library wrote it before its Numba pass."""
+    centres = np.array(centres, dtype=np.float64)
+    labels = np.full(points.shape[0], -1)
+    for n_iter in range(1, max_iter + 1):
+        new = np.argmin(((points[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
+        if np.array_equal(new, labels):
+            return labels, centres, n_iter, True
+        labels = new
+        for j in range(centres.shape[0]):
+            if np.any(labels == j):
+                centres[j] = points[labels == j].mean(axis=0)
+    return labels, centres, max_iter, False
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 8, 17, 200])
+def test_lloyd_equals_the_numpy_loop_bit_for_bit(d):
+    """The Numba Lloyd pass (float64, two columns or more) gives the NumPy loop's labels, centres,
+    steps and convergence to the last bit: means of the rows added in order, argmin ties to the
+    lowest index (duplicated points, equal starting centres), a centre emptied; d = 1 takes
+    NumPy's loop itself (its column mean is a pairwise sum)."""
+    rng = np.random.default_rng(d)
+    for case in range(40):
+        n, k = int(rng.integers(2, 120)), int(rng.integers(1, 6))
+        k = min(k, n)
+        points = (rng.standard_normal((n, d)) + 3.0 * rng.integers(0, 3, (n, 1))) * 10.0 ** rng.uniform(-6, 6)
+        if case % 4 == 0:
+            points[rng.integers(0, n, n // 2)] = points[0]
+        start = points[rng.choice(n, k, replace=False)].copy()
+        if case % 5 == 0 and k > 1:
+            start[1] = start[0]  # equal centres: ties, and centre 1 empties
+        max_iter = int(rng.integers(1, 20))
+        got, want = clustering._lloyd(points, start, max_iter), _numpy_lloyd(points, start, max_iter)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[2:] == want[2:]
+
+
 @pytest.mark.parametrize("d", [1, 7, 8, 9, 64, 127, 128, 129, 200, 256, 257, 513, 1031])
 def test_float64_distances_are_numpys_expression_bit_for_bit(d):
     """The Numba pass of float64 inputs sums in NumPy's pairwise order: blocks of 8 partial sums

@@ -472,6 +472,35 @@ def test_client_grams_certify_only_well_conditioned_blocks():
     np.testing.assert_array_equal(theta[~dual], ref[~dual])
 
 
+def test_a_certified_client_certifies_every_subset_of_its_rows():
+    """Cauchy interlacing: a client of condition 3 is certified as a whole, and every subset of
+    its rows is solved through the Gram without a certificate of its own, to the same bits as
+    with one (the certificate changes which blocks are solved, never how)."""
+    from mixreg.kernels import gram_subsets_solve
+
+    rng = np.random.default_rng(8)
+    d, n = 40, 30
+    X, y, offsets = _stack([(_conditioned(rng, n, d, 3.0), rng.standard_normal(n)) for _ in range(3)])
+    grams = ClientGrams(X, y, offsets)
+    assert grams.certified.all()
+    subsets = [np.sort(rng.choice(n, size, replace=False)) for size in (1, 2, 7, 15, 15, 29, 30)]
+    order = np.concatenate([offsets[i % 3] + s for i, s in enumerate(subsets)])
+    boff = np.concatenate([[0], np.cumsum([s.size for s in subsets])])
+    alpha, _, dual = grams.dual(order, boff)
+    assert dual.all()
+    for i, s in enumerate(subsets):
+        client = i % 3
+        out = {}
+        for certify in (False, True):
+            a, ok = np.empty((1, s.size)), np.empty(1, dtype=np.bool_)
+            gram_subsets_solve(grams.flat, grams.starts[[client]], grams.sizes[[client]], s[None], y[offsets[client] + s][None],
+                               d, 100.0, certify, a, ok)
+            assert ok[0]
+            out[certify] = a[0]
+        np.testing.assert_array_equal(out[False], out[True])
+        np.testing.assert_array_equal(alpha[boff[i]:boff[i + 1]], out[True])
+
+
 def test_client_grams_estimate_does_not_depend_on_its_neighbours():
     """The Gram route factorises LANES blocks side by side: a block's estimate is the same, to
     the last bit, alone, first or last of a batch of 3 LANES + 5 blocks of its size."""
