@@ -235,8 +235,11 @@ def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=20, repeats=5
     suite's stable step size (:data:`mixreg.algorithms.CHECK_SETTINGS`), divided by 4 until no
     replica diverges in ``2 rounds`` rounds (a diverged replica leaves the products, which would
     make the rounds look cheap; ``step_size`` is the one used, ``diverged`` how many still did
-    after 8 tries); the drivers are timed interleaved (:func:`round_costs`).  ``setup_rounds``
-    is the fixed part in rounds' worth.
+    after 8 tries); the drivers are timed interleaved (:func:`round_costs`).  The set-up
+    (``setup_seconds``) is the best of ``repeats`` runs of one round (interleaved too) less a
+    round's cost, and ``setup_rounds`` that in rounds' worth: the difference of one short run and
+    a round is steadier than ``fixed_seconds_per_run``, :func:`round_costs`' intercept, which
+    subtracts ``rounds`` rounds (twice the short runs' noise plus the long ones').
     """
     from mixreg.algorithms import ALGORITHMS, CHECK_SETTINGS, builtin_algorithms
 
@@ -259,15 +262,20 @@ def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=20, repeats=5
             step /= 4
         runs[name], steps[name] = run, step
     costs = round_costs(runs, rounds, repeats)
+    one = {name: [] for name in names}  # runs of one round: the set-up plus a round
+    for _ in range(repeats):
+        for name in names:
+            one[name].append(_timed(lambda run=runs[name]: run(1))[0])
     rows = []
     for name in names:
         cost, floor = costs[name], DRIVER_FLOORS.get(name)
         flops = None if floor is None else floor[0](problem.N, d, k, ALGORITHMS[name].options)
         per = cost["cpu"] / B
+        setup = max(0.0, min(one[name]) - cost["cpu"])
         rows.append({"driver": name, "m": m, "n": n, "d": d, "k": k, "B": B, "dtype": np.dtype(dtype).name,
                      "seconds_per_replica_round": per, "wall_seconds_per_replica_round": cost["wall"] / B,
                      "marginal": cost["marginal"], "fixed_seconds_per_run": cost["fixed"],
-                     "setup_rounds": cost["fixed"] / cost["cpu"] if cost["cpu"] > 0 else None,
+                     "setup_seconds": setup, "setup_rounds": setup / cost["cpu"] if cost["cpu"] > 0 else None,
                      "floor_flops_per_replica_round": flops, "floor": None if floor is None else floor[1],
                      "floor_gflops": None if flops is None else flops / per / 1e9, "diverged": diverged[name],
                      "step_size": steps[name]})
@@ -665,7 +673,7 @@ def measure(quick, out):
         setup = "-" if row["setup_rounds"] is None else f"{row['setup_rounds']:.1f}"
         print(f"{row['driver']:>12} {1e3 * row['seconds_per_replica_round']:>16.3f}"
               f"{' ' if row['marginal'] else '*'} {1e3 * row['wall_seconds_per_replica_round']:>7.3f} "
-              f"{flops:>12} {frac:>8} {row['fixed_seconds_per_run']:>9.3f} {setup:>14} {row['diverged']:>9}")
+              f"{flops:>12} {frac:>8} {row['setup_seconds']:>9.3f} {setup:>14} {row['diverged']:>9}")
     comp = bench_competitors(out, quick=quick)
     report["competitors"] = comp
     print("IFCA against the batched programs a user would write instead (one thread, one process, interleaved; "

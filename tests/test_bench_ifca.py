@@ -33,6 +33,8 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         assert row["floor_flops_per_replica_round"] > 0 and row["diverged"] == 0, name
         assert 0 < row["fraction_of_peak"] and row["seconds_per_replica_round"] > 0
         assert row["fixed_seconds_per_run"] >= 0 and row["wall_seconds_per_replica_round"] > 0
+        assert row["setup_seconds"] >= 0
+        assert math.isclose(row["setup_rounds"] * row["seconds_per_replica_round"] * row["B"], row["setup_seconds"])
         assert math.isclose(row["fraction_of_peak"] * report["drivers_peak_gflops"]["used"], row["floor_gflops"])
     peaks = report["drivers_peak_gflops"]  # measured beside the section, the faster of the two used
     assert peaks["used"] == max(peaks["before"], peaks["after"]) > 0
