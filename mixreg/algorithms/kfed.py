@@ -35,12 +35,16 @@ local steps are offered:
   \\mathbb{R}^{d+1}`; near chance in mixed linear regression, for the reason above.
 
 Cost of the one-shot phase: ``local="regressions"`` runs Lloyd iterations vectorised over all
-clients and restarts at once (the restarts as copies of the rows, in blocks of at most 32 MiB);
-an iteration costs, per restart, a prediction of ``2 N k' d`` flops, the shared argmin kernel
-and a minimum-norm least-squares refit of every (client, local group) block
-(:func:`mixreg.local_solvers.local_least_squares`: one batched ``n x n`` Gram solve per distinct
-block size ``n <= d``, ``O(N n d)`` flops, and the batched SVD, ``O(N d min(n_{i,l}, d))`` with
-a larger constant, for the blocks with ``n > d`` or not certified well conditioned).
+clients and restarts at once, on each client's Gram matrix :math:`X_i X_i^\\top` (formed once,
+:class:`mixreg.local_solvers.ClientGrams`, for the clients with :math:`n_i \\le d`): an
+iteration costs, per restart, the minimum-norm refit of every (client, local group) block from a
+submatrix of its client's Gram (a Cholesky factorisation of at most ``n_i x n_i``, certified well
+conditioned as :func:`mixreg.local_solvers.local_least_squares` certifies, once per client where
+it can be), predictions through the Gram (``2 sum_i n_i^2 k'`` flops) and the shared argmin
+kernel; only the kept restart's models are formed (``X^T`` times the coefficients).  The blocks
+not certified and those of clients with :math:`n_i > d` take
+:func:`~mixreg.local_solvers.local_least_squares` itself on copies of their rows (its Gram solve
+or its batched SVD, ``O(N d min(n_{i,l}, d))``), and predict as ``X_i theta``.
 ``local="points"`` calls the shared k-means once per client (a Python loop over clients, in this
 one-shot phase only: :func:`mixreg.clustering.kmeans` takes one point set).  The server's k-means
 runs on ``m k'`` points.  A FedAvg round costs two products of ``2 B N d`` flops
@@ -196,7 +200,8 @@ def kfed(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_r
         ``"regressions"`` (default): ``k'`` local linear models by Lloyd's alternation with
         squared residuals as distances; the argmin is the shared rule
         ``argmin_skip_nan`` (ties to the lowest local index) and the refit
-        the minimum-norm least squares (:func:`mixreg.local_solvers.local_least_squares`), so a
+        the minimum-norm least squares (:func:`mixreg.local_solvers.local_least_squares`'s rule,
+        computed through the clients' Grams, :class:`mixreg.local_solvers.ClientGrams`), so a
         local group with fewer points than ``d`` is interpolated; an emptied group keeps its
         model (as :func:`mixreg.clustering.kmeans` keeps an emptied centre).  ``"points"``: the
         shared :func:`mixreg.clustering.kmeans` (k-means++, ``local_restarts`` restarts) on each
