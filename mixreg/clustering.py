@@ -299,21 +299,26 @@ def _pairwise_squared_distances(points, centres, out):
     n = points.shape[0]
     k = centres.shape[0]
     lo, size = _pairwise_plan(points.shape[1])
-    steps = lo.shape[0]
-    sums = np.empty(64)  # the partial sums waiting for their right half
+    sums = np.empty(64)
     for i in range(n):
-        u = points[i]
         for j in range(k):
-            v = centres[j]
-            top = 0
-            for p in range(steps):
-                if size[p] < 0:
-                    top -= 1
-                    sums[top - 1] = sums[top - 1] + sums[top]
-                else:
-                    sums[top] = _block_sum_sq_diff(u, v, lo[p], size[p])
-                    top += 1
-            out[i, j] = 0.0 + sums[0]
+            out[i, j] = _pairwise_sq_distance(points[i], centres[j], lo, size, sums)
+
+
+@njit(cache=True, inline="always")
+def _pairwise_sq_distance(u, v, lo, size, sums):
+    """``||u - v||^2`` summed by the program ``(lo, size)`` of :func:`_pairwise_plan` (``sums``:
+    work space for the partial sums waiting for their right half) and added to 0, as
+    ``np.add.reduce`` starts from its identity."""
+    top = 0
+    for p in range(lo.shape[0]):
+        if size[p] < 0:
+            top -= 1
+            sums[top - 1] = sums[top - 1] + sums[top]
+        else:
+            sums[top] = _block_sum_sq_diff(u, v, lo[p], size[p])
+            top += 1
+    return 0.0 + sums[0]
 
 
 def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:

@@ -59,7 +59,7 @@ from numba import njit
 from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from .. import kernels
 from ..validation import check_choice, check_int
-from ..clustering import _block_sum_sq_diff, _pairwise_plan, kmeans
+from ..clustering import _pairwise_plan, _pairwise_sq_distance, kmeans
 from ..local_solvers import gradient_steps, local_least_squares
 from ..problems import Problem, check_rng
 from ._driver import (
@@ -436,30 +436,18 @@ def _squared_distances(local, centres, out):
     """``out[b, i, j] = ||W_{i,b} - W~_{b,j}||^2`` for all replicas in one serial pass, in place.
 
     IN: ``local`` (m, B, d), ``centres`` (B, k, d), either float dtype; OUT: ``out`` (B, m, k),
-    float64.  Explicit differences in float64 summed in NumPy's pairwise order
-    (:func:`_pairwise_plan`, :func:`_block_sum_sq_diff`) and added to 0, as ``np.add.reduce``
-    starts from its identity: every entry equals :func:`mixreg.clustering.squared_distances` of
-    the replica's float64 copies bit for bit.
+    float64.  Explicit differences in float64 summed in NumPy's pairwise order and added to 0
+    (:func:`mixreg.clustering._pairwise_sq_distance`): every entry equals
+    :func:`mixreg.clustering.squared_distances` of the replica's float64 copies bit for bit.
     """
     m, B, d = local.shape
     k = centres.shape[1]
     lo, size = _pairwise_plan(d)
-    steps = lo.shape[0]
-    sums = np.empty(64)  # the partial sums waiting for their right half
+    sums = np.empty(64)
     for i in range(m):
         for b in range(B):
-            u = local[i, b]
             for j in range(k):
-                v = centres[b, j]
-                top = 0
-                for p in range(steps):
-                    if size[p] < 0:
-                        top -= 1
-                        sums[top - 1] = sums[top - 1] + sums[top]
-                    else:
-                        sums[top] = _block_sum_sq_diff(u, v, lo[p], size[p])
-                        top += 1
-                out[b, i, j] = 0.0 + sums[0]
+                out[b, i, j] = _pairwise_sq_distance(local[i, b], centres[b, j], lo, size, sums)
 
 
 def _e_step(local, centres, assign, dist):
