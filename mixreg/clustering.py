@@ -327,7 +327,7 @@ def squared_distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     IN: ``points`` (n, d), ``centres`` (k, d).  Every entry is ``((x - c) ** 2).sum()`` with the
     reduction over the contiguous last axis (NumPy's pairwise summation), to the last bit.  Two
     float64 inputs take one Numba pass that sums in that very order
-    (:func:`_pairwise_squared_distances`, no (n, k, d) temporary); other dtypes the NumPy
+    (``_pairwise_squared_distances``, no (n, k, d) temporary); other dtypes the NumPy
     expression itself, in blocks of rows (the blocking does not change a bit).
     """
     n, d = points.shape
