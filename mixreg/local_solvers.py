@@ -535,9 +535,10 @@ class ClientGrams:
         \\hat\\theta_S = X_S^{+} y_S = X_S^\\top (X_S X_S^\\top)^{-1} y_S ,
 
     certified as :func:`local_least_squares` certifies (:data:`MIN_NORM_GRAM_COND`) and solved by
-    a Cholesky factorisation, and
-    :math:`X_S^\\top \\alpha` formed as :math:`X_i^\\top \\alpha'` with :math:`\\alpha'` equal to
-    :math:`\\alpha` on :math:`S` and 0 elsewhere, so no row is copied.  A subset that is not
+    a Cholesky factorisation for :math:`\\alpha = (X_S X_S^\\top)^{-1} y_S`; the estimate
+    :math:`X_S^\\top \\alpha` is summed over the block's rows in order, so no row is copied
+    (:meth:`dual` returns the coefficients :math:`\\alpha` instead, and :meth:`predict_dual`
+    predicts with them through the Grams).  A subset that is not
     certified, or of a client with :math:`n_i > d` (no Gram kept: it could be larger than the
     client's rows), is solved by :func:`local_least_squares` on its own rows, bit for bit as
     there.  The certified ones agree with :func:`local_least_squares` on the same rows to
@@ -646,7 +647,7 @@ class ClientGrams:
         -------
         alpha : ndarray of shape (L,), float64
             For a block solved through its Gram (``dual``), the coefficients of its estimate
-            :math:`X_S^\top \alpha_S` on its rows (position ``s`` is row ``order[s]``); 0 for
+            :math:`X_S^\\top \\alpha_S` on its rows (position ``s`` is row ``order[s]``); 0 for
             the other blocks.
         theta : ndarray of shape (g, d), float64
             The estimates of the other blocks (:func:`local_least_squares` on their rows); 0 for
@@ -656,19 +657,19 @@ class ClientGrams:
         return self._dual(*self._blocks_checked(order, block_offsets))
 
     def predict_dual(self, A: ArrayLike) -> np.ndarray:
-        """Predictions on every client's rows of the models :math:`X_i^\top a` of its rows.
+        """Predictions on every client's rows of the models :math:`X_i^\\top a` of its rows.
 
         Parameters
         ----------
         A : array of shape (K, N)
             ``K`` coefficient vectors over all rows; on client ``i``'s rows, vector ``a`` stands
-            for the model :math:`X_i^\top a_i` (as ``alpha`` of :meth:`dual`, with the
+            for the model :math:`X_i^\\top a_i` (as ``alpha`` of :meth:`dual`, with the
             coefficients of one block per client).
 
         Returns
         -------
         P : ndarray of shape (K, N), float64
-            ``P[:, rows_i] = A[:, rows_i] G_i`` (:math:`X_i X_i^\top a_i` for each vector),
+            ``P[:, rows_i] = A[:, rows_i] G_i`` (:math:`X_i X_i^\\top a_i` for each vector),
             through the kept Gram; ``(A_i X_i) X_i^T`` for a client with ``n_i > d``.
         """
         A = check_array("A", A, ndim=2, dtype=np.float64)
@@ -869,7 +870,7 @@ def stacked_update_operators(problem: Problem, step_size: float, local_solver: s
 
 def stacked_operators(X: np.ndarray, offsets: np.ndarray, step_size: float | np.ndarray, local_solver: str,
                       local_steps: int) -> np.ndarray:
-    """Unweighted :math:`K_i^\top` of the clients ``offsets[i]:offsets[i+1]`` of ``X``, stacked
+    """Unweighted :math:`K_i^\\top` of the clients ``offsets[i]:offsets[i+1]`` of ``X``, stacked
     like the rows (arguments already valid; see :func:`stacked_update_operators`).
 
     Returns
