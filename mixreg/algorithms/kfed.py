@@ -387,7 +387,8 @@ def _local_regressions(problem, kl, restarts, max_iter, rng):
 
 def _kept_models(grams, alpha, primal, models):
     """The models ``(m, k', d)`` of the kept restarts: ``X_i^T alpha_i`` of every group solved
-    through the Gram (``alpha`` (N, k'), the coefficients on each client's rows), the SVD
+    through the Gram (``alpha`` (N, k'), the coefficients on each client's rows; where that
+    overflows, ``local_least_squares`` on the group's rows, those of nonzero coefficients), the
     estimate (``models``) of the others (``primal`` (m, k'))."""
     m, kl, d = models.shape
     out = models.copy()
@@ -399,8 +400,12 @@ def _kept_models(grams, alpha, primal, models):
         rows = np.repeat(grams.offsets[client] - boff[:-1], sizes) + np.arange(int(boff[-1]))
         theta = np.empty((dual.size, d))
         fine = np.empty(dual.size, dtype=np.bool_)
-        kernels.combine_rows(grams.X, rows, boff, alpha[rows, np.repeat(group, sizes)], np.arange(dual.size), theta, fine)
-        out.reshape(m * kl, d)[dual] = np.where(fine[:, None], theta, np.nan)
+        coefficients = alpha[rows, np.repeat(group, sizes)]
+        kernels.combine_rows(grams.X, rows, boff, coefficients, np.arange(dual.size), theta, fine)
+        for j in np.flatnonzero(~fine):  # an estimate that overflowed: local_least_squares on its group's rows
+            block = rows[boff[j]:boff[j + 1]][coefficients[boff[j]:boff[j + 1]] != 0]
+            grams._solve_rows(block, np.array([0, block.size]), np.array([0]), theta[j:j + 1])
+        out.reshape(m * kl, d)[dual] = theta
     return out
 
 

@@ -306,3 +306,23 @@ def test_unconverged_local_lloyd_warns():
     with pytest.warns(ClusteringWarning, match="had not converged within local_max_iter=1"):
         kfed(pb, np.zeros((2, 3)), 0.5, n_rounds=2, local_max_iter=1, local_restarts=1,
              rng=np.random.default_rng(0))
+
+
+def test_a_kept_model_that_overflows_is_refit_on_its_rows():
+    """The kept restart's models are formed from their coefficients; one that overflows is
+    local_least_squares on its group's rows instead, never inf or nan."""
+    import importlib
+
+    from mixreg.local_solvers import ClientGrams, local_least_squares
+
+    kfed_module = importlib.import_module("mixreg.algorithms.kfed")
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((6, 10)), rng.standard_normal(6)
+    grams = ClientGrams(X, y, np.array([0, 6]))
+    alpha = np.zeros((6, 2))
+    alpha[[0, 2, 4], 0] = [1.0, 2.0, 3.0]
+    alpha[[1, 3, 5], 1] = 1e308  # X^T alpha overflows
+    out = kfed_module._kept_models(grams, alpha, np.zeros((1, 2), dtype=bool), np.zeros((1, 2, 10)))
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out[0, 0], X[[0, 2, 4]].T @ [1.0, 2.0, 3.0], rtol=1e-14)
+    np.testing.assert_array_equal(out[0, 1], local_least_squares(X[[1, 3, 5]], y[[1, 3, 5]], [0, 3])[0])
