@@ -397,7 +397,7 @@ def _lloyd(points, centres, max_iter):
     if points.dtype == np.float64 and points.shape[1] >= 2:  # one column: NumPy sums the rows pairwise
         points = np.ascontiguousarray(points)
         n_iter, converged = _lloyd_float64(points, centres, max_iter, labels, np.empty((points.shape[0], k)),
-                                           np.empty(k), np.empty(points.shape[1]))
+                                           np.empty(points.shape[1]))
         return labels, centres, int(n_iter), bool(converged)
     converged = False
     n_iter = 0
@@ -416,9 +416,9 @@ def _lloyd(points, centres, max_iter):
 
 
 @njit(cache=True)
-def _lloyd_float64(points, centres, max_iter, labels, dist, mass, total):
-    """:func:`_lloyd`'s loop on float64 arrays, in place (``labels`` starts at -1; ``dist``,
-    ``mass`` and ``total`` are work arrays).  Each step is the NumPy loop's: the distances of
+def _lloyd_float64(points, centres, max_iter, labels, dist, total):
+    """:func:`_lloyd`'s loop on float64 arrays, in place (``labels`` starts at -1; ``dist`` and
+    ``total`` are work arrays).  Each step is the NumPy loop's: the distances of
     :func:`squared_distances`, ``np.argmin``'s rule (the lowest index of the least value, the
     first nan if any), and every non-empty centre the mean of its points as ``np.mean(axis=0)``
     computes it (the rows added one after the other in index order, then divided by their
@@ -444,8 +444,6 @@ def _lloyd_float64(points, centres, max_iter, labels, dist, mass, total):
             return n_iter, True
         for j in range(k):
             count = 0
-            for c in range(d):
-                total[c] = 0.0
             for i in range(n):
                 if labels[i] == j:
                     if count == 0:

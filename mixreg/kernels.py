@@ -46,6 +46,7 @@ __all__ = [
     "equal_sizes",
     "ClientLayout",
     "LANES",
+    "gram_guard",
     "gram_subsets_solve",
     "certify_grams",
     "combine_rows",
@@ -425,6 +426,15 @@ def decode_and_residuals(P, y, offsets, B, k, frozen, assign, best, R):
                         out[r] = 0.0
 
 
+@njit(cache=True)
+def gram_guard(p, q, kappa):
+    """Whether the rounding of a ``p x p`` Gram of rows of ``q`` columns and of its Cholesky
+    factorisation, at most ``p (p + q + 3) eps kappa^2`` times the certificate's shift, stays below
+    a hundredth of it: the size limit of the certificate of
+    :func:`mixreg.local_solvers.local_least_squares` (and of :func:`gram_subsets_solve`)."""
+    return p * (p + q + 3) * np.finfo(np.float64).eps * kappa * kappa <= 1e-2
+
+
 #: Blocks factorised side by side by :func:`gram_subsets_solve` (the innermost loops run over
 #: them, each block's arithmetic the same as alone).
 LANES = 64
@@ -506,10 +516,9 @@ def certify_grams(flat, start, n, q, kappa, good):
     norm = np.empty(LANES)
     row_sum = np.empty((n, LANES))
     shift = np.empty(LANES)
-    guard = n * (n + q + 3) * eps * kappa * kappa <= 1e-2
     for c in range(C):
         good[c] = False
-    if not guard:
+    if not gram_guard(n, q, kappa):
         return
     for c0 in range(0, C, LANES):
         for l in range(LANES):
@@ -548,10 +557,9 @@ def gram_subsets_solve(flat, start, n, local, b, q, kappa, certify, alpha, ok):
     shift = np.empty(LANES)
     zero = np.zeros(LANES)
     good = np.empty(LANES, dtype=np.bool_)
-    guard = p * (p + q + 3) * eps * kappa * kappa <= 1e-2
     for c in range(C):
         ok[c] = False
-    if certify and not guard:
+    if certify and not gram_guard(p, q, kappa):
         return
     trace = np.empty(LANES)
     norm = np.empty(LANES)

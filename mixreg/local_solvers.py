@@ -42,7 +42,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ._typing import ArrayLike
-from .kernels import certify_grams, combine_rows, gram_subsets_solve
+from .kernels import certify_grams, combine_rows, gram_guard, gram_subsets_solve
 from .validation import check_array, check_choice, check_int, check_real
 from .problems import Problem
 
@@ -329,7 +329,7 @@ def _certified(G, q):
     c, p, _ = G.shape
     eps = np.finfo(np.float64).eps
     ok = np.zeros(c, dtype=np.bool_)
-    if p * (p + q + 3) * eps * MIN_NORM_GRAM_COND**2 > 1e-2:
+    if not gram_guard(p, q, MIN_NORM_GRAM_COND):
         return ok
     diag = np.arange(p)
     trace = np.einsum("cii->c", G)
@@ -518,6 +518,12 @@ def local_least_squares(X: np.ndarray, y: np.ndarray, offsets: np.ndarray, *, me
             b = np.matmul(Xg.transpose(0, 2, 1), yg[:, :, None]) / n
             out[clients] = np.linalg.solve(A, b)[:, :, 0]
     return out
+
+
+def _segments(starts, lengths):
+    """The ranges ``starts[j]:starts[j] + lengths[j]`` one after the other (int64)."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if ends.size else 0)
 
 
 class ClientGrams:
@@ -723,11 +729,14 @@ class ClientGrams:
         bit for bit."""
         if rest.size:
             lengths = np.diff(boff)[rest]
-            sub = np.concatenate([[0], np.cumsum(lengths)])
-            rows = order[np.repeat(boff[rest] - sub[:-1], lengths) + np.arange(int(sub[-1]))]
+            rows = order[_segments(boff[rest], lengths)]
             out = np.empty((rest.size, self.X.shape[1]))
-            _min_norm_least_squares(self.X[rows], self.y[rows], sub, out)
+            _min_norm_least_squares(self.X[rows], self.y[rows], np.concatenate([[0], np.cumsum(lengths)]), out)
             theta[rest] = out
+
+    def _client_rows(self, clients):
+        """The rows of ``clients`` (repeats allowed), one client after the other."""
+        return _segments(self.offsets[clients], self.sizes[clients])
 
     def _min_norm(self, order, boff, bclient):
         """:meth:`min_norm` without validation; ``bclient`` the client of every block."""

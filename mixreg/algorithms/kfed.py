@@ -397,7 +397,7 @@ def _kept_models(grams, alpha, primal, models):
         client, group = dual // kl, dual % kl
         sizes = grams.sizes[client]
         boff = np.concatenate([[0], np.cumsum(sizes)])
-        rows = np.repeat(grams.offsets[client] - boff[:-1], sizes) + np.arange(int(boff[-1]))
+        rows = grams._client_rows(client)
         theta = np.empty((dual.size, d))
         fine = np.empty(dual.size, dtype=np.bool_)
         coefficients = alpha[rows, np.repeat(group, sizes)]
@@ -453,24 +453,14 @@ def _refit(grams, row, vclient, groups, alpha, primal, models):
     R, kl, N = alpha.shape
     m = grams.sizes.size
     order, held, boff = grouped_rows(vclient * kl + groups, R * m * kl)
-    coefficients, theta, dual = grams._dual(row[order], boff, (held // kl) % m)
-    restart, group = held // (m * kl), held % kl
+    restart, group, client = held // (m * kl), held % kl, (held // kl) % m
+    coefficients, theta, dual = grams._dual(row[order], boff, client)
+    # a held group's coefficients are its own rows' and 0 on its client's other rows (in other
+    # groups of this restart); an emptied group keeps its coefficients, or its SVD model
+    lengths = grams.sizes[client]
+    alpha[np.repeat(restart, lengths), np.repeat(group, lengths), grams._client_rows(client)] = 0.0
     sizes = np.diff(boff)
-    # a held group's coefficients are its own rows' (0 on its client's other rows, which are in
-    # other groups of this restart); an empty group keeps its coefficients, or its SVD model
-    emptied = np.ones(R * m * kl, dtype=np.bool_)
-    emptied[held] = False
-    keep = np.flatnonzero(emptied)
-    new = np.zeros_like(alpha)
-    if keep.size:
-        kc = (keep // kl) % m
-        lengths = grams.sizes[kc]
-        rows = np.repeat(grams.offsets[kc] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(
-            int(lengths.sum()))
-        kr, kg = np.repeat(keep // (m * kl), lengths), np.repeat(keep % kl, lengths)
-        new[kr, kg, rows] = alpha[kr, kg, rows]
-    new[np.repeat(restart, sizes), np.repeat(group, sizes), row[order]] = coefficients
-    alpha[...] = new
+    alpha[np.repeat(restart, sizes), np.repeat(group, sizes), row[order]] = coefficients
     flat_primal, flat_models = primal.reshape(-1), models.reshape(-1, models.shape[-1])
     flat_primal[held] = ~dual
     flat_models[held[~dual]] = theta[~dual]
