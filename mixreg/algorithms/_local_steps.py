@@ -13,6 +13,8 @@ update for one model per client, with validation.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import kernels
 
 __all__ = ["local_gradient_steps"]
@@ -68,8 +70,13 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
     >>> bool(np.allclose(local[:, 0], gradient_steps(X, y, offsets, np.zeros(3), 0.1, 4)))
     True
     """
+    in_place = n_steps > 0 and np.result_type(step, G) == G.dtype  # step * G in G: the same bits
     for _ in range(n_steps):
         kernels.client_predictions(local, X, layout, R)
         residuals(R)
         kernels.client_gradients(R, X, layout, G)
-        local -= step * G
+        if in_place:
+            np.multiply(G, step, out=G)
+            local -= G
+        else:
+            local -= step * G

@@ -152,16 +152,23 @@ def _label_points(P, y, k, relabel, labels, best, R):
     B, N = labels.shape
     sq = np.empty(k)
     for b in range(B):
+        lab, bst = labels[b], best[b]
         for r in range(N):
-            for l in range(k):
-                e = np.float64(y[r]) - np.float64(P[b * k + l, r])
-                sq[l] = e * e
             if relabel:
-                labels[b, r] = argmin_skip_nan(sq)
-            a = labels[b, r]
-            best[b, r] = sq[a]
-            for l in range(k):
-                R[b * k + l, r] = P[b * k + l, r] - y[r] if l == a else 0.0
+                for l in range(k):
+                    e = np.float64(y[r]) - np.float64(P[b * k + l, r])
+                    sq[l] = e * e
+                a = argmin_skip_nan(sq)
+                lab[r] = a
+                bst[r] = sq[a]
+            else:
+                e = np.float64(y[r]) - np.float64(P[b * k + lab[r], r])
+                bst[r] = e * e
+        for l in range(k):  # row by row of R: contiguous writes, a select per entry
+            p, out = P[b * k + l], R[b * k + l]
+            for r in range(N):
+                e = p[r] - y[r]
+                out[r] = e if lab[r] == l else 0.0
 
 
 @njit(cache=True)
