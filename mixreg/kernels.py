@@ -36,6 +36,7 @@ __all__ = [
     "weighted_residuals",
     "selected_residuals",
     "gather_selected",
+    "column_step",
     "client_gradients",
     "cluster_gradients",
     "ClientBlocks",
@@ -173,6 +174,21 @@ def selected_residuals(Q, y, offsets, assign, weights, out):
             else:
                 for r in range(n):
                     out[o + r] = w * (Q[o + r] - y[lo + r])
+
+
+@njit(cache=True)
+def column_step(local, step, G):
+    """``local[i, c] -= step[c] * G[i, c]`` in place on ``local`` (m, C, d), one pass.
+
+    ``step`` (C,) in ``local``'s dtype: each product is rounded to that dtype, then subtracted,
+    as NumPy's ``local -= step[None, :, None] * G`` does, without its temporary.
+    """
+    m, C, d = local.shape
+    for i in range(m):
+        for c in range(C):
+            s = step[c]
+            for j in range(d):
+                local[i, c, j] -= s * G[i, c, j]
 
 
 @njit(cache=True)

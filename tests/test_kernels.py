@@ -148,3 +148,42 @@ def test_combine_rows_adds_the_rows_in_order():
                  np.array([0, 1]), theta, ok)
     assert theta.tolist() == [[5.0, 6.0], [1.0, 2.0]]  # (1e16 - 1e16) + 1 in order; 1 first would be lost
     assert ok.tolist() == [True, True]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_column_step_is_numpys_update_bit_for_bit(dtype):
+    """One pass of ``local -= step * G`` per column: every product rounded to the dtype before
+    the subtraction, as NumPy's two operations round it.  A fused multiply-add (one rounding)
+    gives other bits on this data, which the last check shows, so an FMA-contracted kernel fails."""
+    rng = np.random.default_rng(3)
+    m, C, d = 7, 5, 33
+    local = rng.standard_normal((m, C, d)).astype(dtype)
+    G = (1e3 * rng.standard_normal((m, C, d))).astype(dtype)
+    step = (10.0 ** rng.uniform(-3, 0, C)).astype(dtype)
+    step[1] = 0.0
+    G[2, 3, 4], G[3, 0, 0] = np.nan, np.inf  # non-finite gradients stay non-finite
+    expected = local - step[None, :, None] * G
+    out = local.copy()
+    with np.errstate(invalid="ignore"):
+        kernels.column_step(out, step, G)
+    assert np.array_equal(out, expected, equal_nan=True)
+    assert np.isnan(out[2, 3, 4]) and out[3, 0, 0] == -np.inf and np.array_equal(out[:, 1], local[:, 1])
+    wide = np.float64 if dtype == np.float32 else np.longdouble  # one rounding of the exact result
+    fused = (local.astype(wide) - step[None, :, None].astype(wide) * G.astype(wide)).astype(dtype)
+    finite = np.isfinite(fused)
+    assert not np.array_equal(fused[finite], expected[finite])
+
+
+def test_argmin_skip_nan_rule():
+    """Strict comparison (ties to the lowest index), nan never wins against a number, all nan 0."""
+    nan, inf = np.nan, np.inf
+    cases = [([3.0, 1.0, 1.0, 2.0], 1), ([nan, 2.0, nan, 1.0], 3), ([nan, nan], 0), ([1.0], 0),
+             ([inf, inf], 0), ([nan, inf], 1), ([-0.0, 0.0], 0), ([0.0, -0.0], 0), ([2.0, nan, 2.0], 0)]
+    for values, expected in cases:
+        assert kernels.argmin_skip_nan(np.array(values)) == expected, values
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        v = rng.integers(0, 4, 6).astype(float)
+        v[rng.random(6) < 0.3] = nan
+        numbers = ~np.isnan(v)
+        assert kernels.argmin_skip_nan(v) == (np.flatnonzero(v == v[numbers].min())[0] if numbers.any() else 0)

@@ -70,13 +70,14 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
     >>> bool(np.allclose(local[:, 0], gradient_steps(X, y, offsets, np.zeros(3), 0.1, 4)))
     True
     """
-    in_place = n_steps > 0 and np.result_type(step, G) == G.dtype  # step * G in G: the same bits
+    per_column = None  # a step per column in local's dtype: one pass, the same bits
+    if n_steps > 0 and np.result_type(step, G) == G.dtype and np.ndim(step) == 3 and np.shape(step)[::2] == (1, 1):
+        per_column = np.ascontiguousarray(np.broadcast_to(np.asarray(step), (1, local.shape[1], 1)).ravel())
     for _ in range(n_steps):
         kernels.client_predictions(local, X, layout, R)
         residuals(R)
         kernels.client_gradients(R, X, layout, G)
-        if in_place:
-            np.multiply(G, step, out=G)
-            local -= G
+        if per_column is not None:
+            kernels.column_step(local, per_column, G)
         else:
             local -= step * G

@@ -413,11 +413,8 @@ class _Workspace:
         self.R = np.empty(B * N, dtype=dtype)  # residuals X_i w - y_i
         self.G = np.empty((m, B, d), dtype=dtype)  # X_i^T (X_i w - y_i) / n_i
         self.eta = eta.astype(dtype)[None, :, None]
-        self.ones = np.ones(m, dtype=dtype)
         self.inv_sizes = (1.0 / sizes).astype(dtype)  # the gradient of the per-sample local loss
         self.everyone = np.zeros((B, m), dtype=np.int64)  # every client takes part in a local step
-        client = np.repeat(np.arange(m), B * sizes)  # the replica of every buffer entry
-        self.replica = (np.arange(B * N) - B * problem.offsets[client]) // sizes[client]
 
 
 def _initial_local_models(problem, ws, warm_start, s):
@@ -468,13 +465,61 @@ def _e_step(local, centres, assign, dist):
 def _m_step(local, assign, omega, centres):
     """Eq. 8: the ``omega``-weighted average of each centre's local models; an empty centre keeps
     its value.  Returns the new centres (B, k, d) in the centres' dtype."""
+    new = np.empty_like(centres)
+    _weighted_centres(local, assign, omega, centres, np.empty(centres.shape), np.empty(centres.shape[:2]), new)
+    return new
+
+
+@njit(cache=True)
+def _weighted_centres(local, assign, omega, centres, sums, mass, out):
+    """Eq. 8 in one pass: ``out[b, j] = sum_i omega_i W_{i,b} / sum_i omega_i`` over the clients
+    with ``assign[b, i] = j``, or ``centres[b, j]`` where there is none.
+
+    The products ``omega_i W_{i,b}`` in float64 are added in client order, then divided by the
+    mass and rounded to the centres' dtype: the sums, order and roundings of
+    ``kernels.scatter_add(omega * local.astype(float64))`` and ``np.where(mass > 0, sums / mass,
+    centres).astype(dtype)``, which this replaces (``sums`` (B, k, d) and ``mass`` (B, k) are
+    float64 buffers).
+    """
     m, B, d = local.shape
-    sums = np.empty(centres.shape)
-    mass = np.empty(centres.shape[:2] + (1,))
-    kernels.scatter_add(omega[:, None, None] * local.astype(np.float64), assign, sums)
-    kernels.scatter_add(np.ascontiguousarray(np.broadcast_to(omega[:, None, None], (m, B, 1))), assign, mass)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(mass > 0, sums / mass, centres).astype(centres.dtype)
+    k = centres.shape[1]
+    sums[:] = 0.0
+    mass[:] = 0.0
+    for b in range(B):
+        for i in range(m):
+            a = assign[b, i]
+            if a >= 0:
+                w = omega[i]
+                for c in range(d):
+                    sums[b, a, c] += w * np.float64(local[i, b, c])
+                mass[b, a] += w
+        for j in range(k):
+            if mass[b, j] > 0:
+                for c in range(d):
+                    out[b, j, c] = sums[b, j, c] / mass[b, j]
+            else:
+                for c in range(d):
+                    out[b, j, c] = centres[b, j, c]
+
+
+@njit(cache=True)
+def _residual_squares(Q, y, offsets, out):
+    """``out[b] = sum_i ||Q_{i,b} - y_i||^2`` of client-major predictions ``Q`` (client ``i``'s
+    block ``(B, n_i)`` at ``B * offsets[i]``): each residual in the data's dtype, squared in float64
+    and added in buffer order, as ``np.bincount`` of the squares did (``out`` (B,), float64, OUT)."""
+    B = out.shape[0]
+    m = offsets.shape[0] - 1
+    out[:] = 0.0
+    for i in range(m):
+        lo = offsets[i]
+        n = offsets[i + 1] - lo
+        for b in range(B):
+            o = B * lo + b * n
+            acc = out[b]
+            for r in range(n):
+                e = np.float64(Q[o + r] - y[lo + r])
+                acc += e * e
+            out[b] = acc
 
 
 def _squared_loss(problem, ws, centres, assign, start):
@@ -482,8 +527,9 @@ def _squared_loss(problem, ws, centres, assign, start):
     a buffer)."""
     kernels.gather_selected(centres, assign, start)
     kernels.client_predictions(start, problem.X, ws.layout, ws.R)
-    kernels.selected_residuals(ws.R, problem.y, problem.offsets, assign, ws.ones, ws.R)
-    return np.bincount(ws.replica, weights=np.square(ws.R, dtype=np.float64), minlength=centres.shape[0])
+    out = np.empty(centres.shape[0])
+    _residual_squares(ws.R, problem.y, problem.offsets, out)
+    return out
 
 
 def _local_update(problem, ws, local, s, step=None):
@@ -527,7 +573,10 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, sche
             # per-sample mean loss; the local models are under the centres' rules
             replicas.accept(centres, new, loss / N, t, moved=moved, state=new_local.transpose(1, 0, 2))
             live = replicas.live
-            local[:, live] = new_local[:, live]
+            if live.all():
+                np.copyto(local, new_local)
+            else:
+                local[:, live] = new_local[:, live]
             if rec is not None:
                 rec.record_point(t + 1, centres, replicas.diverged)
             if replicas.finished(t):

@@ -378,3 +378,42 @@ def test_the_tolerance_stops_only_when_the_local_models_rest_too(unbalanced):
     early = fesem(unbalanced, init, 0.3, n_rounds=400, tol=1e-10)
     assert early.stop_reason.startswith("converged") and early.n_rounds > 5
     np.testing.assert_allclose(early.theta, full.theta, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_m_step_and_loss_kernels_equal_the_numpy_expressions_bit_for_bit(dtype):
+    """Eq. 8's one pass gives the bits of ``scatter_add`` of ``omega * local`` in float64, divided by
+    the mass, rounded to the dtype (an empty centre keeps its value); the objective's pass gives
+    the bits of ``np.bincount`` of the float64 squares of the residuals, in buffer order."""
+    from mixreg import kernels
+    from mixreg.algorithms.fesem import _m_step, _residual_squares
+
+    rng = np.random.default_rng(5)
+    m, B, k, d = 11, 4, 3, 9
+    local = (1e2 * rng.standard_normal((m, B, d))).astype(dtype)
+    local[3, 2, 1] = np.nan
+    centres = rng.standard_normal((B, k, d)).astype(dtype)
+    assign = rng.integers(0, k, (B, m))
+    assign[1] = np.where(assign[1] == 2, 0, assign[1])  # replica 1: centre 2 empty
+    omega = rng.integers(1, 50, m).astype(np.float64)
+    sums, mass = np.empty(centres.shape), np.empty((B, k, 1))
+    kernels.scatter_add(omega[:, None, None] * local.astype(np.float64), assign, sums)
+    kernels.scatter_add(np.ascontiguousarray(np.broadcast_to(omega[:, None, None], (m, B, 1))), assign, mass)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.where(mass > 0, sums / mass, centres).astype(dtype)
+    new = _m_step(local, assign, omega, centres)
+    assert new.dtype == dtype and np.array_equal(new, expected, equal_nan=True)
+    assert np.array_equal(new[1, 2], centres[1, 2]) and np.isnan(new[2, assign[2, 3]]).any()
+
+    sizes = np.array([1, 7, 130, 3, 40])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    N = offsets[-1]
+    y = (1e3 * rng.standard_normal(N)).astype(dtype)
+    Q = (y[np.repeat(np.arange(N)[None], B, 0)] + rng.standard_normal((B, N))).astype(dtype)
+    flat = np.concatenate([Q[:, offsets[i]:offsets[i + 1]].ravel() for i in range(sizes.size)])
+    replica = np.concatenate([np.repeat(np.arange(B), n) for n in sizes])
+    residual = flat - np.concatenate([np.tile(y[offsets[i]:offsets[i + 1]], B) for i in range(sizes.size)])
+    expected = np.bincount(replica, weights=np.square(residual, dtype=np.float64), minlength=B)
+    out = np.full(B, np.nan)
+    _residual_squares(flat, y, offsets, out)
+    assert np.array_equal(out, expected)
