@@ -31,6 +31,7 @@ __all__ = [
     "predict",
     "client_losses",
     "argmin_skip_nan",
+    "beats",
     "assign_clients",
     "decode_and_residuals",
     "weighted_residuals",
@@ -85,20 +86,30 @@ def client_losses(P, Y, group, offsets, B, k, out):
 
 
 @njit(cache=True, inline="always")
+def beats(w, v):
+    """``True`` when a value ``w`` met later replaces the best so far ``v`` in
+    :func:`argmin_skip_nan`'s rule: strictly smaller, or a number against ``nan``.
+
+    A boolean expression, not branches, so that a loop of it compiles to selects (a decoder's
+    choices are as good as random, and a mispredicted branch per value cost point-level IFCA's
+    labelling over half its time).
+    """
+    return (w < v) | ((v != v) & (w == w))
+
+
+@njit(cache=True, inline="always")
 def argmin_skip_nan(values):
     """Index of the smallest of ``values`` (1-D): ties to the lowest index, ``nan`` skipped.
 
     The one argmin rule of every decoder (IFCA's identity estimate, the ML decoder of FedX, the
     assignment steps of the clustering baselines): strict comparison, so the lowest index wins a
-    tie; a ``nan`` entry never wins against a number; all ``nan`` gives 0.
+    tie; a ``nan`` entry never wins against a number; all ``nan`` gives 0 (:func:`beats`).
     """
     a = 0
     v = values[0]
     for j in range(1, values.shape[0]):
         w = values[j]
-        # the rule as selects, not branches: a decoder's choices are as good as random, and a
-        # mispredicted branch per value cost point-level IFCA's labelling over half its time
-        take = (w < v) | ((v != v) & (w == w))
+        take = beats(w, v)
         a = j if take else a
         v = w if take else v
     return a

@@ -69,7 +69,7 @@ from .._typing import ArrayLike, HistoryRequest, ScheduleLike
 from ..problems import Problem
 from .. import kernels
 from ..validation import check_int
-from ..kernels import argmin_skip_nan
+from ..kernels import beats
 from ._driver import (
     BLOWUP,
     DriverResult,
@@ -150,18 +150,25 @@ def _label_points(P, y, k, relabel, labels, best, R):
       other models (OUT), so that ``R @ X`` sums each model's gradient over its points.
     """
     B, N = labels.shape
-    sq = np.empty(k)
     for b in range(B):
         lab, bst = labels[b], best[b]
-        for r in range(N):
-            if relabel:
-                for l in range(k):
-                    e = np.float64(y[r]) - np.float64(P[b * k + l, r])
-                    sq[l] = e * e
-                a = argmin_skip_nan(sq)
-                lab[r] = a
-                bst[r] = sq[a]
-            else:
+        if relabel:  # argmin_skip_nan over the models, a row of P at a time (vectorises over r)
+            p = P[b * k]
+            for r in range(N):
+                e = np.float64(y[r]) - np.float64(p[r])
+                bst[r] = e * e
+                lab[r] = 0
+            for l in range(1, k):
+                p = P[b * k + l]
+                for r in range(N):
+                    e = np.float64(y[r]) - np.float64(p[r])
+                    w = e * e
+                    v = bst[r]
+                    take = beats(w, v)
+                    lab[r] = l if take else lab[r]
+                    bst[r] = w if take else v
+        else:
+            for r in range(N):
                 e = np.float64(y[r]) - np.float64(P[b * k + lab[r], r])
                 bst[r] = e * e
         for l in range(k):  # row by row of R: contiguous writes, a select per entry
