@@ -179,6 +179,18 @@ def _label_points(P, y, k, relabel, labels, best, R):
 
 
 @njit(cache=True)
+def _count_labels(labels, offsets, counts):
+    """``counts[b, i, l] = |S_{i,l}|``: client ``i``'s points with ``labels[b, r] == l`` (OUT)."""
+    B = labels.shape[0]
+    m = offsets.shape[0] - 1
+    counts[:] = 0
+    for b in range(B):
+        for i in range(m):
+            for r in range(offsets[i], offsets[i + 1]):
+                counts[b, i, labels[b, r]] += 1
+
+
+@njit(cache=True)
 def _masked_local_residuals(Q, y, offsets, labels, counts, k, out):
     """Client-major local residuals of the sub-clients (client ``i``, cluster ``l``).
 
@@ -401,8 +413,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
     R = np.empty((B * k, N), dtype=dtype)
     labels = np.empty((B, N), dtype=np.int64)
     best = np.empty((B, N))
-    client = np.repeat(np.arange(m), problem.sizes)
-    replica = np.arange(B)[:, None]
+    counts = np.empty((B, m, k), dtype=np.int64)
     if s > 1:  # the B k local models of every client, client-major (kernels.ClientLayout)
         layout = kernels.ClientLayout(offsets, d, B * k)
         local = np.empty((m, B * k, d), dtype=dtype)
@@ -430,8 +441,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
                     point_history[t, live] = _point_misclustering(problem, labels[live], k)
 
             # |S_{i,l}| of every replica, client and cluster; |S_{*,l}| = N_l
-            counts = np.bincount(((replica * m + client) * k + labels).ravel(),
-                                 minlength=B * m * k).reshape(B, m, k)
+            _count_labels(labels, offsets, counts)
             N_l = counts.sum(axis=1)
             present = N_l > 0
             uploads += np.where(replicas.live, (counts > 0).sum(axis=(1, 2)), 0) * (tau * (d + 1))
