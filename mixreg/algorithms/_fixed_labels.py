@@ -138,6 +138,8 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
 
     values, which = np.unique(eta, return_inverse=True)
     groups = [np.flatnonzero(which == u) for u in range(values.size)]
+    if len(groups) == 1:  # one step size: every replica, without gathers
+        groups = [slice(None)]
     operators = [_weighted(stacked_operators(X, offsets, v, "fedavg", local_steps), weight, problem.dtype)
                  for v in values]
     if client_labels is None:

@@ -286,6 +286,8 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
     B, k, d = theta.shape
     N, m = problem.N, problem.m
     model_rows = [(g[:, None] * k + np.arange(k)).ravel() for g in groups]
+    if len(groups) == 1 and np.array_equal(groups[0], np.arange(B)):  # one step size: no gathers
+        groups, model_rows = [slice(None)], [slice(None)]
     P = np.empty((B * k, N), dtype=problem.dtype)
     R = np.empty((B * k, N), dtype=problem.dtype)
     assign = np.empty((B, m), dtype=np.int64)
@@ -303,7 +305,7 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
             # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l)
             new = theta.copy()
             for g, rows, KT in zip(groups, model_rows, operators(t) if callable(operators) else operators):
-                new[g] += np.matmul(R[rows], KT).reshape(g.size, k, d)
+                new[g] += np.matmul(R[rows], KT).reshape(-1, k, d)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss
             if rec is not None:
