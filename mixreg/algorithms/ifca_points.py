@@ -41,7 +41,8 @@ Our choices where the thesis is silent or differs (each a parameter or stated):
   size ``N``; its ``M`` is ``local_steps`` (default 1).
 
 Cost of a round (``tau = 1``): the predictions of all replicas and models are one GEMM
-(``2 B k N d`` flops), labelling is a serial Numba pass (``O(B k N)``), and with ``s = 1`` the
+(``2 B k N d`` flops), labelling is a Numba pass over the rows of the predictions (``O(B k N)``,
+the points vectorised), and with ``s = 1`` the
 aggregated update of every (replica, model) is one product of the masked residuals with ``X``
 (``2 B k N d``).  With ``s > 1`` every local step costs two per-client products over the ``B k``
 (replica, model) pairs (:func:`mixreg.kernels.client_predictions`,
