@@ -191,8 +191,9 @@ def selected_residuals(Q, y, offsets, assign, weights, out):
 def column_step(local, step, G):
     """``local[i, c] -= step[c] * G[i, c]`` in place on ``local`` (m, C, d), one pass.
 
-    ``step`` (C,) in ``local``'s dtype: each product is rounded to that dtype, then subtracted,
-    as NumPy's ``local -= step[None, :, None] * G`` does, without its temporary.
+    ``step`` (C,) of a type that keeps ``G``'s dtype in the product (the same dtype, say): each
+    product is rounded to that dtype, then subtracted, as NumPy's ``local -= step[None, :, None] *
+    G`` does, without its temporary.
     """
     m, C, d = local.shape
     for i in range(m):

@@ -70,7 +70,7 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
     >>> bool(np.allclose(local[:, 0], gradient_steps(X, y, offsets, np.zeros(3), 0.1, 4)))
     True
     """
-    per_column = None  # a step per column in local's dtype: one pass, the same bits
+    per_column = None  # a step per column that keeps G's dtype in step * G: one pass, the same bits
     if n_steps > 0 and np.result_type(step, G) == G.dtype and np.ndim(step) == 3 and np.shape(step)[::2] == (1, 1):
         per_column = np.ascontiguousarray(np.broadcast_to(np.asarray(step), (1, local.shape[1], 1)).ravel())
     for _ in range(n_steps):

@@ -506,7 +506,8 @@ def _weighted_centres(local, assign, omega, centres, sums, mass, out):
 def _residual_squares(Q, y, offsets, out):
     """``out[b] = sum_i ||Q_{i,b} - y_i||^2`` of client-major predictions ``Q`` (client ``i``'s
     block ``(B, n_i)`` at ``B * offsets[i]``): each residual in the data's dtype, squared in float64
-    and added in buffer order, as ``np.bincount`` of the squares did (``out`` (B,), float64, OUT)."""
+    and added in buffer order, as ``np.bincount`` of the squares did (``out`` (B,), float64, OUT).
+    Every client counts: FeSEM assigns every client in every round."""
     B = out.shape[0]
     m = offsets.shape[0] - 1
     out[:] = 0.0

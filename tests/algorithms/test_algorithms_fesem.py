@@ -408,8 +408,10 @@ def test_m_step_and_loss_kernels_equal_the_numpy_expressions_bit_for_bit(dtype):
     sizes = np.array([1, 7, 130, 3, 40])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     N = offsets[-1]
-    y = (1e3 * rng.standard_normal(N)).astype(dtype)
-    Q = (y[np.repeat(np.arange(N)[None], B, 0)] + rng.standard_normal((B, N))).astype(dtype)
+    # magnitudes over six decades: in float32 most residuals Q - y round, so a residual taken in
+    # float64 instead of the data's dtype gives other bits (checked below)
+    y = (10.0 ** rng.uniform(-3, 3, N) * rng.choice([-1.0, 1.0], N)).astype(dtype)
+    Q = (10.0 ** rng.uniform(-3, 3, (B, N)) * rng.choice([-1.0, 1.0], (B, N))).astype(dtype)
     flat = np.concatenate([Q[:, offsets[i]:offsets[i + 1]].ravel() for i in range(sizes.size)])
     replica = np.concatenate([np.repeat(np.arange(B), n) for n in sizes])
     residual = flat - np.concatenate([np.tile(y[offsets[i]:offsets[i + 1]], B) for i in range(sizes.size)])
@@ -417,3 +419,7 @@ def test_m_step_and_loss_kernels_equal_the_numpy_expressions_bit_for_bit(dtype):
     out = np.full(B, np.nan)
     _residual_squares(flat, y, offsets, out)
     assert np.array_equal(out, expected)
+    if dtype == np.float32:
+        wide = flat.astype(np.float64) - np.concatenate([np.tile(y[offsets[i]:offsets[i + 1]], B)
+                                                         for i in range(sizes.size)]).astype(np.float64)
+        assert not np.array_equal(np.bincount(replica, weights=wide * wide, minlength=B), expected)
