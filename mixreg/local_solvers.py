@@ -699,7 +699,7 @@ class ClientGrams:
 
     def _dual(self, order, boff, bclient):
         """:meth:`dual` without validation; ``bclient`` the client of every block."""
-        X, y, offsets, d = self.X, self.y, self.offsets, self.X.shape[1]
+        y, offsets, d = self.y, self.offsets, self.X.shape[1]
         sizes = np.diff(boff)
         alpha = np.zeros(order.size)
         theta = np.zeros((sizes.size, d))
