@@ -102,7 +102,7 @@ REGIMES = {
 
 
 def spec_of(regime, *, m, n, d, k, sigma, separation):
-    """The :class:`ProblemSpec` of ``regime`` around the base problem: ``m`` clients of ``n``
+    r"""The :class:`ProblemSpec` of ``regime`` around the base problem: ``m`` clients of ``n``
     points, Gaussian-protocol :math:`\theta^*` with minimum separation ``separation``."""
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")

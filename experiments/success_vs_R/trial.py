@@ -152,7 +152,7 @@ def ifca_success_trial(spec, seed):
 
 
 def ifca_success_levels_trial(spec, seed):
-    """One trial of the IFCA success experiment at several noise levels, or at several
+    r"""One trial of the IFCA success experiment at several noise levels, or at several
     separation scales, on ONE draw.
 
     The official code's protocol for its sweeps: per data seed it draws ``X``, the Bernoulli

@@ -499,7 +499,7 @@ def _contraction_figure(config, tables, labels):
 
 
 def plot_factor_and_reuse(factors, pairs, *, ax=None, title=None, footnote=None):
-    """Phase 2's gap 1 - factor against p_min with its fitted line, and the data-reuse ablation.
+    r"""Phase 2's gap 1 - factor against p_min with its fitted line, and the data-reuse ablation.
 
     Three panels: (a) the median gap :math:`1 - \rho` (quartile bars) against :math:`p_{min}`, log-log,
     per local solver, with the line :math:`C_1 p_{min}^a` fitted on the filled cells and the held-out
