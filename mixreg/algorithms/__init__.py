@@ -65,7 +65,9 @@ It returns a frozen dataclass derived from :class:`DriverResult`: ``theta`` of s
 ``step_sizes``, ``n_rounds`` run, ``stop_reason``, ``wall_time`` and ``history``.  The helpers
 every built-in uses make this short: :func:`check_run` validates the common arguments with the
 contract's messages, :class:`Replicas` (with :func:`data_scales`) owns divergence and the stop
-rules, :class:`HistoryRecorder` the history and :func:`common_fields` the result's common fields::
+rules, :class:`HistoryRecorder` the history and :func:`common_fields` the result's common fields
+(a driver that builds something once per step size groups its replicas with
+:func:`step_size_groups`)::
 
     def my_driver(problem, init, step_size, *, n_rounds, rng=None, tol=None, history=False):
         start = time.perf_counter()
@@ -117,6 +119,7 @@ from ._driver import (
     common_fields,
     data_scales,
     level_scales,
+    step_size_groups,
 )
 from ._memory import TRIAL_OVERHEAD, WORK_ARRAYS, RunSizes, trial_bytes, work_bytes, work_methods
 from ._registry import (
@@ -213,6 +216,7 @@ __all__ = [
     "cluster_anchors",
     "data_scales",
     "level_scales",
+    "step_size_groups",
     "fedx",
     "fedx_linear_rates",
     "fesem",

@@ -110,6 +110,41 @@ def check_step_sizes(step_size, B):
     return eta
 
 
+def step_size_groups(eta: np.ndarray) -> tuple[np.ndarray, list]:
+    """The replicas of each distinct step size: ``(values, groups)``.
+
+    For a driver that builds something once per step size (FedX's Phase 2 and the fixed-label
+    trainer fold their local steps into one operator per step size) and applies it to the
+    replicas that use it.
+
+    Parameters
+    ----------
+    eta : float64 array of shape (B,)
+        Every replica's step size (:func:`check_run` gives it).
+
+    Returns
+    -------
+    values : ndarray
+        The distinct step sizes, ascending (:func:`numpy.unique`).
+    groups : list
+        ``groups[u]`` selects the replicas whose step size is ``values[u]``: an index array, or
+        ``slice(None)`` when all share one step size, so that the driver works on its arrays
+        without gathering them (the same products on the same values, without the copies).
+
+    Examples
+    --------
+    >>> values, groups = step_size_groups(np.array([0.1, 0.2, 0.1]))
+    >>> values, groups
+    (array([0.1, 0.2]), [array([0, 2]), array([1])])
+    >>> step_size_groups(np.full(4, 0.5))[1]
+    [slice(None, None, None)]
+    """
+    values, which = np.unique(eta, return_inverse=True)
+    if values.size == 1:
+        return values, [slice(None)]
+    return values, [np.flatnonzero(which == u) for u in range(values.size)]
+
+
 def check_run(
     problem: Problem,
     init: ArrayLike,

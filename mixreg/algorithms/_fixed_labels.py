@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..local_solvers import grouped_rows, stacked_operators
-from ._driver import BLOWUP, History, HistoryRecorder, Replicas, check_history, data_scales
+from ._driver import BLOWUP, History, HistoryRecorder, Replicas, check_history, data_scales, step_size_groups
 from ._server import check_schedule, check_server_step, is_constant, per_factor
 
 __all__ = ["LabelledTraining", "train_on_labels", "majority_labels", "clusters_held"]
@@ -136,10 +136,7 @@ def train_on_labels(problem, row_labels, theta, eta, *, local_steps=1, n_rounds,
     np.cumsum(cluster_rows, out=bounds[1:])
     weight = np.repeat(counts / cluster_rows[keys // m], counts)[:, None]  # n_{i,l} / N_l per row
 
-    values, which = np.unique(eta, return_inverse=True)
-    groups = [np.flatnonzero(which == u) for u in range(values.size)]
-    if len(groups) == 1:  # one step size: every replica, without gathers
-        groups = [slice(None)]
+    values, groups = step_size_groups(eta)
     operators = [_weighted(stacked_operators(X, offsets, v, "fedavg", local_steps), weight, problem.dtype)
                  for v in values]
     if client_labels is None:

@@ -74,6 +74,7 @@ from ._driver import (
     check_run,
     common_fields,
     data_scales,
+    step_size_groups,
 )
 from ._server import ServerStep, check_schedule, check_server_step, is_constant, per_factor
 
@@ -251,9 +252,8 @@ def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, loc
     blowup = check_blowup(blowup)
 
     # plan: the operators w_i K_i^T of each distinct step size, stacked like the data
-    values, which = np.unique(eta, return_inverse=True)
+    values, groups = step_size_groups(eta)
     operators = [stacked_update_operators(problem, v, solver, s).astype(problem.dtype) for v in values]
-    groups = [np.flatnonzero(which == u) for u in range(values.size)]
     replicas = Replicas(B, T, tol, theta0=theta, floors=data_scales(problem), blowup=blowup)
     rec = HistoryRecorder(problem, T, B, k, fields) if fields else None
     if not is_constant(schedule):  # round t: the operators of eta_t = eta s(t), built for each new s(t)
@@ -285,9 +285,8 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
     (one per step-size group), or a function of the round giving it (a schedule)."""
     B, k, d = theta.shape
     N, m = problem.N, problem.m
-    model_rows = [(g[:, None] * k + np.arange(k)).ravel() for g in groups]
-    if len(groups) == 1 and np.array_equal(groups[0], np.arange(B)):  # one step size: no gathers
-        groups, model_rows = [slice(None)], [slice(None)]
+    # the rows of P and R of each group's models (one step size: all, without gathers)
+    model_rows = [g if isinstance(g, slice) else (g[:, None] * k + np.arange(k)).ravel() for g in groups]
     P = np.empty((B * k, N), dtype=problem.dtype)
     R = np.empty((B * k, N), dtype=problem.dtype)
     assign = np.empty((B, m), dtype=np.int64)

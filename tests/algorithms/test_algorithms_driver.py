@@ -13,6 +13,7 @@ from mixreg.algorithms import (
     Replicas,
     check_blowup,
     check_history,
+    step_size_groups,
 )
 from mixreg.algorithms._driver import common_fields
 
@@ -105,3 +106,16 @@ def test_check_history():
     for bad in (1, None, [True]):
         with pytest.raises(TypeError, match="history must be False, True, 'all' or a sequence of names"):
             check_history(bad, default)
+
+
+def test_step_size_groups_cover_every_replica_once_and_one_step_size_is_a_slice():
+    eta = np.array([0.3, 0.1, 0.3, 0.2, 0.1])
+    values, groups = step_size_groups(eta)
+    assert values.tolist() == [0.1, 0.2, 0.3]
+    assert [g.tolist() for g in groups] == [[1, 4], [3], [0, 2]]
+    for v, g in zip(values, groups):
+        assert np.all(eta[g] == v)
+    values, groups = step_size_groups(np.full(3, 0.5))
+    assert values.tolist() == [0.5] and groups == [slice(None)]
+    theta = np.arange(6.0).reshape(3, 2)
+    assert np.shares_memory(theta[groups[0]], theta)  # a view: no gather
