@@ -714,7 +714,9 @@ def bench_case(m, n, d, k, B, dtype, *, names=("mixreg", "numpy", "torch", "jax"
         > 1: slower than mixreg), ``vs_mixreg_run`` (ratio of the ``rounds``-round runs' costs),
         ``vs_mixreg_paired`` (median over the repeats of the ratio of each repeat's own marginal
         costs: the programs of one repeat run within seconds of each other, so a machine whose
-        speed drifts over minutes biases it less than the ratio of best times) and
+        speed drifts over minutes biases it less than the ratio of best times),
+        ``cpu_vs_mixreg_paired`` (the same of the process CPU time), ``samples`` (every timed run's
+        ``[cpu, wall]`` seconds in order, by its number of rounds: ``{"T": [...], "2T": [...]}``) and
         ``agreement`` (:func:`check_equal`); the machine's
         one-minute load average before and after (``load_before``, ``load_after``: other
         processes share the cores).
@@ -752,29 +754,31 @@ def bench_case(m, n, d, k, B, dtype, *, names=("mixreg", "numpy", "torch", "jax"
                  "cpu_ms_per_replica_round": 1e3 * cost["cpu"] / B, "cpu_marginal": cost["marginal"],
                  "ms_per_replica_round_run": 1e3 * min(w for _, w in samples[rounds]) / (rounds * B),
                  "cpu_over_wall": (sum(c for T in samples for c, _ in samples[T])
-                                   / sum(w for T in samples for _, w in samples[T]))}
+                                   / sum(w for T in samples for _, w in samples[T])),
+                 "samples": {"T": [list(t) for t in samples[rounds]], "2T": [list(t) for t in samples[2 * rounds]]}}
         if name in agreement:
             entry["agreement"] = agreement[name]
         row["programs"][name] = entry
     if "mixreg" in names:
         base = row["programs"]["mixreg"]
 
-        def marginals(name):  # repeat r's own marginal wall time, from its two runs (run close in time)
-            samples = costs[name]["samples"]
-            return np.array([w2 - w1 for (_, w1), (_, w2) in zip(samples[rounds], samples[2 * rounds])])
+        def marginals(name, clock=1):  # repeat r's own marginal time (1: wall, 0: CPU), from its two runs
+            samples = costs[name]["samples"]  # (run close in time)
+            return np.array([t2[clock] - t1[clock] for t1, t2 in zip(samples[rounds], samples[2 * rounds])])
 
         for name, entry in row["programs"].items():
             entry["vs_mixreg"] = entry["ms_per_replica_round"] / base["ms_per_replica_round"]
             entry["vs_mixreg_run"] = entry["ms_per_replica_round_run"] / base["ms_per_replica_round_run"]
             entry["vs_mixreg_paired"] = float(np.median(marginals(name) / marginals("mixreg")))
+            entry["cpu_vs_mixreg_paired"] = float(np.median(marginals(name, 0) / marginals("mixreg", 0)))
     return row
 
 
 def _table(rows):
     lines = ["| (m, n, d, k) | B | dtype | program | ms per replica-round | vs mixreg | "
              "vs mixreg, paired | ms per replica-round, T-round run | vs mixreg | CPU ms per replica-round | "
-             "CPU / wall | agrees (max rel. diff) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "CPU vs mixreg, paired | CPU / wall | agrees (max rel. diff) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         for name, e in row["programs"].items():
             agree = e.get("agreement")
@@ -783,7 +787,8 @@ def _table(rows):
                          f"{name} | {e['ms_per_replica_round']:.3f} | {e.get('vs_mixreg', float('nan')):.2f} | "
                          f"{e.get('vs_mixreg_paired', float('nan')):.2f} | "
                          f"{e['ms_per_replica_round_run']:.3f} | {e.get('vs_mixreg_run', float('nan')):.2f} | "
-                         f"{e['cpu_ms_per_replica_round']:.3f} | {e['cpu_over_wall']:.2f} | {agreed} |")
+                         f"{e['cpu_ms_per_replica_round']:.3f} | {e.get('cpu_vs_mixreg_paired', float('nan')):.2f} | "
+                         f"{e['cpu_over_wall']:.2f} | {agreed} |")
     return "\n".join(lines)
 
 

@@ -338,7 +338,10 @@ def bench_competitors(out, quick=False, rounds=10, repeats=3):
     with mixreg's IFCA, and is checked equal to it (identical final assignments, parameters to
     rounding) before its times count.  Returns the child's report, with per case
     ``best_competitor`` (the fastest of PyTorch and JAX by process CPU time, ``None`` if neither
-    is installed) and ``speedup_vs_best`` (its CPU time per replica-round over mixreg's)."""
+    is installed), ``speedup_vs_best`` (its CPU time per replica-round over mixreg's) and
+    ``speedup_vs_best_paired`` (the smallest over PyTorch and JAX of the median, over the repeats,
+    of a repeat's own CPU-time ratio to mixreg's: each repeat's runs are seconds apart, so a
+    machine whose speed drifts during the section moves it less)."""
     path = pathlib.Path(out) / "competitors.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "experiments.bench_competitors", "--json", str(path), "--no-probes",
@@ -361,6 +364,8 @@ def bench_competitors(out, quick=False, rounds=10, repeats=3):
         case["best_competitor"] = best
         case["speedup_vs_best"] = (None if best is None else
                                    batched[best] / programs["mixreg"]["cpu_ms_per_replica_round"])
+        case["speedup_vs_best_paired"] = (None if best is None else
+                                          min(programs[name]["cpu_vs_mixreg_paired"] for name in batched))
     return report
 
 
@@ -679,13 +684,14 @@ def measure(quick, out):
     print("IFCA against the batched programs a user would write instead (one thread, one process, interleaved; "
           "ms per replica-round by process CPU time; each checked equal to mixreg first):")
     print(f"{'(m, n, d, k)':>22} {'B':>4} {'dtype':>8} " + " ".join(f"{name:>11}" for name in ("mixreg",) + COMPETITORS)
-          + f" {'best batched':>13} {'mixreg faster by':>17}")
+          + f" {'best batched':>13} {'mixreg faster by':>17} {'paired':>7}")
     for case in comp["cases"]:
         cells = [f"{case['programs'][name]['cpu_ms_per_replica_round']:>11.3f}" if name in case["programs"]
                  else f"{'-':>11}" for name in ("mixreg",) + COMPETITORS]
         speed = "-" if case["speedup_vs_best"] is None else f"{case['speedup_vs_best']:.2f}x"
+        paired = "-" if case["speedup_vs_best_paired"] is None else f"{case['speedup_vs_best_paired']:.2f}x"
         print(f"{str((case['m'], case['n'], case['d'], case['k'])):>22} {case['B']:>4} {case['dtype']:>8} "
-              + " ".join(cells) + f" {case['best_competitor'] or '-':>13} {speed:>17}")
+              + " ".join(cells) + f" {case['best_competitor'] or '-':>13} {speed:>17} {paired:>7}")
     eng = bench_engine(out / "engine", trials=2 if quick else 12)
     report["engine"] = eng
     print(f"engine: {eng['tasks']} tasks, 1 worker {eng['seconds_1_worker']:.1f} s, 2 workers "
