@@ -25,6 +25,8 @@ import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
+from matplotlib.layout_engine import ConstrainedLayoutEngine, LayoutEngine  # noqa: E402
 
 from ..methods import METHODS, MethodStyle, method_label, styles_for  # noqa: E402
 
@@ -137,6 +139,39 @@ def not_drawn(name: str, reason: str) -> None:
     warnings.warn(f"{name} not drawn: {reason}", FigureNotDrawn, stacklevel=2)
 
 
+#: Decimals (of the figure's width and height) to which :func:`save_figure` rounds the axes'
+#: positions a constrained layout computes.  The layout's last bits differ from process to
+#: process (seen: axes 2e-16 apart in two redraws of the same figure from the same tables), which
+#: moved an antialiased pixel of a PNG and, once, a coordinate of a PDF; rounded, a redraw is
+#: byte-identical.  1e-8 of a 6.9 in figure is 5e-6 pt, and a position's noise of a few units in
+#: its last place crosses a rounding boundary about once in 1e7 positions.
+LAYOUT_DECIMALS = 8
+
+
+class _RoundedLayout(ConstrainedLayoutEngine):
+    """A figure's constrained layout, then every axes' position rounded to
+    ``LAYOUT_DECIMALS`` decimals (the axes stay in the layout)."""
+
+    def __init__(self, base: ConstrainedLayoutEngine) -> None:
+        LayoutEngine.__init__(self)  # not ConstrainedLayoutEngine's, which would set its defaults
+        self._base = base
+
+    def get(self) -> dict[str, Any]:
+        return self._base.get()
+
+    def set(self, **kwargs: Any) -> None:
+        self._base.set(**kwargs)
+
+    def execute(self, fig: Any) -> Any:
+        done = self._base.execute(fig)
+        for ax in fig.axes:
+            if ax.get_in_layout():
+                corners = np.round(ax.get_position(original=True).get_points(), LAYOUT_DECIMALS)
+                ax.set_position(Bbox(corners), which="both")
+                ax.set_in_layout(True)  # set_position takes an axes out of the layout
+        return done
+
+
 def save_figure(fig: Figure, path_without_suffix: str | os.PathLike[str], *more_paths: str | os.PathLike[str],
                 caption: str | None = None) -> list[Path]:
     """Write ``<path>.png`` and ``<path>.pdf`` for each path given, then close ``fig``.
@@ -144,7 +179,9 @@ def save_figure(fig: Figure, path_without_suffix: str | os.PathLike[str], *more_
     The PNG's resolution is the style's (``rcParams["savefig.dpi"]``, see
     :func:`mixreg.plotting.use_style`); the PDF embeds TrueType fonts whatever the rcParams say
     (``pdf.fonttype = 42``: journals refuse matplotlib's default Type 3) and carries no timestamp,
-    so that a redraw is byte-identical.  Both record the style they were drawn in
+    so that a redraw is byte-identical (a constrained layout's axes positions rounded to
+    eight decimals of the figure, whose last bits otherwise differ between processes).  Both record the
+    style they were drawn in
     (:func:`mixreg.plotting.current_style`): the PNG's ``Description`` and the PDF's ``Subject``
     read ``mixreg figure, style <name>``.
 
@@ -167,6 +204,9 @@ def save_figure(fig: Figure, path_without_suffix: str | os.PathLike[str], *more_
 
     from ._style import current_style
 
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine) and not isinstance(engine, _RoundedLayout):
+        fig.set_layout_engine(_RoundedLayout(engine))
     written: list[Path] = []
     drawn_in = f"mixreg figure, style {current_style() or 'none (matplotlib rcParams as found)'}"
     for path in (path_without_suffix, *more_paths):

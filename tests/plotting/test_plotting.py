@@ -49,6 +49,24 @@ def test_save_figure_writes_every_copy_of_one_drawing(tmp_path):
     assert (tmp_path / "results" / "fig.png").read_bytes() == (tmp_path / "figures" / "fig_paper.png").read_bytes()
 
 
+def test_save_figure_rounds_a_constrained_layout_and_keeps_the_axes_in_it(tmp_path):
+    """The layout's last bits differ from process to process; save_figure rounds the axes'
+    positions after every layout pass so that a redraw is byte-identical (the committed figures'
+    redraw test, run in fresh processes, caught an antialiased pixel moving without it)."""
+    from mixreg.plotting._common import LAYOUT_DECIMALS
+
+    fig = plot_success_vs_separation(_summary(), title="t", footnote="f")["figure"]
+    engine = fig.get_layout_engine()
+    save_figure(fig, tmp_path / "fig")
+    assert fig.get_layout_engine().get() == engine.get()  # the same layout's parameters
+    laid_out = [ax for ax in fig.axes if ax.get_in_layout()]
+    assert laid_out and len(laid_out) == len(fig.axes)
+    for ax in laid_out:
+        corners = ax.get_position(original=True).get_points()
+        assert np.array_equal(corners, np.round(corners, LAYOUT_DECIMALS))
+        assert np.array_equal(ax.get_position().get_points(), corners)
+
+
 def test_plain_tick_labels_have_no_scientific_notation():
     assert [plain_tick(v) for v in (0.03, 0.1, 2.0, 40.0, 500.0)] == ["0.03", "0.1", "2", "40", "500"]
 
