@@ -47,11 +47,13 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
                    for row in case["programs"].values())
         assert (case["best_competitor"] is None) == (case["speedup_vs_best"] is None) \
             == (case["speedup_vs_best_paired"] is None)
+        def cpu_marginals(row):  # each repeat's own marginal CPU time, from its two runs
+            return [t2[0] - t1[0] for t1, t2 in zip(row["samples"]["T"], row["samples"]["2T"])]
+
+        base = cpu_marginals(case["programs"]["mixreg"])
         for row in case["programs"].values():  # every timed run kept; the paired ratio from them
             assert len(row["samples"]["T"]) == len(row["samples"]["2T"]) == case["repeats"]
-            cpu = [t2[0] - t1[0] for t1, t2 in zip(row["samples"]["T"], row["samples"]["2T"])]
-            base = [t2[0] - t1[0] for t1, t2 in zip(*(case["programs"]["mixreg"]["samples"][T] for T in ("T", "2T")))]
-            assert math.isclose(row["cpu_vs_mixreg_paired"], float(np.median(np.divide(cpu, base))))
+            assert math.isclose(row["cpu_vs_mixreg_paired"], float(np.median(np.divide(cpu_marginals(row), base))))
 
     place = report["placement"]
     assert place["tasks"] == 4

@@ -4,9 +4,11 @@ import dataclasses
 import warnings
 import importlib
 import json
+import re
 import shutil
 import subprocess
 import sys
+import zlib
 
 import matplotlib
 import numpy as np
@@ -64,8 +66,6 @@ def test_committed_figures_are_redrawn_from_their_committed_tables(tmp_path, mon
 def pdf_difference(committed, fresh):
     """Where two PDF files part: the first content stream (decompressed) whose text differs, with
     the first differing line of each, or the first differing bytes outside the streams."""
-    import re
-    import zlib
 
     def streams(path):
         data = path.read_bytes()
