@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from .._typing import ArrayLike, HistoryRequest
+from ..clustering import _pairwise_plan, _pairwise_sq_distance
 from ..validation import check_array, check_int, check_real
 from ..problems import Problem
 
@@ -326,9 +328,9 @@ class Replicas:
             the same non-finite and parameter rules as ``new``.
         """
         objective = np.asarray(objective, dtype=np.float64)
-        finite = np.isfinite(new).all(axis=(1, 2)) & np.isfinite(objective)
+        finite = _finite_rows(new) & np.isfinite(objective)
         if state is not None:
-            finite &= np.isfinite(state).all(axis=(1, 2))
+            finite &= _finite_rows(state)
         fired = {"non-finite": ~finite}
         if self.objective_floor is not None:
             assert self.blowup is not None  # the floors are set only with a blowup factor
@@ -712,9 +714,56 @@ def common_fields(
 
 
 def _row_norms(theta):
-    """Largest row norm of every replica's parameters (B, k, d) -> (B,), in float64."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.sqrt(np.square(theta, dtype=np.float64).sum(axis=2)).max(axis=1)
+    """Largest row norm of every replica's parameters (B, k, d) -> (B,), in float64: bit for bit
+    ``sqrt(square(theta, dtype=float64).sum(axis=2)).max(axis=1)`` (NumPy's pairwise order,
+    :func:`mixreg.clustering._pairwise_plan`; NaN if a row's norm is), in one pass over any
+    layout (FeSEM's local models are a transposed view) without the float64 temporary."""
+    out = np.empty(theta.shape[0])
+    if theta.shape[1] == 0:  # NumPy's max has no identity: its error
+        raise ValueError("zero-size array to reduction operation maximum which has no identity")
+    _row_norms_into(theta, out)
+    return out
+
+
+@njit(cache=True)
+def _row_norms_into(theta, out):
+    B, k, d = theta.shape
+    lo, size = _pairwise_plan(d)
+    sums = np.empty(64)
+    zero = np.zeros(d)
+    for b in range(B):
+        best = -np.inf
+        for j in range(k):
+            norm = np.sqrt(_pairwise_sq_distance(theta[b, j], zero, lo, size, sums))
+            if np.isnan(norm):
+                best = norm
+                break
+            if norm > best:
+                best = norm
+        out[b] = best
+
+
+def _finite_rows(theta):
+    """``isfinite(theta).all(axis=(1, 2))`` of ``theta`` (B, k, d), one pass over any layout."""
+    out = np.empty(theta.shape[0], dtype=np.bool_)
+    _all_finite(theta, out)
+    return out
+
+
+@njit(cache=True)
+def _all_finite(theta, out):
+    """``out[b] = isfinite(theta[b]).all()`` for ``theta`` (B, k, d) of any layout, in place."""
+    B, k, d = theta.shape
+    for b in range(B):
+        ok = True
+        for j in range(k):
+            for c in range(d):
+                if not np.isfinite(theta[b, j, c]):
+                    ok = False
+                    break
+            if not ok:
+                break
+        out[b] = ok
 
 
 def elapsed(start):

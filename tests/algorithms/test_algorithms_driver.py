@@ -119,3 +119,25 @@ def test_step_size_groups_cover_every_replica_once_and_one_step_size_is_a_slice(
     assert values.tolist() == [0.5] and groups == [slice(None)]
     theta = np.arange(6.0).reshape(3, 2)
     assert np.shares_memory(theta[groups[0]], theta)  # a view: no gather
+
+
+@pytest.mark.parametrize("d", [0, 1, 7, 8, 9, 127, 128, 129, 200, 257, 1001])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["replica-major", "client-major view"])
+def test_the_divergence_checks_are_numpys_expressions_bit_for_bit(d, dtype, layout):
+    from mixreg.algorithms._driver import _finite_rows, _row_norms
+    rng = np.random.default_rng(d)
+    B, k = 6, 3
+    shape = (B, k, d) if layout == "replica-major" else (k, B, d)
+    decades = 150 if dtype == np.float64 else 30  # rows of magnitudes across the dtype's range
+    theta = (rng.standard_normal(shape) * 10.0 ** rng.uniform(-decades, decades, size=shape[:2] + (1,))).astype(dtype)
+    if layout != "replica-major":  # FeSEM's local models, (m, B, d), seen replica-major
+        theta = theta.transpose(1, 0, 2)
+    if d:
+        theta[1, 1, d // 2] = np.nan
+        theta[2, 0, 0] = np.inf
+        theta[3, 2, -1] = -np.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = np.sqrt(np.square(theta, dtype=np.float64).sum(axis=2)).max(axis=1)
+    assert np.array_equal(_row_norms(theta), expected, equal_nan=True)  # NumPy's pairwise order, its NaN
+    assert np.array_equal(_finite_rows(theta), np.isfinite(theta).all(axis=(1, 2)))
