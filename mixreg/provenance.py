@@ -24,16 +24,141 @@ import pathlib
 import platform
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["package_versions", "git_commit", "environment_record", "blas_kernels", "run_blas_kernels",
            "openblas_coretype", "cpu_flags", "cpu_model", "numba_target", "numpy_simd", "signature",
-           "signature_differences", "OPENBLAS_KERNEL_FLAGS"]
+           "signature_differences", "OPENBLAS_KERNEL_FLAGS", "NumericsChange", "NUMERIC_CHANGES", "NUMERICS",
+           "run_numerics", "numerics_changes_since", "explaining_changes"]
 
 #: OpenBLAS kernel sets (``OPENBLAS_CORETYPE`` names) and the CPU flag each needs: forced on a
 #: CPU without it, a process would die of an illegal instruction.
 OPENBLAS_KERNEL_FLAGS = {"Haswell": "avx2", "SkylakeX": "avx512f"}
+
+
+@dataclass(frozen=True)
+class NumericsChange:
+    """A deliberate change of the last bits a computation gives (a faster product or solve that
+    rounds otherwise), registered so that results computed before it stay checkable.
+
+    Attributes
+    ----------
+    version : int
+        The numerics version the change starts; a result records the version it was computed
+        at (:func:`environment_record`'s ``numerics``; a record without it is version 0).
+    algorithms : tuple of str
+        The registered drivers (:data:`mixreg.algorithms.ALGORITHMS` names) whose results it
+        changes.
+    fields : tuple of str
+        The prefixes of the record fields it changes in the built-in studies (``"fesem_"``: the
+        comparison study's FeSEM fields, ``fesem_paper_...`` included).
+    summary : str
+        What changed and where.
+    reason : str
+        Why, with the measurement.
+    """
+
+    version: int
+    algorithms: tuple[str, ...]
+    fields: tuple[str, ...]
+    summary: str
+    reason: str
+
+
+#: The registered numerics changes, oldest first.  A result computed before a change replays at
+#: rounding, not bit for bit, in the fields the change names: the replay check accepts that
+#: there only, with every discrete field (labels, flags, counts, rounds, the steps tuning chose)
+#: identical, and reports the level (:func:`explaining_changes`,
+#: ``paper_checks/test_committed_runs_replay.py``).  Pinned test records that move are re-pinned
+#: with the change (``tests/test_pinned_records.py``).
+NUMERIC_CHANGES: tuple[NumericsChange, ...] = (
+    NumericsChange(
+        version=1,
+        algorithms=("oneshot", "kfed", "fesem"),
+        fields=("oneshot_", "kfed_", "fesem_", "local_only_", "ls_"),
+        summary="the minimum-norm local least squares (mixreg.local_solvers.local_least_squares, "
+                "method='min_norm') of a client certified well conditioned solve its n_i x n_i Gram "
+                "system instead of taking the SVD pseudo-inverse (rank-deficient, ill-conditioned "
+                "and tall clients keep the SVD); registered after the fact (the version that made it "
+                "noted two cells of the comparison run in its changelog, nothing else): the "
+                "comparison and Phase 1 paper runs, computed before it, replay at rounding in "
+                "these fields",
+        reason="k-FED's set-up least squares about 10x faster (docs/benchmark.md); the largest "
+               "relative difference in the committed runs' replayed fields 2.6e-14"),
+    NumericsChange(
+        version=2,
+        algorithms=("ifca_model", "fesem", "ifca_points"),
+        fields=("ifca_model_", "fesem_", "ifca_points_"),
+        summary="the local steps' per-client predictions theta_i X_i^T are computed from a "
+                "client-major transposed copy of the data (mixreg.kernels.client_transposed): a "
+                "plain product instead of one with a transposed operand, which OpenBLAS computes "
+                "with another kernel (FeSEM, IFCA's option II without resampling, point-level "
+                "IFCA with s > 1 local steps); and IFCA's option II takes its first local step's "
+                "predictions from the round's predictions of every model "
+                "(mixreg.kernels.gather_predictions) instead of computing them again",
+        reason="whole runs at (m, n, d, k) = (100, 50, 200, 2), B = 30, one thread: ifca_model "
+               "1.2-1.3x, fesem 1.05-1.1x, ifca_points 1.09x faster in float64, 1.35x, 1.2x and "
+               "1.1x in float32 (docs/engine.md)"),
+)
+
+#: The numerics version of this code: the last registered change's.
+NUMERICS: int = NUMERIC_CHANGES[-1].version
+
+
+def run_numerics(environment: Mapping[str, Any]) -> int:
+    """The numerics version a run was computed at: its environment record's ``numerics``, 0 for
+    a record made before the field existed."""
+    return int(environment.get("numerics", 0))
+
+
+def numerics_changes_since(version: int) -> tuple[NumericsChange, ...]:
+    """The registered changes after numerics ``version`` (those a result of that version predates).
+
+    Examples
+    --------
+    >>> [change.version for change in numerics_changes_since(0)][:1]
+    [1]
+    >>> numerics_changes_since(NUMERICS)
+    ()
+    """
+    return tuple(change for change in NUMERIC_CHANGES if change.version > version)
+
+
+def explaining_changes(fields: Iterable[str], environments: Iterable[Mapping[str, Any]]) -> tuple[NumericsChange, ...]:
+    """The registered numerics changes that account for a replay's differing ``fields``.
+
+    Parameters
+    ----------
+    fields : iterable of str
+        The record fields whose replayed values differ from the stored ones.
+    environments : iterable of dict
+        The environment records of the runs that made the stored values (a manifest's
+        ``runs[i]["environment"]``).
+
+    Returns
+    -------
+    tuple of NumericsChange
+        The changes made after the newest of those runs (:func:`numerics_changes_since`) if
+        every field is one they name (its name begins with one of their ``fields``); empty if a
+        field is left over, or if there are no fields or no such changes.  A field
+        accounted for still has to differ at rounding only: that is the caller's check.
+
+    Examples
+    --------
+    >>> [c.version for c in explaining_changes(["fesem_err_mean"], [{}])]  # a run before the field
+    [1, 2]
+    >>> explaining_changes(["fesem_err_mean", "ifca_err_mean"], [{}])  # IFCA's option I is not concerned
+    ()
+    >>> explaining_changes(["fesem_err_mean"], [{"numerics": NUMERICS}])
+    ()
+    """
+    fields = list(fields)
+    since = numerics_changes_since(max((run_numerics(env) for env in environments), default=0))
+    prefixes = tuple(prefix for change in since for prefix in change.fields)
+    return since if fields and prefixes and all(field.startswith(prefixes) for field in fields) else ()
+
 
 # (distribution name, import name); the import name is the fallback when the distribution
 # metadata is missing (e.g. a source checkout on sys.path that was never pip-installed).
@@ -186,7 +311,8 @@ def environment_record(*, exclude: Sequence[str | os.PathLike[str]] = ()) -> dic
         Keys ``time`` (UTC, ISO 8601), ``python`` (full version string),
         ``implementation``, ``platform``, ``machine``, ``cpu_count``, ``cpu_model``
         (:func:`cpu_model`), ``numba_target`` (:func:`numba_target`), ``numpy_simd``
-        (:func:`numpy_simd`), ``packages`` (:func:`package_versions`), ``git``
+        (:func:`numpy_simd`), ``numerics`` (:data:`NUMERICS`), ``packages``
+        (:func:`package_versions`), ``git``
         (:func:`git_commit`) and ``blas`` (the BLAS / OpenMP libraries loaded in this process
         with their kernels and thread counts, from threadpoolctl).  JSON-serialisable.
         :func:`signature` reads from it what fixes a result's last bits.
@@ -201,6 +327,7 @@ def environment_record(*, exclude: Sequence[str | os.PathLike[str]] = ()) -> dic
         "cpu_model": cpu_model(),
         "numba_target": numba_target(),
         "numpy_simd": numpy_simd(),
+        "numerics": NUMERICS,
         "packages": package_versions(),
         "git": git_commit(exclude=exclude),
         "blas": _thread_libraries(),
@@ -369,7 +496,8 @@ def signature_differences(environment: Mapping[str, Any],
     -------
     dict of str to tuple
         ``{field: (run's value, this value)}`` for each of the :func:`signature` fields, the
-        package versions, ``cpu_model`` and ``numba_target`` that differ; a field the run did not
+        package versions, ``cpu_model``, ``numba_target`` and ``numerics`` (:func:`run_numerics`)
+        that differ; a field the run did not
         record is listed only for the signature (as ``"not recorded"``).
     """
     here = environment_record() if here is None else here
@@ -379,6 +507,8 @@ def signature_differences(environment: Mapping[str, Any],
     for key in ("cpu_model", "numba_target"):
         if key in environment and environment[key] != here.get(key):
             out[key] = (environment[key], here.get(key))
+    if run_numerics(environment) != run_numerics(here):
+        out["numerics"] = (run_numerics(environment), run_numerics(here))
     theirs, ours = environment.get("packages") or {}, here.get("packages") or {}
     for name in sorted(set(theirs) & set(ours)):
         if theirs[name] != ours[name]:

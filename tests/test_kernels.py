@@ -35,6 +35,31 @@ def test_per_client_products_match_numpy(small_work):
                                    rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("sizes", [[1, 2, 300, 5, 1200, 1, 40], [50] * 6])  # unequal (both paths), equal
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_predictions_from_the_transposed_data_are_each_clients_plain_product(sizes, dtype):
+    d, B = 8, 3
+    offsets, X, _, theta_sel = _ragged(sizes, d, B)
+    X, theta_sel = X.astype(dtype), theta_sel.astype(dtype)
+    XT = kernels.client_transposed(X, offsets)
+    assert XT.shape == (X.size,) and XT.dtype == dtype
+    layout = kernels.ClientLayout(offsets, d, B)
+    plain, transposed = np.empty(B * offsets[-1], dtype=dtype), np.empty(B * offsets[-1], dtype=dtype)
+    kernels.client_predictions(theta_sel, X, layout, transposed)
+    kernels.client_predictions(theta_sel, X, layout, plain, XT)
+    for i in range(len(sizes)):
+        lo, hi = offsets[i], offsets[i + 1]
+        XTi = XT[d * lo : d * hi].reshape(d, hi - lo)
+        assert np.array_equal(XTi, X[lo:hi].T)  # the layout
+        if i in layout.small:  # the Numba loop reads X either way
+            expected = transposed[B * lo : B * hi]
+        else:  # the same BLAS product as computing it alone
+            expected = np.matmul(theta_sel[i], np.ascontiguousarray(XTi)).ravel()
+        assert np.array_equal(plain[B * lo : B * hi], expected)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(plain, transposed, rtol=tol, atol=tol)  # the two forms: rounding apart
+
+
 def test_equal_sizes_use_one_batched_product():
     offsets, X, R, theta_sel = _ragged([4, 4, 4], 3, 2)
     layout = kernels.ClientLayout(offsets, 3, 2)
@@ -189,3 +214,26 @@ def test_argmin_skip_nan_rule():
         v[rng.random(6) < 0.3] = nan
         numbers = ~np.isnan(v)
         assert kernels.argmin_skip_nan(v) == (np.flatnonzero(v == v[numbers].min())[0] if numbers.any() else 0)
+
+
+@pytest.mark.parametrize("sizes", [[1, 2, 300, 5, 40], [6, 6, 6]])
+def test_gather_predictions_takes_each_clients_selected_row(sizes):
+    B, k, d = 3, 4, 5
+    offsets, X, _, _ = _ragged(sizes, d, B)
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal((B, k, d))
+    P = kernels.predict(theta, X, out=np.empty((B * k, offsets[-1])))
+    assign = rng.integers(0, k, size=(B, len(sizes)))
+    assign[0, 1] = -1  # an inactive client: model 0, as gather_selected
+    out = np.full(B * offsets[-1], np.nan)
+    kernels.gather_predictions(P, offsets, assign, out)
+    selected = np.empty((len(sizes), B, d))
+    kernels.gather_selected(theta, assign, selected)
+    direct = np.empty(B * offsets[-1])
+    kernels.client_predictions(selected, X, kernels.ClientLayout(offsets, d, B), direct)
+    for i in range(len(sizes)):
+        lo, hi = offsets[i], offsets[i + 1]
+        for b in range(B):  # exactly the round's row, and the selected model's predictions to rounding
+            row = b * k + max(assign[b, i], 0)
+            assert np.array_equal(out[B * lo + b * (hi - lo) : B * lo + (b + 1) * (hi - lo)], P[row, lo:hi])
+    np.testing.assert_allclose(out, direct, rtol=1e-12, atol=1e-12)

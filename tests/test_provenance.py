@@ -71,3 +71,28 @@ def test_signature_differences_name_the_fields_that_differ():
     old = {"blas": here["blas"], "packages": here["packages"]}  # a manifest written before these fields
     assert provenance.signature_differences(old, here) == {"numpy_simd": ("not recorded", "X86_V4")}
     assert provenance.signature(old) == {"blas_kernels": "SkylakeX", "numpy_simd": "not recorded"}
+
+
+def test_numerics_changes_are_registered_in_order_and_recorded():
+    versions = [change.version for change in provenance.NUMERIC_CHANGES]
+    assert versions == list(range(1, len(versions) + 1)) and provenance.NUMERICS == versions[-1]
+    from mixreg.algorithms import ALGORITHMS
+    for change in provenance.NUMERIC_CHANGES:  # each names registered drivers, fields, and says why
+        assert change.algorithms and set(change.algorithms) <= set(ALGORITHMS)
+        assert change.fields and all(prefix.endswith("_") for prefix in change.fields)
+        assert change.summary and change.reason
+    assert provenance.environment_record()["numerics"] == provenance.NUMERICS
+    assert provenance.run_numerics({}) == 0  # a record made before the field
+    assert provenance.signature_differences({"numerics": 0}, {"numerics": 1}) == {"numerics": (0, 1)}
+    assert provenance.numerics_changes_since(0) == provenance.NUMERIC_CHANGES
+
+
+def test_only_registered_changes_explain_a_replays_differences():
+    first = provenance.NUMERIC_CHANGES[0]
+    before, now = {"numerics": first.version - 1}, {"numerics": provenance.NUMERICS}
+    name = first.fields[0].rstrip("_")
+    assert provenance.explaining_changes([f"{name}_err_mean"], [before]) == provenance.numerics_changes_since(0)
+    assert provenance.explaining_changes([f"{name}_err_mean"], [before, now]) == ()  # a run after it
+    assert provenance.explaining_changes([f"{name}_err_mean", "ifca_err_mean"], [before]) == ()  # a field left over
+    assert provenance.explaining_changes([f"{name}err_mean"], [before]) == ()  # not the driver's prefix
+    assert provenance.explaining_changes([], [before]) == ()

@@ -20,7 +20,7 @@ from .. import kernels
 __all__ = ["local_gradient_steps"]
 
 
-def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
+def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=None, predicted=False):
     r"""``n_steps`` full-batch gradient steps of every client's local models, in place on ``local``.
 
     For client ``i`` and column ``c``, with :math:`\eta_c` the column's step size:
@@ -54,6 +54,13 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
         Buffer of the predictions, then the weights.
     G : ndarray of shape (m, C, d)
         Buffer of the per-client gradients :math:`X_i^\top r_{i,c}`.
+    XT : ndarray of shape (N d,), optional
+        :func:`mixreg.kernels.client_transposed` of ``X``: the predictions' faster form, which
+        rounds otherwise (:func:`mixreg.kernels.client_predictions`).
+    predicted : bool
+        ``R`` already holds the first step's predictions of ``local`` (e.g. gathered from the
+        round's predictions of every model, :func:`mixreg.kernels.gather_predictions`): the first
+        step skips its prediction.
 
     Examples
     --------
@@ -73,8 +80,9 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G):
     per_column = None  # a step per column that keeps G's dtype in step * G: one pass, the same bits
     if n_steps > 0 and np.result_type(step, G) == G.dtype and np.ndim(step) == 3 and np.shape(step)[::2] == (1, 1):
         per_column = np.ascontiguousarray(np.broadcast_to(np.asarray(step), (1, local.shape[1], 1)).ravel())
-    for _ in range(n_steps):
-        kernels.client_predictions(local, X, layout, R)
+    for step_index in range(n_steps):
+        if step_index or not predicted:
+            kernels.client_predictions(local, X, layout, R, XT)
         residuals(R)
         kernels.client_gradients(R, X, layout, G)
         if per_column is not None:

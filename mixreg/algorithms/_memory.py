@@ -107,9 +107,10 @@ def _ifca(z):
 
 
 def _ifca_model(z):
-    """IFCA option II (model averaging, local steps): the client-level round and the local
-    steps' predictions and residuals (``2 s B k N`` more)."""
-    return _ifca(z) + 2 * z.itemsize * z.replicas * z.k * z.N
+    """IFCA option II (model averaging, local steps): the client-level round, the local
+    steps' predictions and residuals (``2 s B k N`` more) and, without resampling, the
+    transposed copy of the data they predict from (``s N d``)."""
+    return _ifca(z) + 2 * z.itemsize * z.replicas * z.k * z.N + (0 if z.resample else z.itemsize * z.N * z.d)
 
 
 def _fedx(z):
@@ -124,7 +125,9 @@ def _oneshot(z):
 
 
 def _fesem(z):
-    return _rounds(z) + _local_least_squares(z) + 8 * z.m * z.replicas * z.d * 2
+    """FeSEM: the client-level round, the local least squares of its warm start, two
+    ``(m, B, d)`` float64 blocks and the transposed copy of the data (``s N d``)."""
+    return _rounds(z) + _local_least_squares(z) + 8 * z.m * z.replicas * z.d * 2 + z.itemsize * z.N * z.d
 
 
 def _pacfl(z):
@@ -136,9 +139,10 @@ def _pacfl(z):
 
 def _ifca_points(z):
     """Point-level IFCA: the client-level buffers per point label (``(B k, N)`` three times, the
-    per-point labels and losses ``(B, N)``, two ``(m, B k, d)`` blocks)."""
+    per-point labels and losses ``(B, N)``, two ``(m, B k, d)`` blocks) and the transposed copy
+    of the data its local steps predict from (``s N d``; counted whatever the steps)."""
     B, s = z.replicas, z.itemsize
-    return _rounds(z) + s * B * z.k * z.N + 16 * B * z.N + 2 * s * z.m * B * z.k * z.d
+    return _rounds(z) + s * B * z.k * z.N + 16 * B * z.N + 2 * s * z.m * B * z.k * z.d + s * z.N * z.d
 
 
 def _kfed(z):

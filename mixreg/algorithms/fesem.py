@@ -410,6 +410,7 @@ class _Workspace:
         B = eta.size
         sizes = problem.sizes
         self.layout = kernels.ClientLayout(problem.offsets, d, B)
+        self.XT = kernels.client_transposed(problem.X, problem.offsets)  # the predictions' form (numerics change 2)
         self.R = np.empty(B * N, dtype=dtype)  # residuals X_i w - y_i
         self.G = np.empty((m, B, d), dtype=dtype)  # X_i^T (X_i w - y_i) / n_i
         self.eta = eta.astype(dtype)[None, :, None]
@@ -527,7 +528,7 @@ def _squared_loss(problem, ws, centres, assign, start):
     """``sum_i ||y_i - X_i W~_{z_i}||^2`` of every replica (B,), in float64 (``start`` (m, B, d) is
     a buffer)."""
     kernels.gather_selected(centres, assign, start)
-    kernels.client_predictions(start, problem.X, ws.layout, ws.R)
+    kernels.client_predictions(start, problem.X, ws.layout, ws.R, ws.XT)
     out = np.empty(centres.shape[0])
     _residual_squares(ws.R, problem.y, problem.offsets, out)
     return out
@@ -541,7 +542,7 @@ def _local_update(problem, ws, local, s, step=None):
     def residuals(R):  # (X_i w - y_i) / n_i on every row of every client
         kernels.selected_residuals(R, problem.y, problem.offsets, ws.everyone, ws.inv_sizes, R)
 
-    local_gradient_steps(local, problem.X, ws.layout, ws.eta if step is None else step, s, residuals, ws.R, ws.G)
+    local_gradient_steps(local, problem.X, ws.layout, ws.eta if step is None else step, s, residuals, ws.R, ws.G, ws.XT)
 
 
 def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, scheduled=None):

@@ -28,6 +28,10 @@ a Numba pass for losses, argmin and residuals, and per-client GEMMs for the grad
 (``2 N d B`` flops): ``(k + 1) 2 N d`` flops per replica-round, the algorithm's own count.
 Option I without resampling sums the per-client gradients a few clients at a time
 (:func:`mixreg.kernels.cluster_gradients`), bit-identically to summing them after all clients.
+Option II's ``tau`` local steps cost a prediction and a gradient each, ``(k + 2 tau - 1) 2 N d``
+flops in all: without resampling the first step's predictions are the round's own
+(:func:`mixreg.kernels.gather_predictions`), and the others come from a transposed copy of the data
+(:func:`mixreg.kernels.client_transposed`), numerics change 2 of :mod:`mixreg.provenance`.
 
 Two probes of the mechanism behind Theorem 1 stand next to the driver: :func:`closeness_init`
 starts every model at ``theta*_j + alpha Delta u_j`` in a random, an adversarial or a shifted
@@ -549,6 +553,9 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     n_active = max(1, int(round(q * m)))
     compact = COMPACT and rec is None
     blocked = option == "gradient" and not resample
+    # option II's local steps predict from a transposed copy of the data (faster; its own rounding:
+    # numerics change 2 of mixreg.provenance); a resampled round's subset is predicted as it is
+    XT = kernels.client_transposed(problem.X, problem.offsets) if option == "model" and not resample else None
     work = np.arange(B)
     state = server_step.start(theta)
     constant = is_constant(schedule)
@@ -604,9 +611,11 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 new = server_step.gradient(th, grad, step, t=t, state=state, rows=rows)
             else:  # theta_j = mean of the tau-step local models of the clients that chose j
                 kernels.gather_selected(th, assign, local)
+                if not resample:  # the first step's predictions are the round's (numerics change 2)
+                    kernels.gather_predictions(ws.P, ws.offsets, assign, ws.R)
                 local_gradient_steps(local, gX, ws.layout, loc_step, tau,  # tau steps on F_i from theta_{j_hat_i}
                                      lambda R: kernels.selected_residuals(R, gY[0], ws.offsets, assign, ws.weights, R),
-                                     ws.R, ws.C)
+                                     ws.R, ws.C, XT, predicted=not resample)
                 new = th.copy()
                 kernels.cluster_average(local, assign, new)
                 new = server_step.average(th, new, t=t, state=state, rows=rows)

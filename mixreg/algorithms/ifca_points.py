@@ -421,6 +421,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
         Q = np.empty(B * k * N, dtype=dtype)
         C = np.empty((m, B * k, d), dtype=dtype)
         local_step = np.repeat(eta, k).astype(dtype)[None, :, None]
+        XT = kernels.client_transposed(X, offsets)  # the local predictions' form (numerics change 2)
     state = server_step.start(theta)
     constant = is_constant(schedule)
     if rec is not None:
@@ -465,7 +466,7 @@ def _run(problem, theta, eta, replicas, rec, point_history, uploads, downloads, 
                     if not constant:
                         local_step = np.repeat(eta_u, k).astype(dtype)[None, :, None]
                     local_gradient_steps(local, X, layout, local_step, s,  # on (X w - y) / |S_il| over S_il
-                                         lambda R: _masked_local_residuals(R, y, offsets, labels, counts, k, R), Q, C)
+                                         lambda R: _masked_local_residuals(R, y, offsets, labels, counts, k, R), Q, C, XT)
                     weights = (counts / np.maximum(N_l, 1)[:, None, :]).transpose(1, 0, 2).reshape(m, B * k)
                     average = np.einsum("ic,icd->cd", weights.astype(dtype), local).reshape(B, k, d)
                     new = server_step.average(new, np.where(present[:, :, None], average, new), t=t * tau + u,
