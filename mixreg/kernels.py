@@ -387,7 +387,7 @@ def client_transposed(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """
     N, d = X.shape
     n = equal_sizes(offsets)
-    if n is not None:
+    if n:  # equal sizes: one transposing copy
         return np.ascontiguousarray(X.reshape(-1, n, d).transpose(0, 2, 1)).reshape(N * d)
     out = np.empty(N * d, dtype=X.dtype)
     for i in range(offsets.shape[0] - 1):
@@ -403,8 +403,9 @@ def client_predictions(theta_sel: np.ndarray, X: np.ndarray, layout: ClientLayou
     ``XT``, the :func:`client_transposed` copy of ``X``, makes each BLAS product a plain one
     (``theta_sel[i] @ XT_i``) instead of one with a transposed operand: 1.4x (float64) to 1.8x
     (float32) faster at ``(m, n, d, B) = (100, 50, 200, 30)`` with OpenBLAS's SkylakeX kernels,
-    one thread (docs/benchmark.md).  The two forms round differently (the library picks another
-    kernel for each), so a driver takes one of them for good; the drivers with local steps pass
+    one thread (docs/benchmark.md).  The two forms may round differently (the library can pick
+    another kernel for each: it does at that size, not at (100, 100, 1000, 30)), so a driver takes
+    one of them for good; the drivers with local steps pass
     ``XT`` (registered as a numerics change, :data:`mixreg.provenance.NUMERIC_CHANGES`).  The
     clients small enough for the Numba loop (:class:`ClientLayout`) read ``X`` either way.
     """

@@ -98,9 +98,10 @@ NUMERIC_CHANGES: tuple[NumericsChange, ...] = (
                 "IFCA with s > 1 local steps); and IFCA's option II takes its first local step's "
                 "predictions from the round's predictions of every model "
                 "(mixreg.kernels.gather_predictions) instead of computing them again",
-        reason="whole runs at (m, n, d, k) = (100, 50, 200, 2), B = 30, one thread: ifca_model "
-               "1.2-1.3x, fesem 1.05-1.1x, ifca_points 1.09x faster in float64, 1.35x, 1.2x and "
-               "1.1x in float32 (docs/engine.md)"),
+        reason="whole runs at (m, n, d, k) = (100, 50, 200, 2), B = 30, one thread, against the "
+               "version before (with this version's faster divergence checks): ifca_model 1.23x, "
+               "fesem 1.15x, ifca_points (3 local steps) 1.05x faster in float64, 1.38x, 1.27x "
+               "and 1.10x in float32 (docs/benchmark.md)"),
 )
 
 #: The numerics version of this code: the last registered change's.

@@ -24,10 +24,10 @@ its cell (m, n) = (400, 50), 23 s; a trial at (400, 200) takes 70 s).
 
 A second check replays the first trial of *every* cell of the runs whose trials are cheap (all
 but paper-a to paper-d; 87 s for the ten): a change that moves the bits only in some regimes is
-seen there.  It found numerics change 1 (the minimum-norm Gram solve), made as "bit for bit" at an
-earlier version and registered after the fact: the comparison run's ``small_n`` and
-``unbalanced`` cells and 9 of the Phase 1 run's 33 cells replay at rounding in its fields; without
-its registration the Phase 1 check fails (checked).
+seen there.  It showed numerics change 1 (the minimum-norm Gram solve), made at an earlier version
+whose changelog named two of the comparison run's cells and which registered nothing: the
+comparison run's ``small_n`` and ``unbalanced`` cells and 9 of the Phase 1 run's 33 cells replay
+at rounding in its fields; without its registration the Phase 1 check fails (checked).
 
 What it catches, checked: the server step computed as ``(gamma grad) / m`` instead of
 ``(gamma / m) grad`` (equal in exact arithmetic) moves paper-a's distances in the 9th digit; so
