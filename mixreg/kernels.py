@@ -397,7 +397,7 @@ def client_transposed(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def client_predictions(theta_sel: np.ndarray, X: np.ndarray, layout: ClientLayout, out: np.ndarray,
-                       XT: np.ndarray | None = None) -> np.ndarray:
+                       XT: np.ndarray | None = None, clients: np.ndarray | None = None) -> np.ndarray:
     """Client-major predictions ``out_i = theta_sel[i] @ X_i.T`` (block ``(B, n_i)``).
 
     ``XT``, the :func:`client_transposed` copy of ``X``, makes each BLAS product a plain one
@@ -408,16 +408,29 @@ def client_predictions(theta_sel: np.ndarray, X: np.ndarray, layout: ClientLayou
     one of them for good; the drivers with local steps pass
     ``XT`` (registered as a numerics change, :data:`mixreg.provenance.NUMERIC_CHANGES`).  The
     clients small enough for the Numba loop (:class:`ClientLayout`) read ``X`` either way.
+
+    ``clients`` (sorted indices) computes those clients' blocks only, bit for bit as the whole
+    call computes them (each client's product is the same BLAS call on the same operands, and a
+    row of a product does not depend on the other rows' values); the other blocks of ``out`` are
+    left as they are.
     """
     m, B, d = theta_sel.shape
     offsets = layout.offsets
     if layout.n_equal is not None:
         n = layout.n_equal
         right = X.reshape(m, n, d).transpose(0, 2, 1) if XT is None else XT.reshape(m, d, n)
-        np.matmul(theta_sel, right, out=out.reshape(m, B, n))
+        blocks = out.reshape(m, B, n)
+        if clients is None:
+            np.matmul(theta_sel, right, out=blocks)
+        else:  # the batched product's slices, one at a time
+            for i in clients:
+                np.matmul(theta_sel[i], right[i], out=blocks[i])
         return out
-    _small_client_predictions(theta_sel, X, offsets, layout.small, out)
-    for i in layout.large:
+    small, large = layout.small, layout.large
+    if clients is not None:
+        small, large = np.intersect1d(small, clients), np.intersect1d(large, clients)
+    _small_client_predictions(theta_sel, X, offsets, small, out)
+    for i in large:
         lo, hi = offsets[i], offsets[i + 1]
         right = X[lo:hi].T if XT is None else XT[d * lo : d * hi].reshape(d, hi - lo)
         np.matmul(theta_sel[i], right, out=out[B * lo : B * hi].reshape(B, hi - lo))

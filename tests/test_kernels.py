@@ -237,3 +237,23 @@ def test_gather_predictions_takes_each_clients_selected_row(sizes):
             row = b * k + max(assign[b, i], 0)
             assert np.array_equal(out[B * lo + b * (hi - lo) : B * lo + (b + 1) * (hi - lo)], P[row, lo:hi])
     np.testing.assert_allclose(out, direct, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sizes", [[1, 2, 300, 5, 1200, 1, 40], [30] * 7])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("B", [1, 4])
+def test_predictions_of_some_clients_are_those_of_the_whole_call_bit_for_bit(sizes, transposed, B):
+    d = 9
+    offsets, X, _, theta_sel = _ragged(sizes, d, B)
+    XT = kernels.client_transposed(X, offsets) if transposed else None
+    layout = kernels.ClientLayout(offsets, d, B)
+    whole = kernels.client_predictions(theta_sel, X, layout, np.empty(B * offsets[-1]), XT)
+    some = np.array([0, 2, 3, 6])
+    part = np.full(B * offsets[-1], np.nan)
+    kernels.client_predictions(theta_sel, X, layout, part, XT, clients=some)
+    for i in range(len(sizes)):
+        block = slice(B * offsets[i], B * offsets[i + 1])
+        if i in some:
+            assert np.array_equal(part[block], whole[block])
+        else:  # left as it was
+            assert np.isnan(part[block]).all()

@@ -384,7 +384,7 @@ def fesem(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
     dist = np.empty((B, problem.m))
     with np.errstate(over="ignore", invalid="ignore"):
         _e_step(local, centres, assign, dist)
-        train_loss = _squared_loss(problem, ws, centres, assign, np.empty_like(local)) / (2 * problem.N)
+        train_loss = _squared_loss(problem, ws, centres, assign, np.empty_like(local), replicas.live) / (2 * problem.N)
     md_loss = dist.mean(axis=1)
     train_loss[replicas.diverged] = np.nan
     md_loss[replicas.diverged] = np.nan
@@ -416,6 +416,12 @@ class _Workspace:
         self.eta = eta.astype(dtype)[None, :, None]
         self.inv_sizes = (1.0 / sizes).astype(dtype)  # the gradient of the per-sample local loss
         self.everyone = np.zeros((B, m), dtype=np.int64)  # every client takes part in a local step
+        # The last local update's first predictions (of each client's centre) and the assignment
+        # they were made for: the next objective's predictions wherever the assignment and the
+        # centres stayed (valid once the round's centres are accepted)
+        self.kept = np.empty(B * N, dtype=dtype)
+        self.kept_assign = np.empty((B, m), dtype=np.int64)
+        self.kept_valid = False
 
 
 def _initial_local_models(problem, ws, warm_start, s):
@@ -524,25 +530,45 @@ def _residual_squares(Q, y, offsets, out):
             out[b] = acc
 
 
-def _squared_loss(problem, ws, centres, assign, start):
+def _squared_loss(problem, ws, centres, assign, start, live):
     """``sum_i ||y_i - X_i W~_{z_i}||^2`` of every replica (B,), in float64 (``start`` (m, B, d) is
-    a buffer)."""
+    a buffer; ``live`` (B,) the replicas that have not diverged).
+
+    The predictions of a client none of whose live replicas changed centre since the last local
+    update are that update's first predictions (``ws.kept``): the same product of the same centre
+    on the same rows, so the same bits (a row of a product does not depend on the other rows); the
+    others are computed (:func:`mixreg.kernels.client_predictions` of those clients, bit for bit
+    the whole call's blocks).  A diverged replica kept its old centres, so its rows may be stale:
+    its objective is never read (nan in every record, not compared with the blow-up rule)."""
     kernels.gather_selected(centres, assign, start)
-    kernels.client_predictions(start, problem.X, ws.layout, ws.R, ws.XT)
+    if ws.kept_valid:
+        changed = np.flatnonzero(((assign != ws.kept_assign) & live[:, None]).any(axis=0))
+        predictions = kernels.client_predictions(start, problem.X, ws.layout, ws.kept, ws.XT, clients=changed)
+    else:
+        predictions = kernels.client_predictions(start, problem.X, ws.layout, ws.R, ws.XT)
+    ws.kept_valid = False
     out = np.empty(centres.shape[0])
-    _residual_squares(ws.R, problem.y, problem.offsets, out)
+    _residual_squares(predictions, problem.y, problem.offsets, out)
     return out
 
 
-def _local_update(problem, ws, local, s, step=None):
+def _local_update(problem, ws, local, s, step=None, assign=None):
     """Algorithm 2, in place on ``local`` (m, B, d): ``s`` full-batch gradient steps
     ``w <- w - (eta_b / n_i) X_i^T (X_i w - y_i)`` of every client and replica (the batched
     :func:`mixreg.local_solvers.gradient_steps`, with one step size per replica); ``step``
-    (1, B, 1) in the problem's dtype replaces ``ws.eta`` (a schedule's round)."""
+    (1, B, 1) in the problem's dtype replaces ``ws.eta`` (a schedule's round).  With ``assign``
+    (``local`` holds each client's assigned centre), the first step's predictions are kept in
+    ``ws.kept`` for the next objective (:func:`_squared_loss`)."""
     def residuals(R):  # (X_i w - y_i) / n_i on every row of every client
         kernels.selected_residuals(R, problem.y, problem.offsets, ws.everyone, ws.inv_sizes, R)
 
-    local_gradient_steps(local, problem.X, ws.layout, ws.eta if step is None else step, s, residuals, ws.R, ws.G, ws.XT)
+    predicted = assign is not None and s > 0
+    if predicted:
+        kernels.client_predictions(local, problem.X, ws.layout, ws.R, ws.XT)
+        np.copyto(ws.kept, ws.R)
+        np.copyto(ws.kept_assign, assign)
+    local_gradient_steps(local, problem.X, ws.layout, ws.eta if step is None else step, s, residuals, ws.R, ws.G, ws.XT,
+                         predicted=predicted)
 
 
 def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, scheduled=None):
@@ -560,14 +586,14 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, sche
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(replicas.n_rounds):
             _e_step(local, centres, assign, dist)  # Eq. 7
-            loss = _squared_loss(problem, ws, centres, assign, new_local)  # the round's objective
+            loss = _squared_loss(problem, ws, centres, assign, new_local, replicas.live)  # the round's objective
             if rec is not None:
                 rec.record_round(t, assign, loss / (2 * N), replicas.diverged, dist)
             new = server_step.average(centres, _m_step(local, assign, omega, centres),  # Eq. 8
                                       t=t, state=state, rows=slice(None))
             kernels.gather_selected(new, assign, new_local)  # Algorithm 2: start from the centre,
             step = None if scheduled is None else (eta * schedule.factor(t)).astype(ws.eta.dtype)[None, :, None]
-            _local_update(problem, ws, new_local, s, step)  # take s local steps
+            _local_update(problem, ws, new_local, s, step, assign)  # take s local steps
             # the state is the centres AND the local models: a round that leaves the centres in
             # place (e.g. the first from the k-means start, whose M-step repeats the k-means
             # centres) has not converged if the local models moved
@@ -575,6 +601,7 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, sche
             # per-sample mean loss; the local models are under the centres' rules
             replicas.accept(centres, new, loss / N, t, moved=moved, state=new_local.transpose(1, 0, 2))
             live = replicas.live
+            ws.kept_valid = True  # every live replica's centres are now `new`
             if live.all():
                 np.copyto(local, new_local)
             else:

@@ -423,3 +423,44 @@ def test_m_step_and_loss_kernels_equal_the_numpy_expressions_bit_for_bit(dtype):
         wide = flat.astype(np.float64) - np.concatenate([np.tile(y[offsets[i]:offsets[i + 1]], B)
                                                          for i in range(sizes.size)]).astype(np.float64)
         assert not np.array_equal(np.bincount(replica, weights=wide * wide, minlength=B), expected)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("size_law", [None, "zipf"])
+def test_the_objective_reuses_the_local_updates_predictions_bit_for_bit(monkeypatch, dtype, size_law):
+    """The objective's predictions of the clients whose centre stayed are the last local update's
+    first predictions: the run equals one that computes every prediction, field by field, and the
+    reuse happens (only the clients whose assignment changed are predicted again)."""
+    import importlib
+    from mixreg import kernels
+    from mixreg.algorithms.ifca import initial_parameters
+    from mixreg.problems import ProblemSpec
+
+    sizes = {"n": 20} if size_law is None else {"size_law": "zipf", "n_min": 1, "n_max": 200, "size_mean": 20}
+    problem = ProblemSpec(m=30, k=3, d=12, sigma=0.3, scale=0.5, dtype=dtype, **sizes).generate(np.random.default_rng(3))
+    init = initial_parameters(problem, 8, "gaussian", rng=np.random.default_rng(4), scale=0.5)
+    steps = np.array([0.01, 0.05, 0.2, 0.5, 0.01, 0.05, 0.2, 40.0])  # the last replica diverges
+    partial = []
+    predictions = kernels.client_predictions
+
+    def counting(*args, clients=None, **kwargs):
+        if clients is not None:
+            partial.append(len(clients))
+        return predictions(*args, clients=clients, **kwargs)
+
+    monkeypatch.setattr(kernels, "client_predictions", counting)
+    reused = [fesem(problem, init, eta, n_rounds=25, history=True) for eta in (0.05, steps, 40.0)]
+    assert partial and min(partial) < problem.m  # some rounds predicted only some clients again
+
+    fesem_module = importlib.import_module("mixreg.algorithms.fesem")  # the module, not the function
+
+    class EveryPrediction(fesem_module._Workspace):
+        kept_valid = property(lambda self: False, lambda self, value: None)
+
+    monkeypatch.setattr(fesem_module, "_Workspace", EveryPrediction)
+    computed = [fesem(problem, init, eta, n_rounds=25, history=True) for eta in (0.05, steps, 40.0)]
+    assert computed[1].diverged.sum() == 1 and computed[2].diverged.all()  # its stale rows are never read
+    for a, b in zip(reused, computed):
+        for field in ("theta", "assignments", "train_loss", "md_loss", "local_models", "diverged_round"):
+            assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field
+        assert np.array_equal(a.history.loss, b.history.loss, equal_nan=True)  # every round's objective
