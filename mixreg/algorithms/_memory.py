@@ -125,8 +125,9 @@ def _oneshot(z):
 
 
 def _fesem(z):
-    """FeSEM: the client-level round, the local least squares of its warm start, two
-    ``(m, B, d)`` float64 blocks and the transposed copy of the data (``s N d``)."""
+    """FeSEM: the client-level round (its residuals and the kept predictions of the last local
+    update, ``2 s B N``, are within the round's ``2 s B k N``), the local least squares of its
+    warm start, two ``(m, B, d)`` float64 blocks and the transposed copy of the data (``s N d``)."""
     return _rounds(z) + _local_least_squares(z) + 8 * z.m * z.replicas * z.d * 2 + z.itemsize * z.N * z.d
 
 
