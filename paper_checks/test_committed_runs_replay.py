@@ -131,13 +131,15 @@ def _check_replay(name, run, test, every_cell):
         pytest.skip(f"{name}/{run.name} is unfinished and keeps no trial yet")
     threads = {run_["kernel_threads"] for run_ in results.manifest["runs"]}
     assert len(threads) == 1, f"the runs used different kernel threads {threads}"
-    threads = threads.pop()
+    kernel_threads = threads.pop()
     provenance = signature_differences(results.manifest["runs"][-1].get("environment") or {})
+    decisive = {key: pair for key, pair in provenance.items()  # a signature field that differs
+                if key in ("blas_kernels", "numpy_simd") and pair[0] != "not recorded"}
     environments = [run_.get("environment") or {} for run_ in results.manifest["runs"]]
     failures, notes, exact = [], [], 0
     for cell in sorted(first) if every_cell else [min(first, key=lambda c: costs[c])]:
         committed = first[cell]
-        replayed = replay_trial(sweep, cell, committed["trial"], kernel_threads=threads)  # as its workers did
+        replayed = replay_trial(sweep, cell, committed["trial"], kernel_threads=kernel_threads)  # as its workers did
         assert replayed
         differing = {key: (committed.get(key), plain_scalar(value)) for key, value in replayed.items()
                      if not _same(committed.get(key), value) and not WALL_TIME.search(key)}
@@ -146,8 +148,6 @@ def _check_replay(name, run, test, every_cell):
             exact += 1
             continue
         level = _rounding_level(differing)
-        decisive = {key: pair for key, pair in provenance.items()
-                    if key in ("blas_kernels", "numpy_simd") and pair[0] != "not recorded"}
         changes = explaining_changes(differing, environments)
         message = (f"{where}: not bit for bit; {level}; provenance differing: {provenance or 'none'}; "
                    f"registered numerics changes since the run: {[c.version for c in changes] or 'none'}; "
