@@ -328,9 +328,13 @@ class Replicas:
             the same non-finite and parameter rules as ``new``.
         """
         objective = np.asarray(objective, dtype=np.float64)
-        finite = _finite_rows(new) & np.isfinite(objective)
-        if state is not None:
-            finite &= _finite_rows(state)
+        arrays = (new,) if state is None else (new, state)
+        # with the parameter rule, each array's row norms are read once and also say where it is
+        # finite (_finite_rows); without it, only finiteness is read
+        norms = [_row_norms(a) for a in arrays] if self.objective_floor is not None else []
+        finite = np.isfinite(objective)
+        for i, a in enumerate(arrays):
+            finite &= _finite_rows(a, norms[i] if norms else None)
         fired = {"non-finite": ~finite}
         if self.objective_floor is not None:
             assert self.blowup is not None  # the floors are set only with a blowup factor
@@ -339,8 +343,8 @@ class Replicas:
                                                 self.objective_floor)
             with np.errstate(invalid="ignore"):
                 fired["objective"] = ~(objective <= self.blowup * self.objective_ref)
-                norms = _row_norms(new) if state is None else np.maximum(_row_norms(new), _row_norms(state))
-                fired["parameters"] = ~(norms <= self.param_limit)
+                largest = norms[0] if len(norms) == 1 else np.maximum(norms[0], norms[1])
+                fired["parameters"] = ~(largest <= self.param_limit)
         newly = ~self.diverged
         newly &= np.logical_or.reduce(list(fired.values()))
         for rule in reversed(DIVERGENCE_RULES):  # the first rule in the list wins
@@ -721,8 +725,30 @@ def _row_norms(theta):
     out = np.empty(theta.shape[0])
     if theta.shape[1] == 0:  # NumPy's max has no identity: its error
         raise ValueError("zero-size array to reduction operation maximum which has no identity")
-    _row_norms_into(theta, out)
+    rows_first = theta.transpose(1, 0, 2)
+    if theta.ndim == 3 and rows_first.flags.c_contiguous and not theta.flags.c_contiguous:
+        _row_norms_rows_first(rows_first, out)  # in memory order; a maximum is exact in any order
+    else:
+        _row_norms_into(theta, out)
     return out
+
+
+@njit(cache=True)
+def _row_norms_rows_first(rows, out):
+    """:func:`_row_norms_into` of ``rows.transpose(1, 0, 2)`` (``rows`` (k, B, d), C order), read
+    in memory order: the same norms, and the same maxima (NaN wherever a norm is)."""
+    k, B, d = rows.shape
+    lo, size = _pairwise_plan(d)
+    sums = np.empty(64)
+    zero = np.zeros(d)
+    out[:] = -np.inf
+    for j in range(k):
+        for b in range(B):
+            if np.isnan(out[b]):
+                continue
+            norm = np.sqrt(_pairwise_sq_distance(rows[j, b], zero, lo, size, sums))
+            if np.isnan(norm) or norm > out[b]:
+                out[b] = norm
 
 
 @njit(cache=True)
@@ -743,10 +769,21 @@ def _row_norms_into(theta, out):
         out[b] = best
 
 
-def _finite_rows(theta):
-    """``isfinite(theta).all(axis=(1, 2))`` of ``theta`` (B, k, d), one pass over any layout."""
-    out = np.empty(theta.shape[0], dtype=np.bool_)
-    _all_finite(theta, out)
+def _finite_rows(theta, norms=None):
+    """``isfinite(theta).all(axis=(1, 2))`` of ``theta`` (B, k, d), one pass over any layout.
+
+    With ``norms``, :func:`_row_norms` of ``theta``, only the replicas whose norm is not finite
+    are read again: a finite norm is a finite sum of the squares of every value, so every value
+    is finite; a value that is not makes the norm inf or NaN, and so can a finite value whose
+    square overflows (hence the second look).
+    """
+    if norms is None:
+        out = np.empty(theta.shape[0], dtype=np.bool_)
+        _all_finite(theta, out)
+        return out
+    out = np.isfinite(norms)
+    for b in np.flatnonzero(~out):
+        out[b] = bool(np.isfinite(theta[b]).all())
     return out
 
 

@@ -376,8 +376,8 @@ def fesem(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, n_
     omega = np.ones(problem.m) if weights == "uniform" else problem.sizes.astype(np.float64)
     replicas = Replicas(B, T, tol, theta0=centres, floors=data_scales(problem), blowup=blowup)
     rec = HistoryRecorder(problem, T, B, k, fields) if fields else None
-    _run(problem, centres, local, ws, s, omega, replicas, rec, server_step,
-         None if is_constant(schedule) else (schedule, eta))
+    local = _run(problem, centres, local, ws, s, omega, replicas, rec, server_step,
+                 None if is_constant(schedule) else (schedule, eta))
 
     # the final E-step, objective and MD-loss (Eq. 6)
     assign = np.empty((B, problem.m), dtype=np.int64)
@@ -539,12 +539,14 @@ def _squared_loss(problem, ws, centres, assign, start, live):
     on the same rows, so the same bits (a row of a product does not depend on the other rows); the
     others are computed (:func:`mixreg.kernels.client_predictions` of those clients, bit for bit
     the whole call's blocks).  A diverged replica kept its old centres, so its rows may be stale:
-    its objective is never read (nan in every record, not compared with the blow-up rule)."""
-    kernels.gather_selected(centres, assign, start)
+    its objective is never read (nan in every record, not compared with the blow-up rule).  Only
+    the centres of the clients predicted are gathered into ``start``."""
     if ws.kept_valid:
         changed = np.flatnonzero(((assign != ws.kept_assign) & live[:, None]).any(axis=0))
+        start[changed] = centres[np.arange(centres.shape[0]), assign[:, changed].T]  # every client is assigned
         predictions = kernels.client_predictions(start, problem.X, ws.layout, ws.kept, ws.XT, clients=changed)
     else:
+        kernels.gather_selected(centres, assign, start)
         predictions = kernels.client_predictions(start, problem.X, ws.layout, ws.R, ws.XT)
     ws.kept_valid = False
     out = np.empty(centres.shape[0])
@@ -572,7 +574,9 @@ def _local_update(problem, ws, local, s, step=None, assign=None):
 
 
 def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, scheduled=None):
-    """FeSEM's loop, in place on ``centres`` (B, k, d), ``local`` (m, B, d) and ``replicas``;
+    """FeSEM's loop, in place on ``centres`` (B, k, d) and ``replicas``; returns the final local
+    models (m, B, d), which live in ``local``'s buffer or in another of its shape (the round's new
+    local models are computed in a second buffer, which then becomes the current one: no copy);
     ``scheduled``: ``(schedule, eta)`` when the local steps follow a non-constant schedule."""
     B = centres.shape[0]
     m, N = problem.m, problem.N
@@ -597,19 +601,42 @@ def _run(problem, centres, local, ws, s, omega, replicas, rec, server_step, sche
             # the state is the centres AND the local models: a round that leaves the centres in
             # place (e.g. the first from the k-means start, whose M-step repeats the k-means
             # centres) has not converged if the local models moved
-            moved = np.abs(new_local - local).max(axis=(0, 2)) if replicas.tol is not None else None
+            moved = _largest_change(new_local, local) if replicas.tol is not None else None
             # per-sample mean loss; the local models are under the centres' rules
             replicas.accept(centres, new, loss / N, t, moved=moved, state=new_local.transpose(1, 0, 2))
             live = replicas.live
             ws.kept_valid = True  # every live replica's centres are now `new`
-            if live.all():
-                np.copyto(local, new_local)
-            else:
-                local[:, live] = new_local[:, live]
+            if not live.all():  # a diverged replica keeps its last local models
+                new_local[:, ~live] = local[:, ~live]
+            local, new_local = new_local, local
             if rec is not None:
                 rec.record_point(t + 1, centres, replicas.diverged)
             if replicas.finished(t):
                 break
+    return local
+
+
+@njit(cache=True)
+def _largest_change(new, old):
+    """``np.abs(new - old).max(axis=(0, 2))`` of two (m, B, d) arrays, (B,) in their dtype: NaN
+    where a difference is NaN, in one pass without the temporaries (a maximum is exact, so any
+    order gives the same value)."""
+    m, B, d = new.shape
+    out = np.zeros(B, dtype=new.dtype)  # every |difference| >= 0
+    for i in range(m):
+        for b in range(B):
+            top = out[b]
+            if np.isnan(top):
+                continue
+            for c in range(d):
+                v = abs(new[i, b, c] - old[i, b, c])
+                if np.isnan(v):
+                    top = v
+                    break
+                if v > top:
+                    top = v
+            out[b] = top
+    return out
 
 
 # --------------------------------------------------------------------------------------------

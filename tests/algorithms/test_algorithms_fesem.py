@@ -464,3 +464,25 @@ def test_the_objective_reuses_the_local_updates_predictions_bit_for_bit(monkeypa
         for field in ("theta", "assignments", "train_loss", "md_loss", "local_models", "diverged_round"):
             assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field
         assert np.array_equal(a.history.loss, b.history.loss, equal_nan=True)  # every round's objective
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_largest_change_is_numpys_expression(dtype):
+    """The tolerance's measure of the local models' move, ``np.abs(new - old).max(axis=(0, 2))``,
+    in one pass: the same values, NaN wherever a difference is NaN (a pass that skips NaN fails
+    on replicas 1 and 2), inf where one is infinite."""
+    from mixreg.algorithms.fesem import _largest_change
+
+    rng = np.random.default_rng(8)
+    m, B, d = 7, 5, 13
+    old = rng.standard_normal((m, B, d)).astype(dtype)
+    new = (old + 10.0 ** rng.uniform(-9, 2, (m, B, d))).astype(dtype)
+    new[4, 1, 3] = np.nan
+    old[0, 2, 12] = np.nan  # the first client: a NaN before any larger change
+    new[2, 3, 5] = np.inf
+    new[:, 4] = old[:, 4]  # a replica that did not move: 0
+    with np.errstate(invalid="ignore"):
+        expected = np.abs(new - old).max(axis=(0, 2))
+    got = _largest_change(new, old)
+    assert got.dtype == dtype and np.array_equal(got, expected, equal_nan=True)
+    assert np.isnan(got[1]) and np.isnan(got[2]) and got[3] == np.inf and got[4] == 0
