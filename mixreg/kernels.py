@@ -33,6 +33,7 @@ __all__ = [
     "argmin_skip_nan",
     "beats",
     "assign_clients",
+    "decode_clients",
     "decode_and_residuals",
     "weighted_residuals",
     "selected_residuals",
@@ -496,17 +497,14 @@ def cluster_gradients(P: np.ndarray, Y: np.ndarray, group: np.ndarray, assign: n
 
 
 @njit(cache=True)
-def decode_and_residuals(P, y, offsets, B, k, frozen, assign, best, R):
-    """ML decoder of every client and the residual matrix of the decoded models, in one pass.
+def decode_clients(P, y, offsets, B, k, assign, best):
+    """The ML decoder of every client (Su-Xu-Yang's Phase 2, step 2), from the predictions ``P``
+    of :func:`predict`.
 
     For replica ``b`` and client ``i`` (rows ``offsets[i]:offsets[i+1]``):
-
-    * ``L[l] = sum_r (y_r - P[b*k + l, r])^2`` (Su-Xu-Yang's ``L_i(theta, l)``, a plain sum,
-      accumulated in float64);
-    * ``assign[b, i] = argmin_l L[l]`` by :func:`argmin_skip_nan`; ``best[b, i] = L[assign]``;
-    * ``R[b*k + l, r] = y_r - P[b*k + l, r]`` for the decoded ``l = assign[b, i]`` and 0 for the
-      other models, so that ``R @ K`` sums, per model, the local updates of the clients that chose
-      it.  A frozen replica (``frozen[b]``) gets all-zero rows.
+    ``L[l] = sum_r (y_r - P[b*k + l, r])^2`` (``L_i(theta, l)``, a plain sum, accumulated in
+    float64), ``assign[b, i] = argmin_l L[l]`` by :func:`argmin_skip_nan` and
+    ``best[b, i] = L[assign]`` (both OUT).
     """
     m = offsets.shape[0] - 1
     losses = np.empty(k)
@@ -524,6 +522,23 @@ def decode_and_residuals(P, y, offsets, B, k, frozen, assign, best, R):
             a = argmin_skip_nan(losses)
             assign[b, i] = a
             best[b, i] = losses[a]
+
+
+@njit(cache=True)
+def decode_and_residuals(P, y, offsets, B, k, frozen, assign, best, R):
+    """:func:`decode_clients`, and the residual matrix of the decoded models.
+
+    ``R[b*k + l, r] = y_r - P[b*k + l, r]`` for the decoded ``l = assign[b, i]`` and 0 for the
+    other models, so that ``R @ K`` sums, per model, the local updates of the clients that chose
+    it.  A frozen replica (``frozen[b]``) gets all-zero rows.
+    """
+    decode_clients(P, y, offsets, B, k, assign, best)
+    m = offsets.shape[0] - 1
+    for b in range(B):
+        for i in range(m):
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            a = assign[b, i]
             for l in range(k):
                 out = R[b * k + l]
                 if l == a and not frozen[b]:

@@ -102,6 +102,22 @@ NUMERIC_CHANGES: tuple[NumericsChange, ...] = (
                "version before (with this version's faster divergence checks): ifca_model 1.23x, "
                "fesem 1.15x, ifca_points (3 local steps) 1.05x faster in float64, 1.38x, 1.27x "
                "and 1.10x in float32 (docs/benchmark.md)"),
+    NumericsChange(
+        version=3,
+        algorithms=("fedavg", "fedprox", "two_phase"),
+        fields=("fedavg_", "fedprox_", "global_fedavg_", "reuse_", "split_"),
+        summary="FedX's Phase 2 update sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l) is computed per "
+                "client, each client's residuals of its decoded model times its stacked operator, "
+                "added up per model in client order (mixreg.kernels.cluster_gradients with the "
+                "operators in the place of the data), instead of one product of the (B k, N) "
+                "residuals, zero outside each client's decoded model, with all the operators "
+                "(k times the flops); the decoder alone is mixreg.kernels.decode_clients",
+        reason="a round at (m, n, d, k) = (100, 50, 200, 2), B = 30, one thread, against the "
+               "version before, six alternations: fedavg 1.13x, fedprox 1.22x, two_phase 1.18x "
+               "faster in float64, 1.08x, 1.15x and 1.08x in float32 (docs/benchmark.md); the same "
+               "assignments, the parameters within 2e-16 (float64) and 7e-8 (float32) relative; "
+               "the two-phase study's Phase 2 runs (fedavg_, fedprox_, and its reuse_ and split_ "
+               "ablations) and the comparison study's global FedAvg (global_fedavg_) move"),
 )
 
 #: The numerics version of this code: the last registered change's.

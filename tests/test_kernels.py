@@ -257,3 +257,42 @@ def test_predictions_of_some_clients_are_those_of_the_whole_call_bit_for_bit(siz
             assert np.array_equal(part[block], whole[block])
         else:  # left as it was
             assert np.isnan(part[block]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_ml_decoder_sums_every_row_in_order_and_keeps_the_argmin_rule(dtype):
+    """``decode_clients``: ``L_i(theta, l)``, the float64 squares of ``y - P`` summed left to right
+    over the client's rows (``np.cumsum`` is sequential), argmin by ``argmin_skip_nan`` (ties to the
+    lowest model, NaN never wins); ``decode_and_residuals`` gives the same decoding and the decoded
+    model's residuals ``y - P`` (0 elsewhere and for a frozen replica)."""
+    rng = np.random.default_rng(11)
+    B, k = 3, 3
+    sizes = np.array([1, 6, 40, 3])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    N, m = offsets[-1], sizes.size
+    y = (10.0 ** rng.uniform(-2, 2, N) * rng.standard_normal(N)).astype(dtype)
+    P = (y + 10.0 ** rng.uniform(-3, 1, (B * k, N)) * rng.standard_normal((B * k, N))).astype(dtype)
+    P[1 * k + 2] = P[1 * k + 0]  # replica 1: models 0 and 2 tie on every client
+    P[2 * k + 0, offsets[1]] = np.nan  # replica 2, client 1: model 0's loss is NaN
+    expected = np.empty((B, m, k))
+    for b in range(B):
+        for i in range(m):
+            rows = slice(offsets[i], offsets[i + 1])
+            for l in range(k):
+                e = y[rows].astype(np.float64) - P[b * k + l, rows].astype(np.float64)
+                expected[b, i, l] = np.cumsum(e * e)[-1]
+    assign, best = np.empty((B, m), dtype=np.int64), np.empty((B, m))
+    kernels.decode_clients(P, y, offsets, B, k, assign, best)
+    want = np.array([[kernels.argmin_skip_nan(expected[b, i]) for i in range(m)] for b in range(B)])
+    assert np.array_equal(assign, want) and np.array_equal(best, np.take_along_axis(expected, want[..., None], 2)[..., 0])
+    assert not (assign[1] == 2).any() and assign[2, 1] != 0  # the tie to the lowest index; NaN never wins
+    frozen = np.array([False, True, False])
+    assign2, best2, R = np.empty_like(assign), np.empty_like(best), np.full((B * k, N), np.nan, dtype=dtype)
+    kernels.decode_and_residuals(P, y, offsets, B, k, frozen, assign2, best2, R)
+    assert np.array_equal(assign2, assign) and np.array_equal(best2, best)
+    for b in range(B):
+        for i in range(m):
+            rows = slice(offsets[i], offsets[i + 1])
+            for l in range(k):
+                live = l == assign[b, i] and not frozen[b]
+                assert np.array_equal(R[b * k + l, rows], y[rows] - P[b * k + l, rows] if live else 0 * y[rows])

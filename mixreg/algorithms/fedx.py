@@ -41,8 +41,10 @@ that depends only on :math:`X_i`, :math:`\\eta` and the solver (:func:`local_upd
   :math:`n_i \\times n_i` and :math:`d \\times d` systems is solved).
 
 So the operators :math:`w_i K_i` are computed once, stacked like the data (one ``N x d``
-array), and a round is two GEMMs of ``2 B k N d`` flops each (predictions for the decoder, then
-``R @ K``) plus a Numba pass, for any ``s``: local steps cost nothing per round.  FedAvg(1) with
+array), and a round is a GEMM of ``2 B k N d`` flops (the predictions of every model, for the
+decoder), a Numba pass (the decoder), and each client's product of its decoded model's
+residuals with its operator, ``2 B N d`` flops, added up per model
+(:func:`mixreg.kernels.cluster_gradients`), for any ``s``: local steps cost nothing per round.  FedAvg(1) with
 these weights is exactly one gradient step of size :math:`\\eta` on the pooled per-cluster least
 squares :math:`\\frac{1}{2N}\\lVert X_{S_l}\\theta - y_{S_l}\\rVert^2`.
 
@@ -263,11 +265,10 @@ def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, loc
 
     # the final decoding, on all data
     P = kernels.predict(theta, problem.X)
-    R = np.empty_like(P)
     assign = np.empty((B, problem.m), dtype=np.int64)
     best = np.empty((B, problem.m))
     with np.errstate(over="ignore", invalid="ignore"):
-        kernels.decode_and_residuals(P, problem.y, problem.offsets, B, k, replicas.diverged, assign, best, R)
+        kernels.decode_clients(P, problem.y, problem.offsets, B, k, assign, best)
         train_loss = best.sum(axis=1) / (2 * problem.N)
     train_loss[replicas.diverged] = np.nan
     return FedXResult(
@@ -282,13 +283,24 @@ def fedx(problem: Problem, init: ArrayLike, step_size: float | ArrayLike, *, loc
 
 def _run(problem, theta, groups, operators, replicas, rec, server_step):
     """Phase 2's loop, in place on ``theta`` (B, k, d) and ``replicas``; ``operators`` is a list
-    (one per step-size group), or a function of the round giving it (a schedule)."""
+    (one per step-size group), or a function of the round giving it (a schedule).
+
+    A round's update is :func:`mixreg.kernels.cluster_gradients` of the decoded models'
+    residuals with the stacked operators in the place of the data: each client's product
+    :math:`(y_i - X_i \theta_l)^\top (w_i K_i^\top)` of its own model only, added up per model in
+    client order (``2 B N d`` flops; numerics change 3, :data:`mixreg.provenance.NUMERIC_CHANGES`:
+    the version before multiplied the ``(B k, N)`` residuals, zero outside each client's decoded
+    model, by the stacked operators in one product, ``k`` times the flops)."""
     B, k, d = theta.shape
     N, m = problem.N, problem.m
-    # the rows of P and R of each group's models (one step size: all, without gathers)
+    # the rows of P of each group's models (one step size: all, without gathers)
     model_rows = [g if isinstance(g, slice) else (g[:, None] * k + np.arange(k)).ravel() for g in groups]
+    widths = [B if isinstance(g, slice) else g.size for g in groups]
+    blocks = [kernels.ClientBlocks(problem.offsets, d, w, problem.dtype) for w in widths]
+    Y, response = problem.y[None], [np.zeros(w, dtype=np.int64) for w in widths]
+    sign = np.full(m, -1.0, dtype=problem.dtype)  # weighted_residuals' -(P - y) is y - P exactly
+    update = np.empty((B, k, d), dtype=problem.dtype)
     P = np.empty((B * k, N), dtype=problem.dtype)
-    R = np.empty((B * k, N), dtype=problem.dtype)
     assign = np.empty((B, m), dtype=np.int64)
     best = np.empty((B, m))
     state = server_step.start(theta)
@@ -296,15 +308,18 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
         rec.record_point(0, theta, replicas.diverged)
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(replicas.n_rounds):
-            # ML decoder z_i = argmin_l L_i(theta_t, l), and the residuals of the decoded models
+            # ML decoder z_i = argmin_l L_i(theta_t, l)
             kernels.predict(theta, problem.X, out=P)
-            kernels.decode_and_residuals(P, problem.y, problem.offsets, B, k, replicas.diverged, assign, best, R)
+            kernels.decode_clients(P, problem.y, problem.offsets, B, k, assign, best)
             if rec is not None:
                 rec.record_round(t, assign, best.sum(axis=1) / (2 * N), replicas.diverged, best)
-            # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l)
+            # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l); a frozen replica's update is 0
+            chosen = np.where(replicas.diverged[:, None], -1, assign) if replicas.diverged.any() else assign
             new = theta.copy()
-            for g, rows, KT in zip(groups, model_rows, operators(t) if callable(operators) else operators):
-                new[g] += np.matmul(R[rows], KT).reshape(-1, k, d)
+            for g, rows, KT, gb, gr in zip(groups, model_rows, operators(t) if callable(operators) else operators,
+                                           blocks, response):
+                out = update[g]  # a view for one step size; a fresh array for a group's rows
+                new[g] += kernels.cluster_gradients(P[rows], Y, gr, chosen[g], k, sign, KT, gb, out)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss
             if rec is not None:
