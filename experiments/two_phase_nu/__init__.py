@@ -251,8 +251,10 @@ def _cell(config, design):
 
 
 def trial_flops(spec):
-    """Dominant cost: per local solver and Phase-2 round, two GEMMs of ``2 k N_total d`` flops
-    (about 150 rounds assumed; Phase 2 stops when it stops moving)."""
+    """Dominant cost: per local solver and Phase-2 round, ``2 x 2 k N_total d`` flops (about 150
+    rounds assumed; Phase 2 stops when it stops moving).  An upper bound since numerics change 3:
+    a round is the predictions' ``2 k N_total d`` and an update of ``2 N_total d`` (it was a
+    second product of ``2 k N_total d``); kept so that the estimates of committed runs stand."""
     design = spec.design
     return float(2 * 2 * 2 * design.k * (design.N + design.k * design.anchor_points) * spec.d * 150)
 

@@ -44,9 +44,9 @@ So the operators :math:`w_i K_i` are computed once, stacked like the data (one `
 array), and a round is a GEMM of ``2 B k N d`` flops (the predictions of every model, for the
 decoder), a Numba pass (the decoder), and each client's product of its decoded model's
 residuals with its operator, ``2 B N d`` flops, added up per model
-(:func:`mixreg.kernels.cluster_gradients`), for any ``s``: local steps cost nothing per round.  FedAvg(1) with
-these weights is exactly one gradient step of size :math:`\\eta` on the pooled per-cluster least
-squares :math:`\\frac{1}{2N}\\lVert X_{S_l}\\theta - y_{S_l}\\rVert^2`.
+(:func:`mixreg.kernels.cluster_gradients`), for any ``s``: local steps cost nothing per round.
+FedAvg(1) with these weights is exactly one gradient step of size :math:`\\eta` on the pooled
+per-cluster least squares :math:`\\frac{1}{2N}\\lVert X_{S_l}\\theta - y_{S_l}\\rVert^2`.
 
 References
 ----------
@@ -287,7 +287,7 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
 
     A round's update is :func:`mixreg.kernels.cluster_gradients` of the decoded models'
     residuals with the stacked operators in the place of the data: each client's product
-    :math:`(y_i - X_i \theta_l)^\top (w_i K_i^\top)` of its own model only, added up per model in
+    :math:`(y_i - X_i \\theta_l)^\\top (w_i K_i^\\top)` of its own model only, added up per model in
     client order (``2 B N d`` flops; numerics change 3, :data:`mixreg.provenance.NUMERIC_CHANGES`:
     the version before multiplied the ``(B k, N)`` residuals, zero outside each client's decoded
     model, by the stacked operators in one product, ``k`` times the flops)."""
