@@ -165,7 +165,7 @@ def explaining_changes(fields: Iterable[str], environments: Iterable[Mapping[str
     Examples
     --------
     >>> [c.version for c in explaining_changes(["fesem_err_mean"], [{}])]  # a run before the field
-    [1, 2]
+    [1, 2, 3]
     >>> explaining_changes(["fesem_err_mean", "ifca_err_mean"], [{}])  # IFCA's option I is not concerned
     ()
     >>> explaining_changes(["fesem_err_mean"], [{"numerics": NUMERICS}])
