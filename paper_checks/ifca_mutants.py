@@ -328,7 +328,7 @@ IFCA_MUTANTS = (
 )
 
 _FX_OPERATORS = "operators = [stacked_update_operators(problem, v, solver, s).astype(problem.dtype) for v in values]\n"
-_FX_STEP = "new[g] += kernels.cluster_gradients(P[rows], Y, gr, chosen[g], k, sign, KT, gb, out)\n"
+_FX_STEP = "new[g] += kernels.cluster_gradients(P[rows], Y, response[g], chosen[g], k, sign, KT, gb, out)\n"
 _FX_DECODER = "for r in range(lo, hi):\n                    e = np.float64(y[r])"
 
 _RENORMALISE_HELPER = f'''
@@ -364,7 +364,7 @@ FEDX_MUTANTS = (
         "fedx-zero-step",
         "a driver that does not move: the server step times 0",
         _FX_STEP,
-        f"new[g] += 0.0 * kernels.cluster_gradients(P[rows], Y, gr, chosen[g], k, sign, KT, gb, out)  {MARK}\n",
+        f"new[g] += 0.0 * kernels.cluster_gradients(P[rows], Y, response[g], chosen[g], k, sign, KT, gb, out)  {MARK}\n",
         (FX_ROUND, FX_RHO, FX_DECODE, FX_DECREASE, FX_PROPERTY, FX_REFERENCE),
         path=FEDX_DRIVER,
         family="fedx",

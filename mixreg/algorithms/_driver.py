@@ -725,18 +725,16 @@ def _row_norms(theta):
     out = np.empty(theta.shape[0])
     if theta.shape[1] == 0:  # NumPy's max has no identity: its error
         raise ValueError("zero-size array to reduction operation maximum which has no identity")
-    rows_first = theta.transpose(1, 0, 2)
-    if theta.ndim == 3 and rows_first.flags.c_contiguous and not theta.flags.c_contiguous:
-        _row_norms_rows_first(rows_first, out)  # in memory order; a maximum is exact in any order
-    else:
-        _row_norms_into(theta, out)
+    _row_norms_into(theta.transpose(1, 0, 2), out)
     return out
 
 
 @njit(cache=True)
-def _row_norms_rows_first(rows, out):
-    """:func:`_row_norms_into` of ``rows.transpose(1, 0, 2)`` (``rows`` (k, B, d), C order), read
-    in memory order: the same norms, and the same maxima (NaN wherever a norm is)."""
+def _row_norms_into(rows, out):
+    """``out[b]``: the largest of ``||rows[j, b]||`` over ``j`` (NaN wherever a norm is), for
+    ``rows`` (k, B, d) of any layout, read model by model: a replica-major ``(B, k, d)`` array's
+    transpose reads a row at a time, FeSEM's client-major local models in memory order (a maximum
+    is exact, so the order does not change it)."""
     k, B, d = rows.shape
     lo, size = _pairwise_plan(d)
     sums = np.empty(64)
@@ -749,24 +747,6 @@ def _row_norms_rows_first(rows, out):
             norm = np.sqrt(_pairwise_sq_distance(rows[j, b], zero, lo, size, sums))
             if np.isnan(norm) or norm > out[b]:
                 out[b] = norm
-
-
-@njit(cache=True)
-def _row_norms_into(theta, out):
-    B, k, d = theta.shape
-    lo, size = _pairwise_plan(d)
-    sums = np.empty(64)
-    zero = np.zeros(d)
-    for b in range(B):
-        best = -np.inf
-        for j in range(k):
-            norm = np.sqrt(_pairwise_sq_distance(theta[b, j], zero, lo, size, sums))
-            if np.isnan(norm):
-                best = norm
-                break
-            if norm > best:
-                best = norm
-        out[b] = best
 
 
 def _finite_rows(theta, norms=None):

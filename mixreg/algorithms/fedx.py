@@ -297,7 +297,7 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
     model_rows = [g if isinstance(g, slice) else (g[:, None] * k + np.arange(k)).ravel() for g in groups]
     widths = [B if isinstance(g, slice) else g.size for g in groups]
     blocks = [kernels.ClientBlocks(problem.offsets, d, w, problem.dtype) for w in widths]
-    Y, response = problem.y[None], [np.zeros(w, dtype=np.int64) for w in widths]
+    Y, response = problem.y[None], np.zeros(B, dtype=np.int64)  # every replica reads y
     sign = np.full(m, -1.0, dtype=problem.dtype)  # weighted_residuals' -(P - y) is y - P exactly
     update = np.empty((B, k, d), dtype=problem.dtype)
     P = np.empty((B * k, N), dtype=problem.dtype)
@@ -316,10 +316,9 @@ def _run(problem, theta, groups, operators, replicas, rec, server_step):
             # theta_l += sum_{i: z_i = l} w_i K_i (y_i - X_i theta_l); a frozen replica's update is 0
             chosen = np.where(replicas.diverged[:, None], -1, assign) if replicas.diverged.any() else assign
             new = theta.copy()
-            for g, rows, KT, gb, gr in zip(groups, model_rows, operators(t) if callable(operators) else operators,
-                                           blocks, response):
+            for g, rows, KT, gb in zip(groups, model_rows, operators(t) if callable(operators) else operators, blocks):
                 out = update[g]  # a view for one step size; a fresh array for a group's rows
-                new[g] += kernels.cluster_gradients(P[rows], Y, gr, chosen[g], k, sign, KT, gb, out)
+                new[g] += kernels.cluster_gradients(P[rows], Y, response[g], chosen[g], k, sign, KT, gb, out)
             new = server_step.average(theta, new, t=t, state=state, rows=slice(None))
             replicas.accept(theta, new, best.sum(axis=1) / N, t)  # per-sample mean loss
             if rec is not None:
