@@ -41,6 +41,7 @@ __all__ = [
     "gather_predictions",
     "column_step",
     "client_gradients",
+    "LocalStepGrams",
     "cluster_gradients",
     "ClientBlocks",
     "client_predictions",
@@ -369,6 +370,147 @@ def client_gradients(R: np.ndarray, X: np.ndarray, layout: ClientLayout, out: np
         lo, hi = offsets[i], offsets[i + 1]
         np.matmul(R[B * lo : B * hi].reshape(B, hi - lo), X[lo:hi], out=out[i])
     return out
+
+
+@njit(cache=True)
+def _unrolled_step(S, R, T, coef, clients, bases, widths, C):
+    """``S = R + (S - coef[i, c] T)`` on the blocks ``(C, widths[i])`` at ``bases[i]`` of the flat
+    arrays ``S`` (IN/OUT), ``R`` and ``T``, for the ``clients`` listed; one pass, in this order."""
+    for ii in range(clients.shape[0]):
+        i = clients[ii]
+        q = widths[i]
+        for c in range(C):
+            a = coef[i, c]
+            o = bases[i] + c * q
+            for r in range(q):
+                S[o + r] = R[o + r] + (S[o + r] - a * T[o + r])
+
+
+class LocalStepGrams:
+    r"""Every client's Gram matrix, to unroll local gradient steps into one gradient product.
+
+    ``s`` full-batch gradient steps of the squared loss from :math:`w_0`, with step
+    :math:`\eta` and row weight :math:`\omega_i` (:math:`w \leftarrow w - \eta X_i^\top
+    \omega_i (X_i w - y_i)`), are affine in :math:`w_0`:
+
+    .. math::
+
+        w_s = w_0 - \eta \sum_{j=0}^{s-1} X_i^\top (I - c\, X_i X_i^\top)^j r
+            = w_0 - \eta \sum_{j=0}^{s-1} (I - c\, X_i^\top X_i)^j X_i^\top r,
+        \qquad r = \omega_i (X_i w_0 - y_i),\ c = \eta\, \omega_i,
+
+    so they need the first step's residuals, ``s - 1`` products with a Gram matrix and one
+    gradient product, instead of ``s`` predictions and ``s`` gradients (``4 s n_i d`` flops per
+    column).  A client with ``n_i <= d`` rows keeps :math:`X_i X_i^\top` (``n_i x n_i``; the
+    first form, ``2 n_i^2`` flops per column and step), a larger one :math:`X_i^\top X_i`
+    (``d x d``; the second form, ``2 d^2``): never more memory than ``X`` (``N d`` values).  The
+    matrices are computed in float64 and stored in ``X``'s dtype.  Each product is one BLAS call
+    per client (one batched call for equal sizes), the sums a Numba pass in a fixed order
+    (:func:`_unrolled_step`), so the result is a deterministic function of the inputs; it rounds
+    otherwise than the ``s`` steps one after the other (numerics change 4 of
+    :data:`mixreg.provenance.NUMERIC_CHANGES`, IFCA's option II).
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, d)
+    offsets : int64 array of shape (m + 1,)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X, y, offsets = rng.standard_normal((9, 3)), rng.standard_normal(9), np.array([0, 2, 9])
+    >>> w0, eta, steps = rng.standard_normal((2, 1, 3)), 0.05, 4  # two clients, one column
+    >>> omega = 1.0 / np.diff(offsets)  # the gradient of the per-client half mean
+    >>> w = w0.copy()  # the steps one after the other
+    >>> for _ in range(steps):
+    ...     for i in range(2):
+    ...         Xi, yi = X[offsets[i]:offsets[i + 1]], y[offsets[i]:offsets[i + 1]]
+    ...         w[i, 0] -= eta * omega[i] * Xi.T @ (Xi @ w[i, 0] - yi)
+    >>> R = np.concatenate([omega[i] * (X[offsets[i]:offsets[i + 1]] @ w0[i, 0] - y[offsets[i]:offsets[i + 1]])
+    ...                     for i in range(2)])  # client-major, one column
+    >>> G = LocalStepGrams(X, offsets).unrolled_gradients(R, X, ClientLayout(offsets, 3, 1), eta * omega[:, None],
+    ...                                                 steps, np.empty((2, 1, 3)))
+    >>> bool(np.allclose(w0 - eta * G, w))
+    True
+    """
+
+    def __init__(self, X: np.ndarray, offsets: np.ndarray) -> None:
+        N, d = X.shape
+        sizes = np.diff(offsets)
+        m = sizes.shape[0]
+        self.offsets, self.d = offsets, d
+        self.widths = np.where(sizes <= d, sizes, d).astype(np.int64)  # the side of each Gram matrix
+        self.rows = np.flatnonzero(sizes <= d).astype(np.int64)  # the first form's clients
+        self.cols = np.flatnonzero(sizes > d).astype(np.int64)
+        self.n_equal = equal_sizes(offsets)
+        if self.n_equal is not None:  # one (m, q, q) array
+            n = self.n_equal
+            Xc = X.reshape(m, n, d).astype(np.float64)
+            gram = Xc @ Xc.transpose(0, 2, 1) if n <= d else Xc.transpose(0, 2, 1) @ Xc
+            self.grams = gram.astype(X.dtype)
+        else:
+            self.grams = []
+            for i in range(m):
+                Xi = X[offsets[i] : offsets[i + 1]].astype(np.float64)
+                self.grams.append((Xi @ Xi.T if sizes[i] <= d else Xi.T @ Xi).astype(X.dtype))
+
+    def unrolled_gradients(self, R: np.ndarray, X: np.ndarray, layout: ClientLayout, coef: np.ndarray, n_steps: int,
+                           out: np.ndarray) -> np.ndarray:
+        r"""``out[i, c]`` :math:`= \sum_{j<s} (I - c_{ic} X_i^\top X_i)^j X_i^\top r_{ic}`: what
+        ``s = n_steps`` local gradient steps subtract from column ``c``'s model, divided by its step.
+
+        Parameters
+        ----------
+        R : ndarray of shape (C N,)
+            The first step's weighted residuals :math:`r`, client-major (not modified).
+        X : ndarray of shape (N, d)
+            The data the matrices were computed from.
+        layout : ClientLayout
+            The clients' rows, for ``C`` columns.
+        coef : ndarray of shape (m, C)
+            :math:`c_{ic} = \eta_c \omega_i`, in ``X``'s dtype.
+        n_steps : int >= 1
+        out : ndarray of shape (m, C, d)
+            OUT.
+
+        Returns
+        -------
+        out
+            With one step, :func:`client_gradients` of ``R`` (bit for bit).
+        """
+        m, C, d = out.shape
+        offsets = self.offsets
+        if n_steps == 1:
+            return client_gradients(R, X, layout, out)
+        rows, cols = self.rows, self.cols
+        if rows.size:  # the first form, in the residuals' layout: S = sum_j (I - c X X^T)^j r
+            S, T = R.copy(), np.empty_like(R)
+            bases = C * offsets[:-1]
+            for _ in range(n_steps - 1):
+                self._products(S, T, rows, bases, C)
+                _unrolled_step(S, R, T, coef, rows, bases, self.widths, C)
+            R = S  # the second form's clients' blocks are still r
+        client_gradients(R, X, layout, out)
+        if cols.size:  # the second form, on the gradients: sum_j (I - c X^T X)^j X^T r
+            flat = out.reshape(m * C * d)
+            V, T = flat.copy(), np.empty_like(flat)
+            bases = C * d * np.arange(m, dtype=np.int64)
+            for _ in range(n_steps - 1):
+                self._products(flat, T, cols, bases, C)
+                _unrolled_step(flat, V, T, coef, cols, bases, self.widths, C)
+        return out
+
+    def _products(self, S, T, clients, bases, C):
+        """``T_i = S_i @ G_i`` for the ``clients`` (blocks ``(C, q_i)`` at ``bases[i]``; the Gram
+        matrices are symmetric, so this is ``(G_i S_i^T)^T``)."""
+        if self.n_equal is not None:  # every client has the same form
+            q = self.widths[0]
+            m = self.widths.shape[0]
+            np.matmul(S.reshape(m, C, q), self.grams, out=T.reshape(m, C, q))
+            return
+        for i in clients:
+            q, lo = self.widths[i], bases[i]
+            np.matmul(S[lo : lo + C * q].reshape(C, q), self.grams[i], out=T[lo : lo + C * q].reshape(C, q))
 
 
 def client_transposed(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:

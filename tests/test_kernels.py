@@ -296,3 +296,45 @@ def test_the_ml_decoder_sums_every_row_in_order_and_keeps_the_argmin_rule(dtype)
             for l in range(k):
                 live = l == assign[b, i] and not frozen[b]
                 assert np.array_equal(R[b * k + l, rows], y[rows] - P[b * k + l, rows] if live else 0 * y[rows])
+
+
+def _steps_one_after_another(X, y, offsets, w0, eta, omega, n_steps):
+    """``n_steps`` gradient steps of every client's columns, float64, the textbook loop."""
+    w = w0.astype(np.float64)
+    for _ in range(n_steps):
+        for i in range(offsets.shape[0] - 1):
+            Xi = X[offsets[i] : offsets[i + 1]].astype(np.float64)
+            yi = y[offsets[i] : offsets[i + 1]].astype(np.float64)
+            for c in range(w.shape[1]):
+                w[i, c] -= eta[c] * omega[i] * Xi.T @ (Xi @ w[i, c] - yi)
+    return w
+
+
+@pytest.mark.parametrize("sizes,d", [((5, 5, 5, 5), 8), ((9, 9, 9, 9), 3), ((1, 2, 5, 9, 30, 3), 6),
+                                     ((4, 4, 20, 1), 4)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unrolled_local_steps_are_the_steps_one_after_another(sizes, d, dtype):
+    """LocalStepGrams: n_i <= d clients through X_i X_i^T, larger ones through X_i^T X_i (both forms
+    mixed when the sizes are unequal), every column with its own step; the residuals are not
+    modified, and one step is client_gradients bit for bit."""
+    rng = np.random.default_rng(0)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    m, N, C = len(sizes), int(offsets[-1]), 3
+    X, y = rng.standard_normal((N, d)).astype(dtype), rng.standard_normal(N).astype(dtype)
+    w0 = rng.standard_normal((m, C, d)).astype(dtype)
+    eta, omega = np.array([0.01, 0.03, 0.05]), 2.0 / np.asarray(sizes)
+    R = np.concatenate([(omega[i] * (w0[i] @ X[offsets[i] : offsets[i + 1]].T - y[offsets[i] : offsets[i + 1]]))
+                        .astype(dtype).ravel() for i in range(m)])
+    kept = R.copy()
+    grams, layout = kernels.LocalStepGrams(X, offsets), kernels.ClientLayout(offsets, d, C)
+    coef = (omega[:, None] * eta[None, :]).astype(dtype)
+    tol = 1e-13 if dtype == np.float64 else 3e-6
+    for n_steps in (1, 2, 3, 6):
+        G = grams.unrolled_gradients(R, X, layout, coef, n_steps, np.empty((m, C, d), dtype=dtype))
+        want = _steps_one_after_another(X, y, offsets, w0, eta, omega, n_steps)
+        got = w0 - eta.astype(dtype)[None, :, None] * G
+        assert np.abs(got - want).max() <= tol * np.abs(want).max(), n_steps
+        np.testing.assert_array_equal(R, kept)
+    one = kernels.client_gradients(R, X, layout, np.empty((m, C, d), dtype=dtype))
+    np.testing.assert_array_equal(grams.unrolled_gradients(R, X, layout, coef, 1, np.empty_like(one)), one)
+    assert grams.grams[0].dtype == dtype if isinstance(grams.grams, list) else grams.grams.dtype == dtype

@@ -20,7 +20,8 @@ from .. import kernels
 __all__ = ["local_gradient_steps"]
 
 
-def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=None, predicted=False):
+def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=None, predicted=False, grams=None,
+                         coef=None):
     r"""``n_steps`` full-batch gradient steps of every client's local models, in place on ``local``.
 
     For client ``i`` and column ``c``, with :math:`\eta_c` the column's step size:
@@ -61,6 +62,16 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=No
         ``R`` already holds the first step's predictions of ``local`` (e.g. gathered from the
         round's predictions of every model, :func:`mixreg.kernels.gather_predictions`): the first
         step skips its prediction.
+    grams : mixreg.kernels.LocalStepGrams, optional
+        With ``predicted``, unroll the ``n_steps`` steps through the clients' Gram matrices
+        (:meth:`~mixreg.kernels.LocalStepGrams.unrolled_gradients`): the first step's residuals,
+        ``n_steps - 1`` products with the Gram matrices and one gradient, then one step; the same
+        models as the steps one after the other up to rounding (numerics change 4 of
+        :data:`mixreg.provenance.NUMERIC_CHANGES`), bit for bit with one step.  Needs
+        ``residuals`` to weight every row of client ``i`` by one ``omega_i`` (all of its rows, or
+        none: 0 for a client left out), and ``coef``.
+    coef : ndarray of shape (m, C), with ``grams``
+        :math:`\eta_c \omega_i`, in ``local``'s dtype.
 
     Examples
     --------
@@ -80,11 +91,15 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=No
     per_column = None  # a step per column that keeps G's dtype in step * G: one pass, the same bits
     if n_steps > 0 and np.result_type(step, G) == G.dtype and np.ndim(step) == 3 and np.shape(step)[::2] == (1, 1):
         per_column = np.ascontiguousarray(np.broadcast_to(np.asarray(step), (1, local.shape[1], 1)).ravel())
-    for step_index in range(n_steps):
+    unrolled = grams is not None and predicted and n_steps > 1
+    for step_index in range(1 if unrolled else n_steps):
         if step_index or not predicted:
             kernels.client_predictions(local, X, layout, R, XT)
         residuals(R)
-        kernels.client_gradients(R, X, layout, G)
+        if unrolled:
+            grams.unrolled_gradients(R, X, layout, coef, n_steps, G)
+        else:
+            kernels.client_gradients(R, X, layout, G)
         if per_column is not None:
             kernels.column_step(local, per_column, G)
         else:

@@ -108,9 +108,14 @@ def _ifca(z):
 
 def _ifca_model(z):
     """IFCA option II (model averaging, local steps): the client-level round, the local
-    steps' predictions and residuals (``2 s B k N`` more) and, without resampling, the
-    transposed copy of the data they predict from (``s N d``)."""
-    return _ifca(z) + 2 * z.itemsize * z.replicas * z.k * z.N + (0 if z.resample else z.itemsize * z.N * z.d)
+    steps' predictions and residuals (``2 s B k N`` more) and, without resampling, the clients'
+    Gram matrices of the unrolled steps (:class:`mixreg.kernels.LocalStepGrams`; at most
+    ``N d`` values: ``s N d``, computed from a float64 copy of the data in float64, ``16 N d``)
+    and the unrolled sums' buffers (``2 s B N`` and ``2 s m B d``).  One local step builds none
+    of them: the count is a bound."""
+    B, s = z.replicas, z.itemsize
+    unrolled = 0 if z.resample else 16 * z.N * z.d + s * z.N * z.d + 2 * s * B * z.N + 2 * s * z.m * B * z.d
+    return _ifca(z) + 2 * s * B * z.k * z.N + unrolled
 
 
 def _fedx(z):

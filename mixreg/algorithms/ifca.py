@@ -28,10 +28,13 @@ a Numba pass for losses, argmin and residuals, and per-client GEMMs for the grad
 (``2 N d B`` flops): ``(k + 1) 2 N d`` flops per replica-round, the algorithm's own count.
 Option I without resampling sums the per-client gradients a few clients at a time
 (:func:`mixreg.kernels.cluster_gradients`), bit-identically to summing them after all clients.
-Option II's ``tau`` local steps cost a prediction and a gradient each, ``(k + 2 tau - 1) 2 N d``
-flops in all: without resampling the first step's predictions are the round's own
-(:func:`mixreg.kernels.gather_predictions`), and the others come from a transposed copy of the data
-(:func:`mixreg.kernels.client_transposed`), numerics change 2 of :mod:`mixreg.provenance`.
+Option II's ``tau`` local steps are affine in the broadcast model: without resampling the first
+step's predictions are the round's own (:func:`mixreg.kernels.gather_predictions`, numerics change
+2 of :mod:`mixreg.provenance`) and the steps are unrolled through each client's Gram matrix
+(:class:`mixreg.kernels.LocalStepGrams`, numerics change 4): ``tau - 1`` products of ``2
+min(n_i, d)^2`` flops per client, then one gradient, ``(k + 1) 2 N d + (tau - 1) 2 sum_i
+min(n_i, d)^2`` flops in all instead of ``(k + 2 tau - 1) 2 N d``.  A resampled round's subsets
+change every round, so its ``tau`` steps cost a prediction and a gradient each.
 
 Two probes of the mechanism behind Theorem 1 stand next to the driver: :func:`closeness_init`
 starts every model at ``theta*_j + alpha Delta u_j`` in a random, an adversarial or a shifted
@@ -553,9 +556,11 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
     n_active = max(1, int(round(q * m)))
     compact = COMPACT and rec is None
     blocked = option == "gradient" and not resample
-    # option II's local steps predict from a transposed copy of the data (faster; its own rounding:
-    # numerics change 2 of mixreg.provenance); a resampled round's subset is predicted as it is
-    XT = kernels.client_transposed(problem.X, problem.offsets) if option == "model" and not resample else None
+    # option II's tau local steps without resampling: the first step's predictions are the round's
+    # (numerics change 2 of mixreg.provenance), the others unrolled through the clients' Gram
+    # matrices (numerics change 4); a resampled round's subset is stepped through as it is
+    grams = (kernels.LocalStepGrams(problem.X, problem.offsets)
+             if option == "model" and not resample and tau > 1 else None)
     work = np.arange(B)
     state = server_step.start(theta)
     constant = is_constant(schedule)
@@ -613,9 +618,10 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 kernels.gather_selected(th, assign, local)
                 if not resample:  # the first step's predictions are the round's (numerics change 2)
                     kernels.gather_predictions(ws.P, ws.offsets, assign, ws.R)
+                coef = None if grams is None else ws.weights[:, None] * loc_step.reshape(1, -1)
                 local_gradient_steps(local, gX, ws.layout, loc_step, tau,  # tau steps on F_i from theta_{j_hat_i}
                                      lambda R: kernels.selected_residuals(R, gY[0], ws.offsets, assign, ws.weights, R),
-                                     ws.R, ws.C, XT, predicted=not resample)
+                                     ws.R, ws.C, predicted=not resample, grams=grams, coef=coef)
                 new = th.copy()
                 kernels.cluster_average(local, assign, new)
                 new = server_step.average(th, new, t=t, state=state, rows=rows)

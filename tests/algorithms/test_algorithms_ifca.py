@@ -360,3 +360,20 @@ def test_level_scales_are_each_levels_data_scales_bit_for_bit():
     for y, row in zip(Y, scales):
         assert tuple(row) == data_scales(pb, y=y)
     assert scales[1, 1] != scales[0, 1] and scales[2, 0] > 0  # the levels' own floors; never zero
+
+
+@pytest.mark.parametrize("n,d", [(20, 8), (6, 8)])
+def test_option_ii_local_steps_with_partial_participation_match_reference(n, d):
+    """Option II's unrolled local steps (n > d: through X_i^T X_i; n <= d: through X_i X_i^T) with
+    clients left out of a round: the reference's steps one after the other."""
+    pb = make_problem(m=12, k=3, n=n, d=d, sigma=0.3, scale=1.0, rng=np.random.default_rng(1))
+    theta0 = initial_parameters(pb, 2, "gaussian", rng=np.random.default_rng(6))
+    gammas = np.array([0.02, 0.05])
+    res = ifca(pb, theta0, gammas, n_rounds=8, option="model", local_steps=4, participation=0.5,
+               rng=np.random.default_rng(11))
+    rng = np.random.default_rng(11)
+    active_sets = [set(rng.choice(pb.m, size=6, replace=False).tolist()) for _ in range(8)]
+    for b in range(2):
+        ref = reference_ifca(pb, theta0[b], gammas[b], 8, option="model", tau=4, active_sets=active_sets)
+        np.testing.assert_allclose(res.theta[b], ref, rtol=1e-10, atol=1e-12)
+    assert not res.diverged.any()
