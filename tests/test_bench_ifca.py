@@ -23,6 +23,13 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         per_run = row["fixed_seconds_per_run"] + bench_ifca.PAPER_ROUNDS * row["B"] * row["seconds_per_replica_round"]
         assert math.isclose(row["seconds_per_replica_round_paper"] * bench_ifca.PAPER_ROUNDS * row["B"], per_run)
         assert row["fraction_of_peak_paper"] <= row["fraction_of_peak"] * (1 + 1e-12)  # equal with no fixed part
+        # the prediction product is k of the round's k + 1 products; the bound: the round at the
+        # prediction's measured time plus the other product at the peak
+        assert row["prediction_flops"] == row["k"] * 2.0 * row["m"] * row["n"] * row["d"]
+        peak, pred = report["peak_gflops"][row["dtype"]] * 1e9, row["prediction_seconds_per_replica_round"]
+        assert math.isclose(row["prediction_fraction_of_peak"], row["prediction_flops"] / pred / peak)
+        floor = (row["k"] + 1) * 2.0 * row["m"] * row["n"] * row["d"]
+        assert math.isclose(row["bound_fraction_of_peak"], floor / (pred * peak + floor / (row["k"] + 1)))
     assert report["engine"]["parallel_efficiency"] > 0
     assert all(len(report[key]) == 3 for key in ("load_average_before", "load_average_after"))
 
@@ -36,8 +43,10 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         assert row["setup_seconds"] >= 0
         assert math.isclose(row["setup_rounds"] * row["seconds_per_replica_round"] * row["B"], row["setup_seconds"])
         assert math.isclose(row["fraction_of_peak"] * report["drivers_peak_gflops"]["used"], row["floor_gflops"])
-    peaks = report["drivers_peak_gflops"]  # measured beside the section, the faster of the two used
-    assert peaks["used"] == max(peaks["before"], peaks["after"]) > 0
+        assert row["peak_gflops"] == report["drivers_peak_gflops"]["used"]
+    peaks = report["drivers_peak_gflops"]  # measured between the drivers' passes (2 repeats), the best used
+    assert len(peaks["interleaved"]) == 3 * 2 and peaks["used"] == max(peaks["interleaved"]) > 0
+    assert peaks["before"] > 0 and peaks["after"] > 0
 
     cases = report["competitors"]["cases"]
     assert {case["dtype"] for case in cases} == {"float32", "float64"}
@@ -84,8 +93,9 @@ def test_every_builtin_driver_has_a_floor():
     from mixreg.algorithms import ALGORITHMS, builtin_algorithms
 
     assert set(builtin_algorithms()) <= set(bench_ifca.DRIVER_FLOORS)
-    floor = bench_ifca.DRIVER_FLOORS["ifca_model"][0]
-    assert floor(10, 3, 2, ALGORITHMS["ifca_model"].options) == (2 + 2 * 2 - 1) * 2 * 10 * 3
+    floor = bench_ifca.DRIVER_FLOORS["ifca_model"][0]  # tau = 2: one Gram product per client
+    assert floor(10, 3, 2, ALGORITHMS["ifca_model"].options, np.array([2, 8])) == \
+        (2 + 1) * 2 * 10 * 3 + (2 - 1) * 2 * (2 ** 2 + 3 ** 2)
 
 
 def test_round_costs_interleave_the_programs_and_separate_the_fixed_part(monkeypatch):
@@ -107,6 +117,16 @@ def test_round_costs_interleave_the_programs_and_separate_the_fixed_part(monkeyp
         assert math.isclose(costs[name]["cpu"], per) and math.isclose(costs[name]["wall"], 2 * per)
         assert math.isclose(costs[name]["fixed"], fixed) and math.isclose(costs[name]["fixed_wall"], 2 * fixed)
         assert costs[name]["marginal"]
+
+
+def test_round_costs_call_the_probe_after_every_pass(monkeypatch):
+    """The probe (the drivers section's GEMM peak) runs between the passes over the programs, so
+    that it samples the same minutes as they do."""
+    order = []
+    monkeypatch.setattr(bench_ifca, "_timed", lambda fn: (fn(), (1.0, 1.0))[1])
+    runs = {name: (lambda T, name=name: order.append((name, T))) for name in ("a", "b")}
+    bench_ifca.round_costs(runs, rounds=5, repeats=2, probe=lambda: order.append("probe"))
+    assert order == [("a", 5), ("b", 5), "probe", ("a", 10), ("b", 10), "probe"] * 2
 
 
 def test_record_key_ignores_the_timing_and_sees_every_bit():
