@@ -256,7 +256,11 @@ def bench_drivers(dtype=np.float64, size=DRIVER_SIZE, B=30, rounds=20, repeats=5
     divide by the best of these (``peak_gflops`` of every row; the measurements in order are
     appended to ``peaks``, a list, if given): the drivers' times are best-of times too, so both
     come from the fastest moments of the same minutes.  A peak measured once before and once after
-    the section moved by up to a sixth within it on the benchmark's machine (74 to 87 GFLOP/s).
+    the section moved from 74 to 87 GFLOP/s within it on the benchmark's machine.  Beside it,
+    ``fraction_of_peak_paired``: each repeat's own round cost (its run of ``2 rounds`` rounds less
+    its run of ``rounds``) against the mean of the two peaks measured around those runs, the
+    median over the repeats (0 for a repeat whose two runs noise reversed), which follows the
+    machine's drift instead of taking both sides' best moments.
 
     Each driver runs ``B`` replicas from the same Gaussian initial parameters with its contract
     suite's stable step size (:data:`mixreg.algorithms.CHECK_SETTINGS`), divided by 4 until no
@@ -726,15 +730,18 @@ def measure(quick, out):
           f"one thread (process CPU time; the floor is the flops a round cannot do without; float64 peak "
           f"{before:.0f} GFLOP/s before the section, {after:.0f} after, {min(interleaved):.0f}-{peak64:.0f} "
           f"between the drivers' passes, fractions of {peak64:.0f}):")
-    print(f"{'driver':>12} {'ms/replica-round':>17} {'wall':>7} {'floor flops':>12} {'of peak':>8} "
+    print(f"{'driver':>12} {'ms/replica-round':>17} {'wall':>7} {'floor flops':>12} {'of peak':>8} {'paired':>7} "
           f"{'set-up s':>9} {'set-up rounds':>14} {'diverged':>9}")
     for row in drivers:
         frac = "-" if row["fraction_of_peak"] is None else f"{row['fraction_of_peak']:.0%}"
+        paired = "-" if row["fraction_of_peak_paired"] is None else f"{row['fraction_of_peak_paired']:.0%}"
         flops = "-" if row["floor_flops_per_replica_round"] is None else f"{row['floor_flops_per_replica_round']:.3g}"
         setup = "-" if row["setup_rounds"] is None else f"{row['setup_rounds']:.1f}"
         print(f"{row['driver']:>12} {1e3 * row['seconds_per_replica_round']:>16.3f}"
               f"{' ' if row['marginal'] else '*'} {1e3 * row['wall_seconds_per_replica_round']:>7.3f} "
-              f"{flops:>12} {frac:>8} {row['setup_seconds']:>9.3f} {setup:>14} {row['diverged']:>9}")
+              f"{flops:>12} {frac:>8} {paired:>7} {row['setup_seconds']:>9.3f} {setup:>14} {row['diverged']:>9}")
+    print("of peak: the round's best cost against the best peak of the section; paired: each repeat's round "
+          "cost against the peak measured around it, the median")
     comp = bench_competitors(out, quick=quick)
     report["competitors"] = comp
     print("IFCA against the batched programs a user would write instead (one thread, one process, interleaved; "

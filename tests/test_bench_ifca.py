@@ -44,6 +44,7 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         assert math.isclose(row["setup_rounds"] * row["seconds_per_replica_round"] * row["B"], row["setup_seconds"])
         assert math.isclose(row["fraction_of_peak"] * report["drivers_peak_gflops"]["used"], row["floor_gflops"])
         assert row["peak_gflops"] == report["drivers_peak_gflops"]["used"]
+        assert row["fraction_of_peak_paired"] >= 0
     peaks = report["drivers_peak_gflops"]  # measured between the drivers' passes (2 repeats), the best used
     assert len(peaks["interleaved"]) == 3 * 2 and peaks["used"] == max(peaks["interleaved"]) > 0
     assert peaks["before"] > 0 and peaks["after"] > 0
