@@ -435,24 +435,24 @@ class LocalStepGrams:
     """
 
     def __init__(self, X: np.ndarray, offsets: np.ndarray) -> None:
-        N, d = X.shape
+        d = X.shape[1]
         sizes = np.diff(offsets)
         m = sizes.shape[0]
-        self.offsets, self.d = offsets, d
+        self.offsets = offsets
         self.widths = np.where(sizes <= d, sizes, d).astype(np.int64)  # the side of each Gram matrix
         self.rows = np.flatnonzero(sizes <= d).astype(np.int64)  # the first form's clients
         self.cols = np.flatnonzero(sizes > d).astype(np.int64)
         self.n_equal = equal_sizes(offsets)
         if self.n_equal is not None:  # one (m, q, q) array
             n = self.n_equal
-            Xc = X.reshape(m, n, d).astype(np.float64)
+            Xc = X.reshape(m, n, d).astype(np.float64, copy=False)
             gram = Xc @ Xc.transpose(0, 2, 1) if n <= d else Xc.transpose(0, 2, 1) @ Xc
-            self.grams = gram.astype(X.dtype)
+            self.grams = gram.astype(X.dtype, copy=False)
         else:
             self.grams = []
             for i in range(m):
-                Xi = X[offsets[i] : offsets[i + 1]].astype(np.float64)
-                self.grams.append((Xi @ Xi.T if sizes[i] <= d else Xi.T @ Xi).astype(X.dtype))
+                Xi = X[offsets[i] : offsets[i + 1]].astype(np.float64, copy=False)
+                self.grams.append((Xi @ Xi.T if sizes[i] <= d else Xi.T @ Xi).astype(X.dtype, copy=False))
 
     def unrolled_gradients(self, R: np.ndarray, X: np.ndarray, layout: ClientLayout, coef: np.ndarray, n_steps: int,
                            out: np.ndarray) -> np.ndarray:
