@@ -128,10 +128,10 @@ NUMERIC_CHANGES: tuple[NumericsChange, ...] = (
                 "then one step) instead of a prediction and a gradient per step; one local step "
                 "is unchanged, bit for bit",
         reason="a round at (m, n, d, k) = (100, 50, 200, 2), B = 30, tau = 2, one thread, against "
-               "the version before: 1.50x faster in float64, 1.29x in float32, 1.66x at (100, "
-               "100, 1000, 2) in float32, 2.7x with tau = 5 (docs/benchmark.md); the same "
-               "assignments and divergence flags, the parameters within 2.2e-15 (float64) and "
-               "2.8e-7 (float32) relative after 30 rounds"),
+               "the version before (medians of three alternations): 1.47x faster in float64, "
+               "1.37x in float32, 1.62x at (100, 100, 1000, 2) in float32, 2.49x with tau = 5 "
+               "(docs/benchmark.md); the same assignments and divergence flags, the parameters "
+               "within 2.2e-15 (float64) and 2.8e-7 (float32) relative after 30 rounds"),
 )
 
 #: The numerics version of this code: the last registered change's.
