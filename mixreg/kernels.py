@@ -406,7 +406,7 @@ class LocalStepGrams:
     (``d x d``; the second form, ``2 d^2``): never more memory than ``X`` (``N d`` values).  The
     matrices are computed in float64 and stored in ``X``'s dtype.  Each product is one BLAS call
     per client (one batched call for equal sizes), the sums a Numba pass in a fixed order
-    (:func:`_unrolled_step`), so the result is a deterministic function of the inputs; it rounds
+    (``_unrolled_step``), so the result is a deterministic function of the inputs; it rounds
     otherwise than the ``s`` steps one after the other (numerics change 4 of
     :data:`mixreg.provenance.NUMERIC_CHANGES`, IFCA's option II).
 
@@ -593,7 +593,7 @@ class ClientBlocks:
     """Consecutive clients in blocks for :func:`cluster_gradients`, with the blocks' buffers.
 
     Each block holds as many clients as keep its per-client gradients (``c x B x d``) within
-    :data:`BLOCK_BYTES` (one client at the least); ``blocks`` lists ``(i0, i1, lo, hi, offsets,
+    ``BLOCK_BYTES`` (one client at the least); ``blocks`` lists ``(i0, i1, lo, hi, offsets,
     layout)``: clients ``i0:i1``, their rows ``lo:hi``, the offsets within those rows and their
     :class:`ClientLayout`, which computes every client's product as the layout of all clients
     would (one batched product for equal sizes; otherwise per client, in the same small or large
@@ -811,7 +811,7 @@ def gram_subsets_solve(flat, start, n, local, b, q, kappa, certify, alpha, ok):
     :class:`mixreg.local_solvers.ClientGrams`).  A certified block gets ``alpha[c] = G^-1 b[c]``
     by the Cholesky factor of ``G`` and ``ok[c]`` if that factorisation succeeds and ``alpha[c]``
     is finite (its estimate is then ``X_S^T alpha[c]``).  The blocks are factorised
-    :data:`LANES` at a time (:func:`_cholesky_lanes`); a block's arithmetic does not depend on
+    :data:`LANES` at a time (``_cholesky_lanes``); a block's arithmetic does not depend on
     its neighbours."""
     C, p = local.shape
     eps = np.finfo(np.float64).eps
