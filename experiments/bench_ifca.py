@@ -194,7 +194,7 @@ def bench_ifca(dtype, size, B=30, rounds=20, naive_rounds=3, levels=1, repeats=2
     naive = min(_timed(lambda: naive_round(problem, th, 0.1))[0] for _ in range(naive_rounds))
     return {"m": m, "n": n, "d": d, "k": k, "B": replicas, "levels": levels, "dtype": np.dtype(dtype).name,
             "seconds_per_replica_round": per, "wall_seconds_per_replica_round": cost["wall"] / replicas,
-            "marginal": marginal, "gflops": flops / per / 1e9,
+            "marginal": marginal, "flops_per_replica_round": flops, "gflops": flops / per / 1e9,
             "prediction_seconds_per_replica_round": prediction, "prediction_flops": k * 2.0 * problem.N * d,
             "fixed_seconds_per_run": fixed, "seconds_per_replica_round_paper": per_paper,
             "gflops_paper": flops / per_paper / 1e9,
@@ -688,8 +688,8 @@ def measure(quick, out):
         pred, pred_flops = row["prediction_seconds_per_replica_round"], row["prediction_flops"]
         row["prediction_fraction_of_peak"] = pred_flops / pred / 1e9 / peak
         # the round's fraction of peak if all but the prediction product ran at the peak
-        floor = row["gflops"] * row["seconds_per_replica_round"]  # GFLOP per replica-round
-        row["bound_fraction_of_peak"] = floor / (pred + (floor - pred_flops / 1e9) / peak) / peak
+        flops = row["flops_per_replica_round"]
+        row["bound_fraction_of_peak"] = flops / (pred * peak * 1e9 + flops - pred_flops)
         report["ifca"].append(row)
         size = (row["m"], row["n"], row["d"], row["k"])
         print(f"{str(size):>22} {row['B']:>4} {row['levels']:>6} {row['dtype']:>8} "

@@ -29,6 +29,7 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
         peak, pred = report["peak_gflops"][row["dtype"]] * 1e9, row["prediction_seconds_per_replica_round"]
         assert math.isclose(row["prediction_fraction_of_peak"], row["prediction_flops"] / pred / peak)
         floor = (row["k"] + 1) * 2.0 * row["m"] * row["n"] * row["d"]
+        assert row["flops_per_replica_round"] == floor
         assert math.isclose(row["bound_fraction_of_peak"], floor / (pred * peak + floor / (row["k"] + 1)))
     assert report["engine"]["parallel_efficiency"] > 0
     assert all(len(report[key]) == 3 for key in ("load_average_before", "load_average_after"))

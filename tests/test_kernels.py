@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mixreg import kernels
+from mixreg.local_solvers import gradient_steps
 
 
 def _ragged(sizes, d, B, seed=0):
@@ -298,18 +299,6 @@ def test_the_ml_decoder_sums_every_row_in_order_and_keeps_the_argmin_rule(dtype)
                 assert np.array_equal(R[b * k + l, rows], y[rows] - P[b * k + l, rows] if live else 0 * y[rows])
 
 
-def _steps_one_after_another(X, y, offsets, w0, eta, omega, n_steps):
-    """``n_steps`` gradient steps of every client's columns, float64, the textbook loop."""
-    w = w0.astype(np.float64)
-    for _ in range(n_steps):
-        for i in range(offsets.shape[0] - 1):
-            Xi = X[offsets[i] : offsets[i + 1]].astype(np.float64)
-            yi = y[offsets[i] : offsets[i + 1]].astype(np.float64)
-            for c in range(w.shape[1]):
-                w[i, c] -= eta[c] * omega[i] * Xi.T @ (Xi @ w[i, c] - yi)
-    return w
-
-
 @pytest.mark.parametrize("sizes,d", [((5, 5, 5, 5), 8), ((9, 9, 9, 9), 3), ((1, 2, 5, 9, 30, 3), 6),
                                      ((4, 4, 20, 1), 4)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -331,7 +320,8 @@ def test_unrolled_local_steps_are_the_steps_one_after_another(sizes, d, dtype):
     tol = 1e-13 if dtype == np.float64 else 3e-6
     for n_steps in (1, 2, 3, 6):
         G = grams.unrolled_gradients(R, X, layout, coef, n_steps, np.empty((m, C, d), dtype=dtype))
-        want = _steps_one_after_another(X, y, offsets, w0, eta, omega, n_steps)
+        # the textbook loop, column by column: omega_i = 2 / n_i is gradient_steps' 1 / n_i at twice the step
+        want = np.stack([gradient_steps(X, y, offsets, w0[:, c], 2 * eta[c], n_steps) for c in range(C)], axis=1)
         got = w0 - eta.astype(dtype)[None, :, None] * G
         assert np.abs(got - want).max() <= tol * np.abs(want).max(), n_steps
         np.testing.assert_array_equal(R, kept)
