@@ -31,6 +31,7 @@ from mixreg.montecarlo._store import (
     MANIFEST_NAME,
     SUMMARY_CSV_NAME,
     TRIALS_CSV_NAME,
+    _chunk_name,
     _directory_lock,
     _load_chunks,
     _make_outdir,
@@ -397,18 +398,30 @@ def _execute(sweep, backend, tasks, chunk_dir, done, failures, thread_settings, 
         return
     with open_progress(total, len(done), _label(sweep), progress) as display:
         for ci, start, stop, results in backend.run(sweep, tasks):
-            _write_chunk(chunk_dir, sweep.key, ci, sweep.cells[ci], start, stop, results,
-                         backend.kernel_threads)
+            try:
+                _write_chunk(chunk_dir, sweep.key, ci, sweep.cells[ci], start, stop, results,
+                             backend.kernel_threads)
+                _keep(done, failures, ci, results)
+            except BaseException:
+                # A signal after the chunk's atomic rename but before its records were counted:
+                # the chunk is on disk and the rerun loads it, so it is among the trials kept.
+                if (chunk_dir / _chunk_name(ci, start, stop)).exists():
+                    _keep(done, failures, ci, results)
+                raise
             thread_settings.add(backend.kernel_threads)
-            for record, failure in results:
-                done[(ci, record["trial"])] = record
-                if failure is not None:
-                    failures[(ci, record["trial"])] = failure
             run_info["chunks_computed"] += 1
             per_cell[ci] += stop - start
             if per_cell[ci] == sweep.n_trials:
                 cells_done += 1
             display.update(stop - start, cells_done, len(sweep.cells))
+
+
+def _keep(done, failures, ci, results):
+    """Count a written chunk's records (and failures) among the run's; idempotent."""
+    for record, failure in results:
+        done[(ci, record["trial"])] = record
+        if failure is not None:
+            failures[(ci, record["trial"])] = failure
 
 
 def _finish(sweep, outdir, manifest, run_info, done, failures, thread_settings):

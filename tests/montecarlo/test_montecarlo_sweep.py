@@ -370,6 +370,34 @@ def test_an_interrupted_run_says_what_it_kept_and_resumes_exactly(tmp_path, monk
     assert records_json(resumed) == records_json(run_sweep(sweep, tmp_path / "fresh", progress=False))
 
 
+def test_a_signal_right_after_a_chunk_is_written_counts_that_chunk_as_kept(tmp_path, monkeypatch):
+    """Ctrl-C between a chunk's atomic rename and the run's bookkeeping of it: the chunk is on disk
+    and the rerun loads it, so the interrupt counts it (it once said one chunk fewer)."""
+    from mixreg.montecarlo import SweepInterrupted, _sweep
+
+    written = []
+
+    def write_then_interrupt(*args, **kwargs):
+        real_write_chunk(*args, **kwargs)
+        written.append(args[3:5])
+        if len(written) == 3:
+            raise KeyboardInterrupt  # as if SIGINT arrived just after the rename
+
+    real_write_chunk = _sweep._write_chunk
+    monkeypatch.setattr(_sweep, "_write_chunk", write_then_interrupt)
+    sweep = toy_sweep(cells=CELLS[:2], n_trials=4, chunk_size=2)
+    with pytest.raises(SweepInterrupted) as info:
+        run_sweep(sweep, tmp_path / "out", progress=False)
+    assert len(written) == 3 and (info.value.kept, info.value.total) == (6, 8)
+    assert "6 of 8 trials kept" in str(info.value)
+
+    monkeypatch.setattr(_sweep, "_write_chunk", real_write_chunk)
+    resumed = run_sweep(sweep, tmp_path / "out", progress=False)
+    assert resumed.manifest["runs"][-1]["trials_loaded"] == 6
+    assert not resumed.failures
+    assert records_json(resumed) == records_json(run_sweep(sweep, tmp_path / "fresh", progress=False))
+
+
 def test_sigterm_stops_a_run_as_ctrl_c_does_and_the_rerun_resumes(tmp_path, monkeypatch):
     """SIGTERM (kill, a batch scheduler) during a run raises SweepTerminated with what is kept, after
     the manifest is written, instead of killing the process with a manifest left "running"."""
