@@ -49,6 +49,7 @@ __all__ = [
     "scatter_add",
     "scatter_accumulate",
     "cluster_average",
+    "stepped_cluster_average",
     "equal_sizes",
     "ClientLayout",
     "LANES",
@@ -283,6 +284,41 @@ def cluster_average(local, assign, theta):
                 cnt[b, a] += 1
                 for c in range(d):
                     acc[b, a, c] += local[i, b, c]
+        for j in range(k):
+            if cnt[b, j] > 0:
+                for c in range(d):
+                    theta[b, j, c] = acc[b, j, c] / cnt[b, j]
+
+
+@njit(cache=True)
+def stepped_cluster_average(start, step, G, assign, theta):
+    """IFCA option II's server step straight from the clients' last local gradients, in place on
+    ``theta`` (B, k, d).
+
+    ``theta[b, j] = mean of (start[b, j] - step[b] * G[i, b])`` over the clients with
+    ``assign[b, i] = j``, where ``start`` (B, k, d) holds the models the clients started from and
+    ``G`` (m, B, d) their gradients (for unrolled local steps, the sum
+    :meth:`LocalStepGrams.unrolled_gradients` gives); ``step`` (B,) in ``G``'s dtype.  A cluster
+    that no client chose keeps its parameters (``theta`` is their source then).
+
+    Bit for bit :func:`gather_selected` of ``start``, :func:`column_step` and
+    :func:`cluster_average`, without their ``(m, B, d)`` local models: each local model is the
+    same ``start - step * G`` rounded to the dtype before it is added (in float64, the clients in
+    index order), and the mean is the same division.
+    """
+    m, B, d = G.shape
+    k = theta.shape[1]
+    acc = np.zeros((B, k, d))
+    cnt = np.zeros((B, k), dtype=np.int64)
+    for b in range(B):
+        s = step[b]
+        for i in range(m):
+            a = assign[b, i]
+            if a >= 0:
+                cnt[b, a] += 1
+                w, g, out = start[b, a], G[i, b], acc[b, a]
+                for c in range(d):
+                    out[c] += w[c] - s * g[c]
         for j in range(k):
             if cnt[b, j] > 0:
                 for c in range(d):

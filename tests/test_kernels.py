@@ -202,6 +202,50 @@ def test_column_step_is_numpys_update_bit_for_bit(dtype):
         assert not np.array_equal(fused[finite], expected[finite])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stepped_cluster_average_is_the_three_passes_bit_for_bit(dtype):
+    """IFCA option II's average taken straight from the gradients equals gathering each client's
+    model, stepping it (column_step) and averaging (cluster_average): inactive clients (-1) left
+    out, a cluster nobody chose kept, non-finite gradients carried, per-replica steps; and each
+    local model is rounded to the dtype before it is summed, so a float32 kernel that adds the
+    float64 difference instead (one rounding fewer) fails on this data, which the last check
+    shows."""
+    rng = np.random.default_rng(5)
+    m, B, k, d = 23, 6, 3, 17
+    start = rng.standard_normal((B, k, d)).astype(dtype)
+    G = (1e3 * rng.standard_normal((m, B, d))).astype(dtype)
+    step = (10.0 ** rng.uniform(-3, 0, B)).astype(dtype)
+    assign = rng.integers(-1, k, (B, m)).astype(np.int64)
+    assign[2] = np.where(assign[2] == 1, 0, assign[2])  # replica 2: nobody chose model 1
+    assign[4] = -1  # replica 4: no active client, every model kept
+    G[3, 1, 2], G[5, 0, 0] = np.nan, np.inf
+    assign[1, 3], assign[0, 5] = 2, 0  # their clients are active
+    local = np.empty((m, B, d), dtype=dtype)
+    kernels.gather_selected(start, assign, local)
+    with np.errstate(invalid="ignore"):
+        kernels.column_step(local, step, G)
+    expected = start.copy()
+    kernels.cluster_average(local, assign, expected)
+    out = start.copy()
+    with np.errstate(invalid="ignore"):
+        kernels.stepped_cluster_average(start, step, G, assign, out)
+    assert np.array_equal(out, expected, equal_nan=True)
+    assert np.array_equal(out[2, 1], start[2, 1]) and np.array_equal(out[4], start[4])
+    assert np.isnan(out[1, 2, 2]) and np.isnan(out[1]).sum() == 1 and out[0, 0, 0] == -np.inf
+    if dtype == np.float32:  # the difference summed in float64 unrounded: other bits on this data
+        wide = np.zeros((B, k, d))
+        counts = np.zeros((B, k))
+        for b in range(B):
+            for i in np.flatnonzero(assign[b] >= 0):
+                a = assign[b, i]
+                wide[b, a] += start[b, a].astype(np.float64) - (step[b] * G[i, b]).astype(np.float64)
+                counts[b, a] += 1
+        chosen = counts > 0
+        unrounded = (wide[chosen] / counts[chosen][:, None]).astype(dtype)
+        finite = np.isfinite(unrounded)
+        assert not np.array_equal(unrounded[finite], expected[chosen][finite])
+
+
 def test_argmin_skip_nan_rule():
     """Strict comparison (ties to the lowest index), nan never wins against a number, all nan 0."""
     nan, inf = np.nan, np.inf

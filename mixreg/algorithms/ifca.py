@@ -29,12 +29,15 @@ a Numba pass for losses, argmin and residuals, and per-client GEMMs for the grad
 Option I without resampling sums the per-client gradients a few clients at a time
 (:func:`mixreg.kernels.cluster_gradients`), bit-identically to summing them after all clients.
 Option II's ``tau`` local steps are affine in the broadcast model: without resampling the first
-step's predictions are the round's own (:func:`mixreg.kernels.gather_predictions`, numerics change
-2 of :mod:`mixreg.provenance`) and the steps are unrolled through each client's Gram matrix
-(:class:`mixreg.kernels.LocalStepGrams`, numerics change 4): ``tau - 1`` products of ``2
-min(n_i, d)^2`` flops per client, then one gradient, ``(k + 1) 2 N d + (tau - 1) 2 sum_i
-min(n_i, d)^2`` flops in all instead of ``(k + 2 tau - 1) 2 N d``.  A resampled round's subsets
-change every round, so its ``tau`` steps cost a prediction and a gradient each.
+step's residuals are taken from the round's own predictions (:func:`mixreg.kernels.weighted_residuals`,
+numerics change 2 of :mod:`mixreg.provenance`) and the steps are unrolled through each client's
+Gram matrix (:class:`mixreg.kernels.LocalStepGrams`, numerics change 4): ``tau - 1`` products of
+``2 min(n_i, d)^2`` flops per client, then one gradient, ``(k + 1) 2 N d + (tau - 1) 2 sum_i
+min(n_i, d)^2`` flops in all instead of ``(k + 2 tau - 1) 2 N d``; the server's mean of the
+clients' models is taken straight from those gradients
+(:func:`mixreg.kernels.stepped_cluster_average`, bit for bit the models formed and averaged).
+A resampled round's subsets change every round, so its ``tau`` steps cost a prediction and a
+gradient each.
 
 Two probes of the mechanism behind Theorem 1 stand next to the driver: :func:`closeness_init`
 starts every model at ``theta*_j + alpha Delta u_j`` in a random, an adversarial or a shifted
@@ -580,7 +583,7 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                 assign = np.empty((Bw, m), dtype=np.int64)
                 best = np.empty((Bw, m))
                 grad = np.empty((Bw, k, d), dtype=dtype)
-                local = np.empty((m, Bw, d), dtype=dtype) if (option == "model" or resample) else None
+                local = np.empty((m, Bw, d), dtype=dtype) if resample else None
             if not constant:  # the round's steps: gamma_t = gamma s(t), then as gamma above
                 gamma_t = gamma[work] * schedule.factor(t)
                 step = (gamma_t / m if aggregation == "clients" else gamma_t).astype(dtype)[:, None, None]
@@ -615,15 +618,24 @@ def _run(problem, theta, gamma, replicas, rec, *, option, tau, resample, q, rng,
                     kernels.cluster_gradients(ws.P, gY, ws.group, assign, k, server, gX, ws.blocks, grad)
                 new = server_step.gradient(th, grad, step, t=t, state=state, rows=rows)
             else:  # theta_j = mean of the tau-step local models of the clients that chose j
-                kernels.gather_selected(th, assign, local)
-                if not resample:  # the first step's predictions are the round's (numerics change 2)
-                    kernels.gather_predictions(ws.P, ws.offsets, assign, ws.R)
-                coef = None if grams is None else ws.weights[:, None] * loc_step.reshape(1, -1)
-                local_gradient_steps(local, gX, ws.layout, loc_step, tau,  # tau steps on F_i from theta_{j_hat_i}
-                                     lambda R: kernels.selected_residuals(R, gY[0], ws.offsets, assign, ws.weights, R),
-                                     ws.R, ws.C, predicted=not resample, grams=grams, coef=coef)
                 new = th.copy()
-                kernels.cluster_average(local, assign, new)
+                if resample:  # tau steps on F_i from theta_{j_hat_i}, on the round's gradient subset
+                    kernels.gather_selected(th, assign, local)
+                    local_gradient_steps(local, gX, ws.layout, loc_step, tau,
+                                         lambda R: kernels.selected_residuals(R, gY[0], ws.offsets, assign,
+                                                                              ws.weights, R),
+                                         ws.R, ws.C)
+                    kernels.cluster_average(local, assign, new)
+                else:  # the first step's residuals from the round's predictions (numerics change 2),
+                    # the other steps unrolled (change 4): one step from theta_{j_hat_i} along the
+                    # summed gradients, which the average takes without forming the local models
+                    kernels.weighted_residuals(ws.P, gY, ws.group, ws.offsets, assign, k, ws.weights, ws.R)
+                    if grams is None:  # tau = 1
+                        kernels.client_gradients(ws.R, gX, ws.layout, ws.C)
+                    else:
+                        coef = ws.weights[:, None] * loc_step.reshape(1, -1)
+                        grams.unrolled_gradients(ws.R, gX, ws.layout, coef, tau, ws.C)
+                    kernels.stepped_cluster_average(th, loc_step.ravel(), ws.C, assign, new)
                 new = server_step.average(th, new, t=t, state=state, rows=rows)
 
             # the objective (losses of the identity estimate) overflows before the parameters do
