@@ -45,7 +45,10 @@ processes held the core.  The load average before and after the run is reported 
   size (``(m, n, d, k) = (100, 100, 1000, 2)``, float32, 30 runs, fewer rounds) run with
   (a) 2 workers x 1 BLAS thread (the engine's default), (b) 1 worker x 2 threads, (c) 2 workers
   x 2 threads (oversubscribed) and (d) 1 worker x 1 thread: each placement's throughput relative
-  to (a), and whether its records are bit-identical to (d)'s (they must be for (a)).
+  to (a), and whether its records are bit-identical to (d)'s (they must be for (a));
+* ``paper_floors``: the paper presets' flops at IFCA's own count against both cores' float32
+  peak measured at once (:mod:`experiments.bench_floors`): each preset's floor on this machine,
+  and the fraction of that peak the project's time targets for them would need throughout.
 
 Results are printed and written to ``results/bench/bench_ifca.json`` with the provenance record
 (``--out DIR``: ``DIR/bench_ifca.json``).  The arguments and the results directory are checked
@@ -75,6 +78,7 @@ from mixreg.kernels import predict
 from mixreg.montecarlo import Sweep, Terminated, raise_on_sigterm, run_sweep
 from mixreg.problems import ProblemSpec
 from mixreg.provenance import OPENBLAS_KERNEL_FLAGS, blas_kernels, cpu_flags, environment_record
+from experiments.bench_floors import paper_floors, print_floors
 from experiments.success_vs_R.trial import IfcaSuccessSpec, ifca_success_trial
 
 SIZES = ((100, 100, 1000, 2), (400, 100, 1000, 4))
@@ -777,6 +781,9 @@ def measure(quick, out):
         print(f"{'(' + label + ')':>10} {row['jobs']:>8} {row['kernel_threads']:>8} {row['seconds']:>8.2f} "
               f"{row['tasks_per_second']:>8.3f} {row['throughput_vs_a']:>6.2f}x "
               f"{'yes' if row['records_identical_to_d'] else 'no':>14} {other:>11}")
+    floors = paper_floors(seconds=0.5 if quick else 3.0, n=1000 if quick else 2000)
+    report["paper_floors"] = floors
+    print_floors(floors)
     report["load_average_after"] = _load_average()
     print("load average (1, 5, 15 min) before: " + _format_load(report["load_average_before"])
           + "; after: " + _format_load(report["load_average_after"]))

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "mixreg"
 #: The library's layers, lowest first.  A unit (a top-level module or subpackage of mixreg) imports
 #: only units of a lower layer; within a unit, modules may import each other (without a cycle).
 LAYERS = (
-    ("mixreg", "mixreg.validation", "mixreg._fixed_order", "mixreg.methods", "mixreg._typing"),
+    ("mixreg", "mixreg.validation", "mixreg._fixed_order", "mixreg._gram_kernels", "mixreg.methods", "mixreg._typing"),
     ("mixreg.kernels", "mixreg.problems", "mixreg.metrics", "mixreg.stats", "mixreg.theory", "mixreg.clustering",
      "mixreg.provenance"),
     ("mixreg.baselines", "mixreg.local_solvers", "mixreg.trajectories", "mixreg.predictions"),

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from experiments import bench_ifca
+from experiments import bench_floors, bench_ifca
 
 
 def test_quick_run_writes_every_section(tmp_path, capsys):
@@ -79,6 +79,13 @@ def test_quick_run_writes_every_section(tmp_path, capsys):
     assert rows["a"]["records_identical_to_d"] is True
     assert rows["d"]["records_identical_to_d"] is True
     assert "thread placement on 2 cores" in capsys.readouterr().out
+
+    floors = report["paper_floors"]  # the paper presets against both cores' peak measured at once
+    assert [row["preset"] for row in floors["presets"]] == [p for _, p in bench_floors.PRESETS]
+    assert len(floors["peak"]["each"]) == 2 and floors["peak"]["gflops"] > 0
+    for row in floors["presets"]:
+        assert math.isclose(row["floor_seconds"] * floors["peak"]["gflops"] * 1e9, row["flops"])
+    assert [row["target"] for row in floors["targets"]] == ["paper-a", "all four panels"]
 
     kernels = report["kernels"]["rows"]  # none without OpenBLAS or an AVX2 CPU
     for row in kernels:  # each child ran the kernels it was asked for: OPENBLAS_CORETYPE took

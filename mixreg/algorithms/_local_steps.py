@@ -1,8 +1,9 @@
 """The local gradient steps of the drivers that train one local model per client and column.
 
 FeSEM's Local_update (Xie et al. 2020, Algorithm 2), point-level IFCA's ModelUpdate (the IFCA
-thesis, Algorithm 5) and IFCA's option II (its ``tau`` local steps, Algorithm 2 of the arXiv
-text) all run ``s`` full-batch gradient steps of many local models at once: a model per client
+thesis, Algorithm 5) and IFCA's option II with resampling (its ``tau`` local steps, Algorithm 2
+of the arXiv text; without resampling it unrolls them, :class:`mixreg.kernels.LocalStepGrams`)
+all run ``s`` full-batch gradient steps of many local models at once: a model per client
 and *column*, a column being a replica (FeSEM, IFCA) or a (replica, model) pair (point-level
 IFCA).  The loop is the same; what differs is which rows a step uses and how they are weighted,
 and that is the caller's ``residuals``: all of client ``i``'s rows with weight :math:`1/n_i`
@@ -20,8 +21,7 @@ from .. import kernels
 __all__ = ["local_gradient_steps"]
 
 
-def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=None, predicted=False, grams=None,
-                         coef=None):
+def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=None, predicted=False):
     r"""``n_steps`` full-batch gradient steps of every client's local models, in place on ``local``.
 
     For client ``i`` and column ``c``, with :math:`\eta_c` the column's step size:
@@ -62,16 +62,6 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=No
         ``R`` already holds the first step's predictions of ``local`` (e.g. gathered from the
         round's predictions of every model, :func:`mixreg.kernels.gather_predictions`): the first
         step skips its prediction.
-    grams : mixreg.kernels.LocalStepGrams, optional
-        With ``predicted``, unroll the ``n_steps`` steps through the clients' Gram matrices
-        (:meth:`~mixreg.kernels.LocalStepGrams.unrolled_gradients`): the first step's residuals,
-        ``n_steps - 1`` products with the Gram matrices and one gradient, then one step; the same
-        models as the steps one after the other up to rounding (numerics change 4 of
-        :data:`mixreg.provenance.NUMERIC_CHANGES`), bit for bit with one step.  Needs
-        ``residuals`` to weight every row of client ``i`` by one ``omega_i`` (all of its rows, or
-        none: 0 for a client left out), and ``coef``.
-    coef : ndarray of shape (m, C), with ``grams``
-        :math:`\eta_c \omega_i`, in ``local``'s dtype.
 
     Examples
     --------
@@ -91,15 +81,11 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=No
     per_column = None  # a step per column that keeps G's dtype in step * G: one pass, the same bits
     if n_steps > 0 and np.result_type(step, G) == G.dtype and np.ndim(step) == 3 and np.shape(step)[::2] == (1, 1):
         per_column = np.ascontiguousarray(np.broadcast_to(np.asarray(step), (1, local.shape[1], 1)).ravel())
-    unrolled = grams is not None and predicted and n_steps > 1
-    for step_index in range(1 if unrolled else n_steps):
+    for step_index in range(n_steps):
         if step_index or not predicted:
             kernels.client_predictions(local, X, layout, R, XT)
         residuals(R)
-        if unrolled:
-            grams.unrolled_gradients(R, X, layout, coef, n_steps, G)
-        else:
-            kernels.client_gradients(R, X, layout, G)
+        kernels.client_gradients(R, X, layout, G)
         if per_column is not None:
             kernels.column_step(local, per_column, G)
         else:
