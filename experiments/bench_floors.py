@@ -80,9 +80,9 @@ def concurrent_peak(workers: int = 2, seconds: float = 3.0, n: int = 2000, dtype
     children = [subprocess.Popen([sys.executable, "-c", _PEAK_CHILD, repr(start), repr(seconds), str(n), dtype],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
                 for _ in range(workers)]
+    outputs = [child.communicate() for child in children]  # every child ended before any is judged
     results = []
-    for child in children:
-        out, err = child.communicate()
+    for child, (out, err) in zip(children, outputs):
         if child.returncode != 0:
             last = err.strip().splitlines()[-1] if err.strip() else f"exit status {child.returncode}"
             raise RuntimeError(f"the peak's child process failed: {last}")

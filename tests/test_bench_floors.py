@@ -53,3 +53,8 @@ def test_the_peak_is_measured_in_two_processes_at_once(capsys):
     bench_floors.print_floors(bench_floors.paper_floors(peak))
     out = capsys.readouterr().out
     assert "paper-a" in out and "all four panels in 6.00 h" in out and "of the peak throughout" in out
+
+
+def test_a_failing_peak_child_is_one_runtime_error_after_both_ended():
+    with pytest.raises(RuntimeError, match=r"the peak's child process failed: TypeError: data type 'bogus'"):
+        bench_floors.concurrent_peak(workers=2, seconds=0.1, n=10, dtype="bogus", lead=0.5)
