@@ -59,9 +59,9 @@ def local_gradient_steps(local, X, layout, step, n_steps, residuals, R, G, XT=No
         :func:`mixreg.kernels.client_transposed` of ``X``: the predictions' faster form, which
         rounds otherwise (:func:`mixreg.kernels.client_predictions`).
     predicted : bool
-        ``R`` already holds the first step's predictions of ``local`` (e.g. gathered from the
-        round's predictions of every model, :func:`mixreg.kernels.gather_predictions`): the first
-        step skips its prediction.
+        ``R`` already holds the first step's predictions of ``local`` (FeSEM makes them first to
+        keep a copy for its next objective; or gathered from a round's predictions of every
+        model, :func:`mixreg.kernels.gather_predictions`): the first step skips its prediction.
 
     Examples
     --------
